@@ -1,0 +1,172 @@
+"""A recording fake context: the CPU test seam for schedules.
+
+It records every operation a schedule enqueues, with its chunk, buffer pair
+and stream, and works out which operations CUDA guarantees to be ordered
+(same stream, a device or stream synchronize, or the legacy default stream,
+which blocking streams wait on). From that it finds the two ways a schedule
+can be wrong: a data race on a device buffer, and a chunk whose output came
+from another chunk's input (or never arrived).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from day54.context import LEGACY
+
+
+@dataclasses.dataclass
+class Recorded:
+    """One enqueued operation, with the vector clock of what must finish before it."""
+
+    index: int
+    op: str
+    chunk: int
+    pair: int
+    stream: int
+    after: dict[int, int]
+
+    def describe(self) -> str:
+        where = "the legacy default stream" if self.stream == LEGACY else f"stream {self.stream}"
+        return f"{self.op} of chunk {self.chunk} on pair {self.pair} ({where})"
+
+
+class RecordingContext:
+    """Same interface as CupyContext; does no work, remembers everything."""
+
+    def __init__(self, n_chunks: int, n_buffers: int, *, n_streams: int | None = None,
+                 window_bytes: int = 64 << 20) -> None:
+        self.n_chunks = n_chunks
+        self.n_buffers = n_buffers
+        self.n_streams = n_streams or n_buffers
+        self.window_bytes = window_bytes
+        self.ops: list[Recorded] = []
+        self.syncs: list[tuple[int, str]] = []
+        self._clock: dict[int, dict[int, int]] = {}  # per stream: latest index of each stream it waits for
+        self._host: dict[int, int] = {}  # what the host has waited for
+
+    # -- the context interface ------------------------------------------------
+    def copy_in(self, k: int, pair: int, stream: int | None = None) -> None:
+        self._enqueue("h2d", k, pair, stream)
+
+    def launch(self, k: int, pair: int, stream: int | None = None) -> None:
+        self._enqueue("kernel", k, pair, stream)
+
+    def copy_out(self, k: int, pair: int, stream: int | None = None) -> None:
+        self._enqueue("d2h", k, pair, stream)
+
+    def synchronize(self) -> None:
+        for clock in self._clock.values():
+            _join(self._host, clock)
+        self.syncs.append((len(self.ops), "device"))
+
+    def stream_synchronize(self, stream: int) -> None:
+        _join(self._host, self._clock.get(stream, {}))
+        self.syncs.append((len(self.ops), f"stream {stream}"))
+
+    # -- ordering --------------------------------------------------------------
+    def _enqueue(self, op: str, k: int, pair: int, stream: int | None) -> None:
+        self._check_args(op, k, pair, stream)
+        index = pair if stream is None else stream
+        clock = dict(self._clock.get(index, {}))
+        _join(clock, self._host)
+        if index == LEGACY:  # waits for every blocking stream's earlier work
+            for other in self._clock.values():
+                _join(clock, other)
+        n = len(self.ops)
+        self.ops.append(Recorded(n, op, k, pair, index, dict(clock)))
+        clock[index] = n
+        self._clock[index] = clock
+        if index == LEGACY:  # and every blocking stream's later work waits for it
+            for other in self._clock.values():
+                _join(other, clock)
+
+    def _check_args(self, op: str, k: int, pair: int, stream: int | None) -> None:
+        if not 0 <= k < self.n_chunks:
+            raise IndexError(f"{op}: chunk {k} is outside 0..{self.n_chunks - 1}")
+        if not 0 <= pair < self.n_buffers:
+            raise IndexError(f"{op}: buffer pair {pair} is outside 0..{self.n_buffers - 1}")
+        if stream is not None and stream != LEGACY and not 0 <= stream < self.n_streams:
+            raise IndexError(f"{op}: stream {stream} is outside 0..{self.n_streams - 1}")
+
+    def ordered(self, first: Recorded, second: Recorded) -> bool:
+        """True when CUDA guarantees `first` finishes before `second` starts."""
+        return second.after.get(first.stream, -1) >= first.index
+
+    # -- verdicts --------------------------------------------------------------
+    def races(self) -> list[Problem]:
+        """Conflicting accesses to one device buffer that nothing orders."""
+        accesses: dict[tuple[str, int], list[tuple[Recorded, bool]]] = {}
+        for rec in self.ops:
+            for buf, writes in _touches(rec):
+                accesses.setdefault((buf, rec.pair), []).append((rec, writes))
+        found = []
+        for (buf, pair), touches in accesses.items():
+            for i, (late, late_writes) in enumerate(touches):
+                for early, early_writes in touches[:i]:
+                    if (early_writes or late_writes) and not self.ordered(early, late):
+                        found.append(Problem(min(early.chunk, late.chunk),
+                                             f"race on {buf}[{pair}]: {late.describe()} is not ordered "
+                                             f"after {early.describe()}"))
+                        break
+        return found
+
+    def dataflow_errors(self) -> list[Problem]:
+        """Chunks whose output is missing or computed from another chunk's input."""
+        d_in: dict[int, int | None] = {}
+        d_out: dict[int, int | None] = {}
+        written: dict[int, int | None] = {}
+        for rec in self.ops:
+            if rec.op == "h2d":
+                d_in[rec.pair] = rec.chunk
+            elif rec.op == "kernel":
+                d_out[rec.pair] = d_in.get(rec.pair)
+            else:
+                written[rec.chunk] = d_out.get(rec.pair)
+        errors = []
+        for k in range(self.n_chunks):
+            if k not in written:
+                errors.append(Problem(k, f"chunk {k} is never copied out"))
+            elif written[k] != k:
+                got = "no kernel output" if written[k] is None else f"chunk {written[k]}'s input"
+                errors.append(Problem(k, f"chunk {k}'s output holds {got}"))
+        return errors
+
+    def problems(self) -> list[Problem]:
+        """Every dataflow error and race, lowest chunk first."""
+        return sorted(self.dataflow_errors() + self.races(), key=lambda p: p.chunk)
+
+    def first_bad_chunk(self) -> int | None:
+        """The lowest chunk a problem names, as the GPU check reports it."""
+        problems = self.problems()
+        return problems[0].chunk if problems else None
+
+    def per_stream(self) -> dict[int, list[tuple[str, int, int]]]:
+        """Op order within each stream as (op, chunk, pair)."""
+        result: dict[int, list[tuple[str, int, int]]] = {}
+        for rec in self.ops:
+            result.setdefault(rec.stream, []).append((rec.op, rec.chunk, rec.pair))
+        return result
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """Something wrong with a schedule, and the first chunk it affects."""
+
+    chunk: int
+    message: str
+
+
+def _join(into: dict[int, int], other: dict[int, int]) -> None:
+    for stream, index in other.items():
+        if into.get(stream, -1) < index:
+            into[stream] = index
+
+
+def _touches(rec: Recorded) -> list[tuple[str, bool]]:
+    """(buffer, writes?) pairs an operation touches on the device."""
+    if rec.op == "h2d":
+        return [("d_in", True)]
+    if rec.op == "kernel":
+        return [("d_in", False), ("d_out", True)]
+    return [("d_out", False)]

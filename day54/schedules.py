@@ -1,0 +1,102 @@
+"""Schedules: plain functions of a context (CupyContext or RecordingContext).
+
+These are the references that `python -m day54` measures. In the notebooks
+students write their own schedule with the same signature; the grader checks
+that the function they submit was written in the notebook, not imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from day54.context import LEGACY
+
+Schedule = Callable[[Any], None]
+
+
+def naive(ctx: Any) -> None:
+    """One stream, one buffer pair: copy in, kernel, copy out, chunk after chunk."""
+    for k in range(ctx.n_chunks):
+        ctx.copy_in(k, 0)
+        ctx.launch(k, 0)
+        ctx.copy_out(k, 0)
+
+
+def pipelined(ctx: Any) -> None:
+    """Chunk k on buffer pair (and stream) k % n_buffers; stream order protects each pair."""
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+
+
+def h2d_only(ctx: Any) -> None:
+    """Component pass: every chunk's copy in, nothing else."""
+    for k in range(ctx.n_chunks):
+        ctx.copy_in(k, 0)
+
+
+def kernel_only(ctx: Any) -> None:
+    """Component pass: one kernel per chunk on resident data."""
+    for k in range(ctx.n_chunks):
+        ctx.launch(k, 0)
+
+
+def d2h_only(ctx: Any) -> None:
+    """Component pass: every chunk's copy out, nothing else."""
+    for k in range(ctx.n_chunks):
+        ctx.copy_out(k, 0)
+
+
+def duplex(ctx: Any) -> None:
+    """Link probe: all copies in on stream 0 while all copies out run on stream 1 (needs 2 pairs).
+
+    Its time is the link floor: the least time in which a pipeline can move the
+    input in and the output out together. Output content is meaningless here.
+    """
+    for k in range(ctx.n_chunks):
+        ctx.copy_in(k, 0, stream=0)
+        ctx.copy_out(k, 1, stream=1)
+
+
+COMPONENTS: dict[str, Schedule] = {"h2d": h2d_only, "kernel": kernel_only, "d2h": d2h_only}
+
+
+# Pitfalls, shown rather than told. Each one is the pipelined schedule with one mistake.
+
+def pitfall_legacy_launch(ctx: Any) -> None:
+    """One launch on the legacy default stream, mid-loop: it drains and blocks every worker stream."""
+    middle = ctx.n_chunks // 2
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair, stream=LEGACY if k == middle else None)
+        ctx.copy_out(k, pair)
+
+
+def pitfall_sync_in_loop(ctx: Any) -> None:
+    """A device-wide synchronize left in the loop: no chunk can overlap its neighbour."""
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        ctx.synchronize()
+
+
+def pitfall_more_streams_than_buffers(ctx: Any) -> None:
+    """Chunk k on stream k % n_streams but pair k % n_buffers: a pair's next tenant can race its last."""
+    for k in range(ctx.n_chunks):
+        pair, stream = k % ctx.n_buffers, k % ctx.n_streams
+        ctx.copy_in(k, pair, stream=stream)
+        ctx.launch(k, pair, stream=stream)
+        ctx.copy_out(k, pair, stream=stream)
+
+
+PITFALLS: dict[str, Schedule] = {
+    "legacy-launch": pitfall_legacy_launch,
+    "sync-in-loop": pitfall_sync_in_loop,
+    "more-streams-than-buffers": pitfall_more_streams_than_buffers,
+}

@@ -1,0 +1,135 @@
+"""Facts about the GPU (or its absence), read once and printed on a mode line."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import shutil
+import subprocess
+from typing import Any
+
+
+@functools.cache
+def cupy_or_none() -> Any:
+    """CuPy if it imports and sees a GPU, else None (the replay mode)."""
+    try:
+        import cupy
+    except Exception:  # not installed, or a broken CUDA install: both mean no live GPU
+        return None
+    try:
+        return cupy if cupy.cuda.is_available() else None
+    except Exception:
+        return None
+
+
+def gpu_available() -> bool:
+    """True when CuPy is installed and a CUDA device answers."""
+    return cupy_or_none() is not None
+
+
+@dataclasses.dataclass
+class DeviceFacts:
+    """What the lessons need to know about the device they measured on."""
+
+    name: str
+    compute_capability: str
+    async_engine_count: int
+    can_map_host_memory: bool
+    integrated: bool
+    can_use_host_pointer_for_registered_mem: bool
+    pageable_memory_access: bool
+    total_memory_bytes: int
+    pcie_gen: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width: int | None = None
+    driver: str | None = None
+    cuda_runtime: str | None = None
+    cupy: str | None = None
+
+    def link_text(self) -> str:
+        """'PCIe Gen5 x16' or 'PCIe unknown'."""
+        if self.pcie_gen is None or self.pcie_width is None:
+            return "PCIe link unknown"
+        top = f" (max Gen{self.pcie_gen_max})" if self.pcie_gen_max and self.pcie_gen_max != self.pcie_gen else ""
+        return f"PCIe Gen{self.pcie_gen} x{self.pcie_width}{top}"
+
+    def summary(self) -> str:
+        """One line for a mode line: name, copy engines, link."""
+        return (f"{self.name} (sm_{self.compute_capability.replace('.', '')}, "
+                f"asyncEngineCount={self.async_engine_count}, {self.link_text()})")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DeviceFacts:
+        """Rebuild from a results record, ignoring fields this version does not know."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _nvidia_smi(fields: str) -> list[str] | None:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [part.strip() for part in out.strip().split(",")]
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _version(code: int) -> str:
+    return f"{code // 1000}.{code % 1000 // 10}"
+
+
+def device_facts(device: int = 0) -> DeviceFacts:
+    """Read the live device's facts; call only when gpu_available()."""
+    cp = cupy_or_none()
+    if cp is None:
+        raise RuntimeError("device_facts() needs a GPU; check gpu_available() first")
+    props = cp.cuda.runtime.getDeviceProperties(device)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    smi = _nvidia_smi("pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,driver_version") or [None] * 4
+    return DeviceFacts(
+        name=name,
+        compute_capability=f"{props['major']}.{props['minor']}",
+        async_engine_count=int(props.get("asyncEngineCount", 0)),
+        can_map_host_memory=bool(props.get("canMapHostMemory", 0)),
+        integrated=bool(props.get("integrated", 0)),
+        can_use_host_pointer_for_registered_mem=bool(props.get("canUseHostPointerForRegisteredMem", 0)),
+        pageable_memory_access=bool(props.get("pageableMemoryAccess", 0)),
+        total_memory_bytes=int(props["totalGlobalMem"]),
+        pcie_gen=_int_or_none(smi[0]),
+        pcie_gen_max=_int_or_none(smi[1]),
+        pcie_width=_int_or_none(smi[2]),
+        driver=smi[3],
+        cuda_runtime=_version(cp.cuda.runtime.runtimeGetVersion()),
+        cupy=cp.__version__,
+    )
+
+
+def free_device_bytes() -> int:
+    """Free device memory now, as cudaMemGetInfo reports it."""
+    cp = cupy_or_none()
+    if cp is None:
+        raise RuntimeError("free_device_bytes() needs a GPU")
+    free, _total = cp.cuda.runtime.memGetInfo()
+    return int(free)
+
+
+def available_host_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo, or None where the OS does not say."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
