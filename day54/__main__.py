@@ -28,6 +28,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--total", default="1GiB", help="array size (default 1GiB)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per pass (default 5)")
     parser.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
+    parser.add_argument("--no-pitfalls", action="store_true", help="skip the pitfall demonstrations")
     parser.add_argument("--json", metavar="PATH", help="also write the results record here")
     parser.add_argument("--from-profile", metavar="DIR", help="replay this recorded profile instead of the GPU")
     return parser.parse_args(argv)
@@ -42,7 +43,7 @@ def config_from(args: argparse.Namespace) -> Config:
     cfg = Config(total_bytes=parse_size(args.total, option="--total"),
                  window_bytes=parse_size(args.window or "64MiB", option="--window"),
                  windows=parse_sizes(args.windows, option="--windows"), buffers=depths,
-                 fmas=args.fmas, repeats=args.repeats)
+                 fmas=args.fmas, repeats=args.repeats, pitfalls=not args.no_pitfalls)
     if args.seed is not None:
         cfg.seed = args.seed
     cfg.validate()

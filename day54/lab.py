@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from day54 import schedules
+from day54 import pitfalls, schedules
 from day54.kernel import DEFAULT_FMAS, closed_form, tolerance
 from labcore.device import available_host_bytes, cupy_or_none, device_facts, free_device_bytes
 from labcore.errors import UsageError
@@ -35,6 +35,7 @@ class Config:
     repeats: int = 5
     warmup: int = 1
     seed: int = dataclasses.field(default_factory=lambda: secrets.randbelow(2**31))
+    pitfalls: bool = True
 
     @property
     def all_windows(self) -> list[int]:
@@ -69,11 +70,12 @@ def pass_key(name: str, window_bytes: int, buffers: int) -> str:
 
 def check_memory(cfg: Config) -> None:
     """Refuse, before allocating, a run that cannot fit in host or device memory."""
-    host_need = 3 * cfg.total_bytes  # pinned input and output, and the naive reference
+    # pinned input and output, the naive reference, and pageable input and output for that pitfall
+    host_need = (5 if cfg.pitfalls else 3) * cfg.total_bytes
     host_free = available_host_bytes()
     if host_free is not None and host_need > host_free:
         raise UsageError(f"--total {format_size(cfg.total_bytes)} needs {host_need / 2**30:.1f} GiB of host memory "
-                         f"(input, output, reference); {host_free / 2**30:.1f} GiB is available")
+                         f"(input, output, reference, pitfalls); {host_free / 2**30:.1f} GiB is available")
     device_need = 2 * max([*cfg.buffers, 2]) * max(cfg.all_windows) + 64 * MiB
     device_free = free_device_bytes()
     if device_need > device_free:
@@ -130,7 +132,7 @@ def trace_pass(ctx: Any, schedule: Any, key: str) -> list:
 
 def _steps(cfg: Config) -> int:
     per_window = 3 + 1 + len(cfg.buffers) * 2
-    return len(cfg.all_windows) * per_window + 3 + len(cfg.buffers)
+    return len(cfg.all_windows) * per_window + 3 + len(cfg.buffers) + (5 if cfg.pitfalls else 0)
 
 
 def run_live(cfg: Config) -> Record:
@@ -195,3 +197,5 @@ def _measure_window(cfg: Config, ctx: Any, window: int, record: Record, referenc
                                        name="duplex", params={"window_bytes": window, "buffers": 2},
                                        bytes_moved=2 * cfg.total_bytes, **timed))
         yield "duplex link"
+        if cfg.pitfalls:
+            yield from pitfalls.measure(cfg, ctx, reference, record, f"w={format_size(window)} b=2")

@@ -29,5 +29,6 @@ def load_profile(path: str | Path | None = None) -> rec.Record:
 def describe(record: rec.Record) -> str:
     """Where a replay's numbers came from, for the mode line."""
     d = record.device
-    versions = ", ".join(f"{k} {v}" for k, v in (("driver", d.driver), ("CUDA", d.cuda_runtime), ("CuPy", d.cupy)) if v)
+    versions = ", ".join(f"{k} {v}" for k, v in (("driver", d.driver), ("driver CUDA", d.driver_cuda),
+                                                       ("CUDA runtime", d.cuda_runtime), ("CuPy", d.cupy)) if v)
     return f"replay of {record.source} (recorded {record.recorded_at} on {d.summary()}; {versions})"

@@ -192,10 +192,35 @@ def checks_text(record: Record) -> str:
     return "\n".join(lines)
 
 
+def pitfalls_table(record: Record) -> str | None:
+    """Each pitfall's time beside the correct pipelined pass, and whether its output was right."""
+    found = record.extra.get("pitfalls")
+    if not found:
+        return None
+    first = record.pass_times(found[0]["key"])
+    window, depth = first.params["window_bytes"], first.params["buffers"]
+    good = measured(record, "pipelined", window, depth)
+    head = f"{'Pitfall':<28}{'Median ms':>11}{'x pipelined':>13}  Output"
+    lines = [f"Pitfalls at {format_size(window)}, {depth} buffers (correct pipelined: {good:.3f} ms)", head,
+             "-" * (len(head) + 30)]
+    for item in found:
+        median = record.pass_times(item["key"]).median_ms
+        verdict = "bit-identical to naive" if item["ok"] else f"WRONG: {item['detail']}"
+        lines.append(f"{item['name']:<28}{median:>11.3f}{median / good:>13.2f}  {verdict}")
+    enqueue = record.extra.get("enqueue_ms")
+    if enqueue:
+        enq = sorted(enqueue)[len(enqueue) // 2]
+        lines.append(f"{'timing the enqueue':<28}{enq:>11.3f}{enq / good:>13.2f}  "
+                     f"host clock without a synchronize: {good / enq:.0f}x too fast")
+    return "\n".join(lines)
+
+
 def render(record: Record, window: int | None = None) -> str:
     """Everything `python -m day54` prints after its mode line."""
     window = main_window(record, window)
-    parts = [checks_text(record), table(record, window), sweep_table(record),
-             f"Predictions at {format_size(window)} (seed's four, on this run's numbers)",
-             "\n".join(v.line() for v in predictions(record, window))]
+    parts = [checks_text(record), table(record, window), sweep_table(record)]
+    if (text := pitfalls_table(record)) is not None:
+        parts.append(text)
+    parts += [f"Predictions at {format_size(window)} (seed's four, on this run's numbers)",
+              "\n".join(v.line() for v in predictions(record, window))]
     return "\n\n".join(parts)

@@ -44,6 +44,7 @@ class DeviceFacts:
     pcie_width: int | None = None
     driver: str | None = None
     cuda_runtime: str | None = None
+    driver_cuda: str | None = None
     cupy: str | None = None
 
     def link_text(self) -> str:
@@ -110,6 +111,7 @@ def device_facts(device: int = 0) -> DeviceFacts:
         pcie_width=_int_or_none(smi[2]),
         driver=smi[3],
         cuda_runtime=_version(cp.cuda.runtime.runtimeGetVersion()),
+        driver_cuda=_version(cp.cuda.runtime.driverGetVersion()),
         cupy=cp.__version__,
     )
 

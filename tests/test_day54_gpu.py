@@ -81,7 +81,8 @@ def test_wrong_offset_is_caught(host):
 
 def test_pipelined_overlaps():
     """In one run, 2-buffer pipelined at 16 chunks takes under 0.8 of naive (copy engines overlap)."""
-    cfg = Config(total_bytes=256 * MiB, window_bytes=16 * MiB, windows=[16 * MiB], buffers=[2], repeats=3)
+    cfg = Config(total_bytes=256 * MiB, window_bytes=16 * MiB, windows=[16 * MiB], buffers=[2], repeats=3,
+                 pitfalls=False)
     record = run_live(cfg)
     naive = record.pass_times("naive w=16MiB b=1").median_ms
     pipelined = record.pass_times("pipelined w=16MiB b=2").median_ms
@@ -91,10 +92,24 @@ def test_pipelined_overlaps():
 
 def test_trace_shows_overlap():
     """The event trace of the pipelined pass has a copy in running while a copy out runs."""
-    cfg = Config(total_bytes=256 * MiB, window_bytes=16 * MiB, windows=[16 * MiB], buffers=[2], repeats=1)
+    cfg = Config(total_bytes=256 * MiB, window_bytes=16 * MiB, windows=[16 * MiB], buffers=[2], repeats=1,
+                 pitfalls=False)
     record = run_live(cfg)
     ops = record.ops("pipelined w=16MiB b=2")
     ins = [o for o in ops if o.op == "h2d"]
     outs = [o for o in ops if o.op == "d2h"]
     assert any(i.start_ns < o.end_ns and o.start_ns < i.end_ns and i.chunk != o.chunk for i in ins for o in outs)
     cupy_or_none().get_default_memory_pool().free_all_blocks()
+
+
+def test_pitfalls_are_measured_and_slower():
+    """Sync-in-loop and pageable memory are slower than the correct pipeline; the enqueue alone looks fast."""
+    cfg = Config(total_bytes=256 * MiB, window_bytes=16 * MiB, windows=[16 * MiB], buffers=[2], repeats=3)
+    record = run_live(cfg)
+    good = record.pass_times("pipelined w=16MiB b=2").median_ms
+    by_name = {p["name"]: p for p in record.extra["pitfalls"]}
+    assert set(by_name) == {"legacy-launch", "sync-in-loop", "more-streams-than-buffers", "pageable"}
+    assert by_name["sync-in-loop"]["ok"] and by_name["pageable"]["ok"] and by_name["legacy-launch"]["ok"]
+    assert record.pass_times("pitfall sync-in-loop w=16MiB b=2").median_ms > 1.2 * good
+    assert record.pass_times("pitfall pageable w=16MiB b=2").median_ms > 1.2 * good
+    assert sorted(record.extra["enqueue_ms"])[1] < 0.5 * good

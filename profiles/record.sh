@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Record a lesson's profile on a GPU machine: GPU tests, a plain timed run, then the
+# same command under Nsight Systems with --json, and the nsys stats CSV exports.
+#   usage: profiles/record.sh LESSON OUTDIR        (LESSON: day54 or zero_copy)
+# Needs: python3 with CuPy and this checkout importable; nsys on PATH or NSYS=path.
+set -uo pipefail
+lesson=${1:?usage: record.sh LESSON OUTDIR}; out=${2:?usage: record.sh LESSON OUTDIR}
+mkdir -p "$out"
+nsys=${NSYS:-nsys}
+reports=nvtx_sum,nvtx_pushpop_trace,cuda_gpu_mem_time_sum,cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_trace
+{
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.current --format=csv,noheader
+  python3 -c 'import cupy, numpy; print("CuPy", cupy.__version__, "CUDA runtime", cupy.cuda.runtime.runtimeGetVersion(), "driver", cupy.cuda.runtime.driverGetVersion(), "numpy", numpy.__version__)'
+  "$nsys" --version
+  python3 --version
+} > "$out/versions.txt" 2>&1
+python3 -m pytest -q -m gpu "tests/test_${lesson}_gpu.py" > "$out/gpu_tests.txt" 2>&1
+echo "gpu tests: $(tail -1 "$out/gpu_tests.txt")"
+TIMEFORMAT='wall %R s'
+{ time python3 -m "$lesson" > "$out/plain_run.txt" 2> "$out/plain_run.err"; } 2>> "$out/plain_run.err"
+echo "plain run: $(tail -1 "$out/plain_run.err")"
+"$nsys" profile -t cuda,nvtx --sample=none --cpuctxsw=none -o "$out/$lesson" --force-overwrite true \
+  python3 -m "$lesson" --json "$out/results.json" > "$out/profiled_run.txt" 2> "$out/profiled_run.err"
+"$nsys" stats --report "$reports" --format csv --output "$out/$lesson" "$out/$lesson.nsys-rep" > /dev/null 2>&1
+rm -f "$out/$lesson.sqlite"
+ls -la "$out"
