@@ -30,6 +30,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
     parser.add_argument("--no-pitfalls", action="store_true", help="skip the pitfall demonstrations")
     parser.add_argument("--json", metavar="PATH", help="also write the results record here")
+    parser.add_argument("--plot", metavar="DIR", help="also write the timeline, sweep and stage plots here")
     parser.add_argument("--from-profile", metavar="DIR", help="replay this recorded profile instead of the GPU")
     return parser.parse_args(argv)
 
@@ -70,6 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     print(report.render(record, window))
+    if args.plot:
+        from day54.plots import write_all
+
+        for path in write_all(record, args.plot, window):
+            print(f"wrote {path}")
     print(f"\nwindow {format_size(report.main_window(record, window))}: done", file=sys.stderr)
     return 0
 

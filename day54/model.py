@@ -49,19 +49,19 @@ class Stages:
 
 @dataclasses.dataclass(frozen=True)
 class Prediction:
-    """The model's lower bounds for a pipelined pass and which one binds."""
+    """The model's three lower bounds for a pipelined pass and which one binds."""
 
     fill_drain_ms: float
     chain_ms: float
-    link_ms: float | None
+    link_floor_ms: float | None
     bound_ms: float
     binding: str
 
     def explain(self) -> str:
         """One line: the three bounds and the one that sets the prediction."""
-        link = "n/a" if self.link_ms is None else f"{self.link_ms:.2f}"
+        link = "n/a" if self.link_floor_ms is None else f"{self.link_floor_ms:.2f}"
         return (f"fill+drain {self.fill_drain_ms:.2f}, per-stream chain {self.chain_ms:.2f}, "
-                f"link {link} ms: {self.binding} binds at {self.bound_ms:.2f} ms")
+                f"link floor {link} ms: {self.binding} binds at {self.bound_ms:.2f} ms")
 
 
 def fill_drain_ms(stages: Stages) -> float:
@@ -69,46 +69,29 @@ def fill_drain_ms(stages: Stages) -> float:
     return stages.max_ms + stages.edges_ms
 
 
-def contended_copy_ms(stages: Stages, duplex_ms: float | None) -> tuple[float, float]:
-    """One chunk's copy in and copy out while the other direction is busy too.
-
-    A link that moves both directions at once does not give each its solo
-    speed: the duplex probe moves the whole array in and out together in
-    duplex_ms, so each direction's chunk then takes duplex_ms / N (never less
-    than its solo time).
-    """
-    h_c, _, d_c = stages.per_chunk()
-    if duplex_ms is None:
-        return h_c, d_c
-    shared = duplex_ms / stages.n_chunks
-    return max(h_c, shared), max(d_c, shared)
-
-
-def chain_ms(stages: Stages, n_buffers: int, duplex_ms: float | None = None) -> float:
+def chain_ms(stages: Stages, n_buffers: int) -> float:
     """The longest stream: it starts after the copies in ahead of it, then runs its chunks' trips in order.
 
     Stream j gets chunks j, j+B, ... and cannot start its first copy in before
     the j copies in ahead of it went through the one H2D engine. Each of its
-    chunks is a serial copy in, kernel, copy out; with copies overlapping the
-    other direction they run at the duplex rate. This is why two buffers miss
-    the max floor when the copies dominate.
+    chunks is a serial copy in, kernel, copy out. This is why two buffers miss
+    the max floor when the copies dominate: only B such chains run side by side.
     """
-    h_c, k_c, _ = stages.per_chunk()
-    copy_in, copy_out = contended_copy_ms(stages, duplex_ms)
-    trip = copy_in + k_c + copy_out
+    h_c = stages.per_chunk()[0]
+    trip = sum(stages.per_chunk())
     return max(j * h_c + math.ceil((stages.n_chunks - j) / n_buffers) * trip
                for j in range(min(n_buffers, stages.n_chunks)))
 
 
-def link_ms(stages: Stages, duplex_ms: float) -> float:
-    """The link bound: the first chunk's trip alone, then the rest crossing both ways at the duplex rate."""
-    return sum(stages.per_chunk()) + duplex_ms * (stages.n_chunks - 1) / stages.n_chunks
+def predict(stages: Stages, n_buffers: int, link_floor_ms: float | None = None) -> Prediction:
+    """The pipelined time the model expects: the largest of its lower bounds.
 
-
-def predict(stages: Stages, n_buffers: int, duplex_ms: float | None = None) -> Prediction:
-    """The pipelined time the model expects: the largest of its lower bounds."""
-    terms = {"fill+drain": fill_drain_ms(stages), "per-stream chain": chain_ms(stages, n_buffers, duplex_ms)}
-    if duplex_ms is not None:
-        terms["link"] = link_ms(stages, duplex_ms)
+    link_floor_ms is the measured time to move the whole input in while the
+    whole output moves out (the duplex probe): a pipeline moves the same bytes
+    over the same link, so it cannot beat that.
+    """
+    terms = {"fill+drain": fill_drain_ms(stages), "per-stream chain": chain_ms(stages, n_buffers)}
+    if link_floor_ms is not None:
+        terms["link floor"] = link_floor_ms
     binding = max(terms, key=terms.__getitem__)
-    return Prediction(terms["fill+drain"], terms["per-stream chain"], terms.get("link"), terms[binding], binding)
+    return Prediction(terms["fill+drain"], terms["per-stream chain"], terms.get("link floor"), terms[binding], binding)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from day54 import schedules
 from day54.lab import pass_key
 from day54.model import Prediction, Stages, predict
+from day54.recording import RecordingContext
 from labcore.errors import UsageError
 from labcore.record import Record
 from labcore.sizes import format_size
@@ -192,6 +194,14 @@ def checks_text(record: Record) -> str:
     return "\n".join(lines)
 
 
+def ordering_verdict(name: str, n_chunks: int, depth: int) -> str:
+    """What CUDA's ordering rules guarantee for a pitfall, from the recording fake (no GPU needed)."""
+    ctx = RecordingContext(n_chunks, depth, n_streams=depth + 1 if name == "more-streams-than-buffers" else None)
+    schedules.PITFALLS.get(name, schedules.pipelined)(ctx)
+    races = ctx.races()
+    return f"RACE ({len(races)} unordered)" if races else "safe"
+
+
 def pitfalls_table(record: Record) -> str | None:
     """Each pitfall's time beside the correct pipelined pass, and whether its output was right."""
     found = record.extra.get("pitfalls")
@@ -200,18 +210,21 @@ def pitfalls_table(record: Record) -> str | None:
     first = record.pass_times(found[0]["key"])
     window, depth = first.params["window_bytes"], first.params["buffers"]
     good = measured(record, "pipelined", window, depth)
-    head = f"{'Pitfall':<28}{'Median ms':>11}{'x pipelined':>13}  Output"
+    head = f"{'Pitfall':<28}{'Median ms':>11}{'x pipelined':>13}  {'CUDA ordering':<22}Output on this run"
     lines = [f"Pitfalls at {format_size(window)}, {depth} buffers (correct pipelined: {good:.3f} ms)", head,
              "-" * (len(head) + 30)]
     for item in found:
         median = record.pass_times(item["key"]).median_ms
         verdict = "bit-identical to naive" if item["ok"] else f"WRONG: {item['detail']}"
-        lines.append(f"{item['name']:<28}{median:>11.3f}{median / good:>13.2f}  {verdict}")
+        order = ordering_verdict(item["name"], record.config["total_bytes"] // window, depth)
+        lines.append(f"{item['name']:<28}{median:>11.3f}{median / good:>13.2f}  {order:<22}{verdict}")
     enqueue = record.extra.get("enqueue_ms")
     if enqueue:
         enq = sorted(enqueue)[len(enqueue) // 2]
         lines.append(f"{'timing the enqueue':<28}{enq:>11.3f}{enq / good:>13.2f}  "
-                     f"host clock without a synchronize: {good / enq:.0f}x too fast")
+                     f"{'-':<22}host clock without a synchronize: {good / enq:.0f}x too fast")
+    lines.append("A race that leaves the output intact on one run is still a race: the fake shows what CUDA "
+                 "does not promise.")
     return "\n".join(lines)
 
 

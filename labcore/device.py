@@ -32,13 +32,13 @@ class DeviceFacts:
     """What the lessons need to know about the device they measured on."""
 
     name: str
-    compute_capability: str
-    async_engine_count: int
-    can_map_host_memory: bool
-    integrated: bool
-    can_use_host_pointer_for_registered_mem: bool
-    pageable_memory_access: bool
-    total_memory_bytes: int
+    compute_capability: str | None = None
+    async_engine_count: int | None = None
+    can_map_host_memory: bool | None = None
+    integrated: bool | None = None
+    can_use_host_pointer_for_registered_mem: bool | None = None
+    pageable_memory_access: bool | None = None
+    total_memory_bytes: int | None = None
     pcie_gen: int | None = None
     pcie_gen_max: int | None = None
     pcie_width: int | None = None
@@ -55,7 +55,9 @@ class DeviceFacts:
         return f"PCIe Gen{self.pcie_gen} x{self.pcie_width}{top}"
 
     def summary(self) -> str:
-        """One line for a mode line: name, copy engines, link."""
+        """One line for a mode line: name, copy engines, link (what is known of them)."""
+        if self.compute_capability is None:
+            return f"{self.name} (no device facts recorded)"
         return (f"{self.name} (sm_{self.compute_capability.replace('.', '')}, "
                 f"asyncEngineCount={self.async_engine_count}, {self.link_text()})")
 
