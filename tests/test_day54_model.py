@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from day54.kernel import FMA_A, FMA_B, closed_form, tolerance
-from day54.model import Stages, chain_ms, contended_copy_ms, fill_drain_ms, link_ms, predict
+from day54.model import Stages, chain_ms, fill_drain_ms, predict
 
 
 def test_sum_max_edges():
@@ -33,28 +33,14 @@ def test_chain_counts_the_late_start_of_later_streams():
     assert chain_ms(st, 4) == pytest.approx(3 * 4.0 + 9.0)
 
 
-def test_contention_stretches_copies_to_the_duplex_rate():
-    """With a duplex probe of 20 ms over 4 chunks each chunk's copy takes 5 ms both ways."""
-    st = Stages(16.0, 8.0, 12.0, 4)
-    assert contended_copy_ms(st, 20.0) == (5.0, 5.0)
-    assert contended_copy_ms(st, 8.0) == (4.0, 3.0)  # never faster than solo
-    assert contended_copy_ms(st, None) == (4.0, 3.0)
-    assert chain_ms(st, 2, 20.0) == pytest.approx(4.0 + 2 * (5 + 2 + 5))
-
-
-def test_link_bound():
-    """First chunk alone, the remaining 3/4 of the data at the duplex rate."""
-    st = Stages(16.0, 8.0, 12.0, 4)
-    assert link_ms(st, 20.0) == pytest.approx(9.0 + 15.0)
-
-
 def test_prediction_takes_the_largest_bound():
     """The binding term is the largest, and explain() names it."""
     st = Stages(16.0, 8.0, 12.0, 4)
-    p = predict(st, 4, 24.0)  # chain: 3 copies in ahead, then one 6+2+6 trip = 26; link 9 + 18 = 27
-    assert p.chain_ms == pytest.approx(26.0)
-    assert p.binding == "link" and p.bound_ms == pytest.approx(27.0)
-    assert "link binds at 27.00 ms" in p.explain()
+    p = predict(st, 4, 24.0)  # fill+drain 21, chain 3 copies in ahead + one 9 ms trip = 21, link floor 24
+    assert p.chain_ms == pytest.approx(21.0) and p.fill_drain_ms == pytest.approx(21.0)
+    assert p.binding == "link floor" and p.bound_ms == pytest.approx(24.0)
+    assert "link floor binds at 24.00 ms" in p.explain()
+    assert predict(st, 4, 20.0).binding in ("fill+drain", "per-stream chain")
     assert predict(st, 2, None).binding == "per-stream chain"
 
 

@@ -1,0 +1,109 @@
+"""python -m day54 as a user meets it: mode line, tables, plots, JSON, and one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from day54 import lab
+from labcore.device import gpu_available
+from labcore.errors import UsageError
+from labcore.record import validate
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = ROOT / "profiles" / "h200" / "day54"
+
+
+def day54(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "day54", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.skipif(gpu_available(), reason="with a GPU the default is a live run")
+def test_default_without_gpu_replays_the_shipped_exports():
+    """First line is the replay mode line; then checks, the table, the sweep, the pitfalls and four predictions."""
+    done = day54()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("day54: replay of nsys exports in") and lines[0].endswith("no GPU here")
+    for needed in ("h2d only", "kernel only", "d2h only", "naive bound (sum)", "pipeline floor (max)",
+                   "link floor (duplex)", "measured naive", "measured pipelined, 2 buffers",
+                   "measured pipelined, 3 buffers", "Window sweep", "Pitfalls at 64MiB"):
+        assert any(line.startswith(needed) or needed in line for line in lines), needed
+    assert sum(1 for line in lines if line.lstrip()[:3] in ("1. ", "2. ", "3. ", "4. ")) == 4
+
+
+def test_from_profile_results_json_and_window():
+    """--from-profile a results.json and --window 4MiB: the table is about 4 MiB."""
+    done = day54("--from-profile", str(PROFILE / "results.json"), "--window", "4MiB")
+    assert done.returncode == 0, done.stderr
+    assert "Window 4MiB: 256 chunks of 4MiB" in done.stdout
+    assert done.stdout.startswith(f"day54: replay of {PROFILE / 'results.json'}")
+
+
+def test_plot_and_json(tmp_path):
+    """--plot writes three PNGs; --json writes a valid record of the replay."""
+    done = day54("--from-profile", str(PROFILE), "--plot", str(tmp_path / "plots"), "--json",
+                 str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert names == ["day54_stages.png", "day54_sweep.png", "day54_timeline.png"]
+    assert all((tmp_path / "plots" / n).read_bytes()[:4] == b"\x89PNG" for n in names)
+    data = json.loads((tmp_path / "r.json").read_text())
+    validate(data)
+    assert data["mode"] == "replay" and len(data["passes"]) == 23
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--window", "48MiB"], "does not divide --total 1GiB"),
+    (["--window", "2GiB"], "exceeds --total 1GiB"),
+    (["--windows", "4MiB,3MiB"], "does not divide"),
+    (["--buffers", "0"], "each depth must be at least 1"),
+    (["--buffers", "two"], "is not a list of integers"),
+    (["--fmas", "-1"], "--fmas -1 must be 0 or more"),
+    (["--total", "lots"], "--total 'lots' is not a size"),
+    (["--repeats", "0"], "--repeats 0 must be at least 1"),
+    (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["--from-profile", "/nonexistent/dir"], "no such file or directory"),
+    (["--from-profile", str(PROFILE), "--window", "8MiB"], "--window 8MiB is not in the record"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    """Each bad option gets exactly one stderr line naming it, exit status 2, no traceback."""
+    done = day54(*args)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ")
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(gpu_available(), reason="with a GPU the default is a live run")
+def test_no_gpu_and_no_profile(tmp_path):
+    """Where no profile is shipped, the one line says so and how to fix it."""
+    done = day54(env={"COURSE_PROFILES": str(tmp_path)})
+    assert done.returncode == 2
+    assert "no GPU found and no recorded profile" in done.stderr and "--from-profile" in done.stderr
+
+
+def test_malformed_results_json(tmp_path):
+    """A broken results.json is named with its line."""
+    path = tmp_path / "results.json"
+    path.write_text('{"schema": 1,\n "lesson": ')
+    done = day54("--from-profile", str(path))
+    assert done.returncode == 2 and "line 2: not valid JSON" in done.stderr
+
+
+def test_memory_check_refuses_before_allocating(monkeypatch):
+    """A total beyond available host memory, or windows beyond free device memory, is refused with numbers."""
+    cfg = lab.Config(total_bytes=8 << 30, windows=[64 << 20])
+    monkeypatch.setattr(lab, "available_host_bytes", lambda: 16 << 30)
+    monkeypatch.setattr(lab, "free_device_bytes", lambda: 80 << 30)
+    with pytest.raises(UsageError, match=r"needs 40\.0 GiB of host memory.*16\.0 GiB is available"):
+        lab.check_memory(cfg)
+    cfg = lab.Config(total_bytes=1 << 30, windows=[256 << 20])
+    monkeypatch.setattr(lab, "free_device_bytes", lambda: 1 << 30)
+    with pytest.raises(UsageError, match=r"need 1\.56 GiB of device memory; 1\.00 GiB is free"):
+        lab.check_memory(cfg)

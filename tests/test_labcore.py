@@ -1,0 +1,107 @@
+"""The shared core: sizes, the results record's schema, and the plots' content."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from day54 import plots as day54_plots
+from day54.replay import load_profile
+from labcore import plots
+from labcore.errors import UsageError
+from labcore.record import Op, Record, load, validate
+from labcore.sizes import format_size, parse_size, parse_sizes
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "profiles" / "h200" / "day54" / "results.json"
+
+
+@pytest.mark.parametrize(("text", "nbytes"), [("64MiB", 64 << 20), ("1GiB", 1 << 30), ("4096", 4096),
+                                              ("64MB", 64_000_000), ("0.5GiB", 1 << 29), ("4 KiB", 4096)])
+def test_parse_size(text, nbytes):
+    """Binary and decimal units and plain byte counts."""
+    assert parse_size(text) == nbytes
+
+
+@pytest.mark.parametrize("text", ["lots", "64XB", "-4MiB", "1.5B", ""])
+def test_parse_size_rejects(text):
+    """Anything else is a UsageError that quotes it."""
+    with pytest.raises(UsageError, match="--total"):
+        parse_size(text, option="--total")
+
+
+def test_format_size_round_trips():
+    """format_size gives what parse_size reads back."""
+    for nbytes in (4 << 20, 64 << 20, 1 << 30, 1000, 3 << 10):
+        assert parse_size(format_size(nbytes)) == nbytes
+    assert parse_sizes("4MiB,64MiB") == [4 << 20, 64 << 20]
+
+
+@pytest.fixture
+def data():
+    return json.loads(RESULTS.read_text())
+
+
+def test_shipped_record_is_valid_and_round_trips(data, tmp_path):
+    """The shipped results.json validates, loads, saves and loads again unchanged."""
+    validate(data)
+    record = load(RESULTS)
+    saved = record.save(tmp_path / "again.json")
+    assert json.loads(saved.read_text()) == record.to_dict()
+    assert Record.from_dict(record.to_dict()).pass_times("naive w=64MiB b=1").times_ms == \
+        record.pass_times("naive w=64MiB b=1").times_ms
+
+
+@pytest.mark.parametrize(("mutate", "message"), [
+    (lambda d: d.pop("device"), "lacks the field 'device'"),
+    (lambda d: d.update(schema=2), "schema 2 is not the supported 1"),
+    (lambda d: d.update(passes="none"), "record.passes should be list"),
+    (lambda d: d["passes"][0].update(times_ms=[]), r"passes\[0\] \(h2d w=4MiB b=1\) needs positive times_ms"),
+    (lambda d: d["passes"][0].update(times_ms=[1.0, -2.0]), "needs positive times_ms"),
+    (lambda d: d["trace"][0].update(op="memset"), r"trace\[0\]\.op is 'memset'"),
+    (lambda d: d["trace"][0].update(chunk="3"), r"trace\[0\]\.chunk should be int, got str"),
+])
+def test_schema_errors_name_the_field(data, mutate, message):
+    """Each malformed record is refused with the field that is wrong."""
+    broken = copy.deepcopy(data)
+    mutate(broken)
+    with pytest.raises(UsageError, match=message):
+        validate(broken, source="x.json")
+
+
+def test_save_refuses_a_directory(tmp_path):
+    """--json DIR is a clear error, not an overwrite."""
+    with pytest.raises(UsageError, match="is a directory"):
+        load(RESULTS).save(tmp_path)
+
+
+def test_timeline_draws_every_op_on_its_row():
+    """One bar per op, rows by engine; each panel's title carries its end time."""
+    ops = [Op("k", "h2d", 0, 0, 0, 100), Op("k", "kernel", 0, 0, 100, 50), Op("k", "d2h", 0, 0, 150, 100),
+           Op("k", "h2d", 1, 1, 100, 100)]
+    fig = plots.timeline([("a", ops), ("b", ops[:2])])
+    top, bottom = fig.axes
+    assert len(top.collections) == 4 and len(bottom.collections) == 2
+    assert top.get_title(loc="left") == "a: 0.00 ms"  # 250 ns
+    assert [t.get_text() for t in top.get_yticklabels()] == ["copy in (H2D)", "kernel (SMs)", "copy out (D2H)"]
+    by_stream = plots.timeline([("a", ops)], by="stream").axes[0]
+    assert [t.get_text() for t in by_stream.get_yticklabels()] == ["stream 0", "stream 1"]
+
+
+def test_day54_figures_carry_the_record_numbers():
+    """The sweep plots the replayed ratios; the stage bars are the table's numbers."""
+    record = load_profile(RESULTS)
+    sweep = day54_plots.sweep(record)
+    lines = {line.get_label(): list(line.get_ydata()) for line in sweep.axes[0].get_lines()}
+    from day54 import report
+
+    assert lines["2 buffers measured"] == pytest.approx([report.ratio(record, w, 2) for w in report.windows(record)])
+    assert lines["threshold 0.7"][0] == pytest.approx(0.70)
+    stages = day54_plots.stages(record)
+    widths = [patch.get_width() for patch in stages.axes[0].patches]
+    assert widths[0] == pytest.approx(report.stages(record, 64 << 20).sum_ms)
+    timeline = day54_plots.timeline(record)
+    assert len(timeline.axes) == 3 and len(timeline.axes[0].collections) == 48
