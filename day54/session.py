@@ -1,0 +1,31 @@
+"""What the day-54 notebook calls: one record per question, live on a GPU or replayed, saying which."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from day54 import report
+from day54.lab import Config, run_live
+from day54.replay import describe, load_profile
+from labcore.device import device_facts, gpu_available
+from labcore.record import Record
+from labcore.sizes import parse_size, parse_sizes
+
+
+def measure(*, total: str = "1GiB", window: str = "64MiB", windows: str = "4MiB,64MiB,256MiB",
+            buffers: str = "2,3", fmas: int = 512, repeats: int = 5, pitfalls: bool = True,
+            profile: str | Path | None = None) -> Record:
+    """Measure live when a GPU is here (printing which), else replay the recorded profile (saying so)."""
+    if profile is not None or not gpu_available():
+        record = load_profile(profile)
+        print(f"day54: {describe(record)}" + ("" if profile else "; no GPU here, so these are recorded numbers"))
+        return record
+    print(f"day54: live on {device_facts().summary()}")
+    cfg = Config(total_bytes=parse_size(total), window_bytes=parse_size(window), windows=parse_sizes(windows),
+                 buffers=[int(b) for b in buffers.split(",")], fmas=fmas, repeats=repeats, pitfalls=pitfalls)
+    return run_live(cfg)
+
+
+def show(record: Record, window: str | None = None) -> None:
+    """Print the same report `python -m day54` prints."""
+    print(report.render(record, parse_size(window) if window else None))
