@@ -29,3 +29,23 @@ def measure(*, total: str = "1GiB", window: str = "64MiB", windows: str = "4MiB,
 def show(record: Record, window: str | None = None) -> None:
     """Print the same report `python -m day54` prints."""
     print(report.render(record, parse_size(window) if window else None))
+
+
+def compare(predictions: dict[str, float | str], record: Record, window: str = "64MiB") -> None:
+    """Print each prediction beside the measured number (the keys of PREDICTION_KEYS)."""
+    w = parse_size(window)
+    st = report.stages(record, w)
+    measured: dict[str, float | str] = {
+        "naive_ms": report.measured(record, "naive", w, 1),
+        "pipelined_ms": report.measured(record, "pipelined", w, 2),
+        "speedup": report.measured(record, "naive", w, 1) / report.measured(record, "pipelined", w, 2),
+        "slowest_stage": st.slowest,
+    }
+    print(f"{'prediction':<16}{'yours':>12}{'measured':>12}")
+    for key, value in measured.items():
+        guess = predictions.get(key)
+        shown = ["-" if v is None else f"{v:.2f}" if isinstance(v, (int, float)) else str(v) for v in (guess, value)]
+        print(f"{key:<16}{shown[0]:>12}{shown[1]:>12}")
+
+
+PREDICTION_KEYS = ("naive_ms", "pipelined_ms", "speedup", "slowest_stage")

@@ -153,14 +153,13 @@ def pipelined_ratio(schedule: Callable[[Any], None], *, window: int = 64 * MiB, 
 
 
 def check_pipelined_ratio(schedule: Callable[[Any], None], *, window: int = 64 * MiB, buffers: int = 2,
-                          threshold: float = 0.70) -> float:
-    """Pipelined at `window` takes at most `threshold` of naive."""
+                          threshold: float = 0.70) -> None:
+    """Pipelined at `window` takes at most `threshold` of naive (returns nothing: a number would be partial credit)."""
     assert_own_schedule(schedule)
     ratio, how = pipelined_ratio(schedule, window=window, buffers=buffers)
     assert ratio <= threshold, (f"pipelined/naive = {ratio:.3f} at {window // MiB} MiB with {buffers} buffers, "
                                 f"above the {threshold:.2f} threshold ({how})")
     say(f"pipelined/naive = {ratio:.3f} <= {threshold:.2f} at {window // MiB} MiB, {buffers} buffers ({how})")
-    return ratio
 
 
 # -- analysis functions the student writes --------------------------------------------------------------
