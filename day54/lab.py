@@ -135,8 +135,11 @@ def _steps(cfg: Config) -> int:
     return len(cfg.all_windows) * per_window + 3 + len(cfg.buffers) + (5 if cfg.pitfalls else 0)
 
 
-def run_live(cfg: Config) -> Record:
-    """Measure everything the lesson discusses on the live GPU; correctness before timing."""
+def run_live(cfg: Config, student: Any = None) -> Record:
+    """Measure everything the lesson discusses on the live GPU; correctness before timing.
+
+    `student`, a schedule, is checked bit for bit and timed as pass 'student' at every window and depth.
+    """
     from day54.context import CupyContext, HostArrays
 
     cfg.validate()
@@ -149,7 +152,7 @@ def run_live(cfg: Config) -> Record:
         reference = np.empty_like(host.h_out)
         for window in cfg.all_windows:
             ctx = CupyContext(host, window, max([*cfg.buffers, 2]), cfg.fmas)
-            for step in _measure_window(cfg, ctx, window, record, reference):
+            for step in _measure_window(cfg, ctx, window, record, reference, student):
                 bar.set_postfix_str(step)
                 bar.update()
             del ctx
@@ -157,7 +160,8 @@ def run_live(cfg: Config) -> Record:
     return record
 
 
-def _measure_window(cfg: Config, ctx: Any, window: int, record: Record, reference: np.ndarray) -> Iterator[str]:
+def _measure_window(cfg: Config, ctx: Any, window: int, record: Record, reference: np.ndarray,
+                    student: Any = None) -> Iterator[str]:
     """Correctness, then timings, for one window. Yields a label after each step."""
     host, chunk = ctx.host, ctx.chunk_elems
     if not record.checks:  # the first window sets the reference every other output must match
@@ -166,11 +170,13 @@ def _measure_window(cfg: Config, ctx: Any, window: int, record: Record, referenc
         record.checks.append(check_closed_form(host.h_in, host.h_out, cfg.fmas, chunk))
         np.copyto(reference, host.h_out)
         yield "closed form"
+    checked = [("pipelined", schedules.pipelined)] + ([("student", student)] if student else [])
     for b in cfg.buffers:
-        host.poison()
-        run_schedule(ctx.with_buffers(b), schedules.pipelined)
-        name = f"pipelined w={format_size(window)} b={b} vs naive"
-        record.checks.append(check_bit_exact(name, host.h_out, reference, chunk))
+        for label, schedule in checked:
+            host.poison()
+            run_schedule(ctx.with_buffers(b), schedule)
+            name = f"{label} w={format_size(window)} b={b} vs naive"
+            record.checks.append(check_bit_exact(name, host.h_out, reference, chunk))
         yield f"check {format_size(window)} b={b}"
     if not all(c.ok for c in record.checks):
         return
@@ -182,6 +188,7 @@ def _measure_window(cfg: Config, ctx: Any, window: int, record: Record, referenc
                                        params={"window_bytes": window, "buffers": 1}, bytes_moved=moved, **timed))
         yield f"{name} {format_size(window)}"
     runs = [("naive", schedules.naive, 1)] + [("pipelined", schedules.pipelined, b) for b in cfg.buffers]
+    runs += [("student", student, b) for b in cfg.buffers] if student else []
     for name, schedule, b in runs:
         view = ctx.with_buffers(b)
         key = pass_key(name, window, b)

@@ -49,3 +49,45 @@ def compare(predictions: dict[str, float | str], record: Record, window: str = "
 
 
 PREDICTION_KEYS = ("naive_ms", "pipelined_ms", "speedup", "slowest_stage")
+
+
+RUN_REPORTS = "nvtx_sum,nvtx_pushpop_trace,cuda_gpu_mem_time_sum,cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_trace"
+
+
+def record_my_run(schedule, directory: str | Path = ".") -> list[Path]:
+    """On a GPU, measure your schedule under Nsight Systems and leave day54_run_*.csv beside the notebook.
+
+    Graders without a GPU read those exports. Without nsys only day54_run.json is written; without a GPU
+    nothing is (the grader then simulates your schedule and says so).
+    """
+    import inspect
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import textwrap
+
+    if not gpu_available():
+        print("no GPU here: nothing to record; graders will simulate your schedule on the recorded stage times")
+        return []
+    directory = Path(directory)
+    source = directory / "day54_run_schedule.py"
+    source.write_text("import math\n\n\n" + textwrap.dedent(inspect.getsource(schedule)))
+    command = [sys.executable, "-m", "day54.student", source.name, schedule.__name__, "--json", "day54_run.json"]
+    nsys = os.environ.get("NSYS") or shutil.which("nsys")
+    if nsys:
+        command = [nsys, "profile", "-t", "cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite",
+                   "true", "-o", "day54_run", *command]
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    subprocess.run(command, cwd=directory, env=env, check=True)
+    if nsys:
+        subprocess.run([nsys, "stats", "--report", RUN_REPORTS, "--format", "csv", "--output", "day54_run",
+                        "day54_run.nsys-rep"], cwd=directory, env=env, check=True, capture_output=True)
+        for leftover in ("day54_run.sqlite", "day54_run.nsys-rep"):
+            (directory / leftover).unlink(missing_ok=True)
+    else:
+        print("nsys not found (set NSYS=/path/to/nsys): wrote day54_run.json only")
+    written = sorted(directory.glob("day54_run*"))
+    print("wrote", ", ".join(p.name for p in written))
+    return written

@@ -116,16 +116,25 @@ def _live_ratio(schedule: Callable[[Any], None], window: int, buffers: int, roun
     return statistics.median(ratios), f"live, median of {rounds} rounds (last: {detail})"
 
 
-def _exports_ratio(directory: Path, window: int, buffers: int) -> tuple[float, str] | None:
-    """The ratio from the student's own recorded run, if its exports are here."""
+EXPORTS_AGREEMENT = 0.15  # exported and simulated ratios of one schedule differ by less than this on the H200
+
+
+def _exports_ratio(schedule: Callable[[Any], None], directory: Path, window: int,
+                   buffers: int) -> tuple[float, str] | None:
+    """The ratio from the student's own recorded run, if its exports are here, checked against the schedule."""
     if not any(directory.glob(f"{RUN_PREFIX}_*.csv")):
         return None
     from day54.replay import from_exports
 
     record = from_exports(directory)
     key = f"student w={window // MiB}MiB b={buffers}"
+    assert record.has_pass(key), f"your run's exports in {directory} have no {key!r} range"
     ratio = record.pass_times(key).median_ms / report.measured(record, "naive", window, 1)
-    return ratio, f"from your run's nsys exports in {directory} ({RUN_PREFIX}_*.csv)"
+    simulated, _ = _simulated_ratio(schedule, window, buffers, record)
+    assert abs(ratio - simulated) < EXPORTS_AGREEMENT, (
+        f"your exports say {ratio:.3f} but the schedule in this notebook simulates to {simulated:.3f} on the "
+        f"exported stage times: the exports are not from this schedule")
+    return ratio, f"from your run's nsys exports ({RUN_PREFIX}_*.csv; simulated {simulated:.3f})"
 
 
 def _simulated_ratio(schedule: Callable[[Any], None], window: int, buffers: int,
@@ -146,7 +155,7 @@ def pipelined_ratio(schedule: Callable[[Any], None], *, window: int = 64 * MiB, 
     """Your schedule's time over naive's: live, from your run's exports, or simulated (in that order)."""
     if gpu_available():
         return _live_ratio(schedule, window, buffers, rounds)
-    found = _exports_ratio(Path(directory), window, buffers)
+    found = _exports_ratio(schedule, Path(directory), window, buffers)
     if found is not None:
         return found
     return _simulated_ratio(schedule, window, buffers, load_profile())
