@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -20,3 +21,6 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `... | head` closed the pipe: not an error of ours
+        sys.stdout = open(os.devnull, "w")  # keep Python from failing again at exit
+        return 0

@@ -1,0 +1,369 @@
+"""CPU tests of the zero-copy lesson: the model, the config and its errors, the record, and the replay."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from labcore.device import DeviceFacts
+from labcore.errors import UsageError, run_cli
+from labcore.profiles import PROFILES_DIR
+from labcore.record import Check, PassTimes, Record, load, validate
+from zero_copy import cli, hostmem, model
+from zero_copy.config import EXPERIMENTS, Config, pinned_needs
+from zero_copy.hostmem import HostMemory, check_host_memory
+from zero_copy.report import breakeven_verdict, gather_verdict, mailbox_verdict, report
+from zero_copy.support import MappingSupport, require_mapping
+
+GIB = 1 << 30
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = PROFILES_DIR / "h200" / "zero_copy" / "results.json"
+RATES = model.Rates(h2d_gbps=54.9, d2h_gbps=54.1, hbm_gbps=4300.0)
+
+
+def _facts(*, can_map: bool = True) -> DeviceFacts:
+    return DeviceFacts(name="NVIDIA H200", compute_capability="9.0", async_engine_count=3,
+                       can_map_host_memory=can_map, integrated=False, can_use_host_pointer_for_registered_mem=True,
+                       pageable_memory_access=False, total_memory_bytes=150_000_000_000, pcie_gen=5, pcie_gen_max=5,
+                       pcie_width=16, driver="580.159.04", cuda_runtime="13.0", cupy="14.2.0")
+
+
+def _add(record: Record, row: dict, ms: float, name: str) -> None:
+    record.passes.append(PassTimes(key=row["key"], name=name, params={}, times_ms=[ms * 0.99, ms, ms * 1.02],
+                                   bytes_moved=row.get("bytes")))
+
+
+def fake_record(*, gather_factor: float = 1.06, zero_copy_factor: float = 1.08, cached_rereads: bool = False,
+                mailbox_running: bool = True) -> Record:
+    """A record shaped as a live run leaves it, with times set from the model times a factor."""
+    cfg = Config()
+    record = Record(lesson="zero_copy", mode="live", source="test", device=_facts(), config=cfg.to_dict())
+    probes = model.plan_probes()
+    for row, gbps in zip(probes["rows"], (RATES.h2d_gbps, RATES.d2h_gbps, RATES.hbm_gbps), strict=True):
+        _add(record, row, row["bytes"] / (gbps * 1e6), "probe")
+    record.extra["probes"] = {**probes, "rates": dataclasses.asdict(RATES)}
+    for name, factor in (("streaming", 1.05), ("access", 1.1), ("saxpy", 1.1), ("reread", 1.05)):
+        plan = getattr(model, f"plan_{name}")(cfg, RATES)
+        for row in plan["rows"]:
+            _add(record, row, row["model_ms"] * factor, name)
+        record.extra[name] = plan
+    breakeven = model.plan_breakeven(cfg, RATES)
+    for row in breakeven["rows"]:
+        reads = 1 if cached_rereads else row["reads"]
+        _add(record, row["zero_copy"], row["zero_copy"]["model_ms"] / row["reads"] * reads * zero_copy_factor,
+             "breakeven")
+        _add(record, row["copy"], row["copy"]["model_ms"] * 1.01, "breakeven")
+    record.extra["breakeven"] = breakeven
+    gather = model.plan_gather(cfg, RATES)
+    times = {"sorted": gather_factor, "unsorted": gather_factor * 1.1, "copy": 1.0}
+    for row in gather["rows"]:
+        ms = row["model_ms"] * times[row["path"]] if row["model_ms"] else 25.0 if row["path"] == "cpu-take" else 26.1
+        _add(record, row, ms, "gather")
+    _add(record, {"key": gather["fill_key"], "bytes": cfg.table_bytes}, cfg.table_bytes / 45e6, "gather fill")
+    record.extra["gather"] = {**gather, "pin_ms": 1234.0}
+    mailbox = model.plan_mailbox(cfg)
+    results = [{"round": n, "flag_seen": True, "flag_seen_ms": 0.05, "payload": [n * 1000003 + w for w in range(4)],
+                "payload_ok": True, "running_when_read": mailbox_running, "acked": True, "timed_out": False,
+                "kernel_waited_us": 30.0} for n in range(1, cfg.warmup + cfg.repeats + 1)]
+    record.passes.append(PassTimes(key=mailbox["key"], name="mailbox", params={"clock": "host"},
+                                   times_ms=[r["flag_seen_ms"] for r in results[cfg.warmup:]]))
+    record.extra["mailbox"] = {**mailbox, "results": results}
+    support = MappingSupport(True, False, True, False, True, True, registered_pointers_equal=True)
+    record.extra["support"] = dataclasses.asdict(support)
+    record.extra["experiments"] = list(EXPERIMENTS)
+    record.checks.append(Check("gather sorted", True, "bit-exact, 12,800,000 values"))
+    return record
+
+
+@pytest.fixture
+def profile_dir(tmp_path: Path) -> Path:
+    fake_record().save(tmp_path / "results.json")
+    return tmp_path
+
+
+# -- the model -------------------------------------------------------------------
+
+def test_transfer_time_is_bytes_over_rate():
+    """1 GB at 50 GB/s takes 20 ms."""
+    assert model.transfer_ms(1e9, 50.0) == pytest.approx(20.0)
+
+
+def test_copy_and_zero_copy_costs_follow_the_seed_formulas():
+    """Copy B/L + r·B/H, zero-copy r·B/L."""
+    nbytes = 256 << 20
+    assert model.copy_path_ms(nbytes, 4, RATES) == pytest.approx(nbytes / 54.9e6 + 4 * nbytes / 4300e6)
+    assert model.zero_copy_ms(nbytes, 4, 54.9) == pytest.approx(4 * nbytes / 54.9e6)
+
+
+def test_crossover_sits_just_above_one_read_when_hbm_is_much_faster():
+    """r* = H / (H - L) with one link rate; a slower zero-copy load rate pulls it below 1."""
+    assert model.crossover_reads(54.9, 4300.0) == pytest.approx(4300.0 / (4300.0 - 54.9))
+    assert model.crossover_reads(54.9, 4300.0, 50.8) == pytest.approx((1 / 54.9) / (1 / 50.8 - 1 / 4300.0))
+    assert model.crossover_reads(54.9, 4300.0, 50.8) < 1.0
+    assert math.isinf(model.crossover_reads(100.0, 100.0))
+
+
+def test_fit_recovers_the_lines_it_was_given():
+    """zero-copy 5·r and copy 4.9 + 0.06·r cross at 4.9 / (5 - 0.06)."""
+    reads = [1, 2, 4, 8]
+    fit = model.fit_breakeven(reads, [5.0 * r for r in reads], [4.9 + 0.06 * r for r in reads])
+    assert fit["zero_copy_ms_per_read"] == pytest.approx(5.0)
+    assert fit["copy_fixed_ms"] == pytest.approx(4.9)
+    assert fit["copy_ms_per_read"] == pytest.approx(0.06)
+    assert fit["crossover_reads"] == pytest.approx(4.9 / 4.94)
+
+
+def test_plans_give_every_pass_a_unique_key():
+    """No two passes of one run share a record key."""
+    cfg = Config()
+    keys = [row["key"] for row in model.plan_probes()["rows"]]
+    for name in ("streaming", "access", "gather", "saxpy", "reread"):
+        keys += [row["key"] for row in getattr(model, f"plan_{name}")(cfg, RATES)["rows"]]
+    for row in model.plan_breakeven(cfg, RATES)["rows"]:
+        keys += [row["zero_copy"]["key"], row["copy"]["key"]]
+    assert len(keys) == len(set(keys))
+
+
+def test_gather_model_is_the_batch_copy_time():
+    """50,000 rows of 1 KiB at 54.9 GB/s: about 0.93 ms."""
+    plan = model.plan_gather(Config(), RATES)
+    sorted_row = next(r for r in plan["rows"] if r["path"] == "sorted")
+    assert sorted_row["model_ms"] == pytest.approx(50_000 * 1024 / 54.9e6)
+
+
+# -- the config and bad input ---------------------------------------------------
+
+def _exit_and_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    status = run_cli(cli.main, argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    return status, err[-1] if err else ""
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--table-size", "1000000B"], "--table-size"),
+    (["--row-bytes", "100"], "--row-bytes"),
+    (["--only", "gather,teleport"], "teleport"),
+    (["--reads", "4"], "--reads"),
+    (["--reads", "1,x"], "--reads"),
+    (["--buffer-size", "300MiB"], "power of two"),
+    (["--rows", "0"], "--rows"),
+    (["--repeats", "0"], "--repeats"),
+    (["--chunk", "2GiB"], "--chunk"),
+    (["--table-size", "lots"], "not a size"),
+    (["--no-such-option"], "unrecognized"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]):
+    """Each bad option gives exit 2 and one error line that names it."""
+    status, line = _exit_and_line(argv, capsys)
+    assert status == 2
+    assert line.startswith("error: ") and needle in line
+
+
+def test_json_into_a_directory_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """--json pointing at a directory fails before any work."""
+    status, line = _exit_and_line(["--json", str(tmp_path)], capsys)
+    assert status == 2 and "directory" in line
+
+
+def test_pinned_needs_count_the_gather_table_and_staging():
+    """The gather pins its table plus one batch of staging."""
+    needs = {name: need for name, need, _ in pinned_needs(Config())}
+    assert needs["gather"] == 4 * GIB + 50_000 * 1024
+    assert needs["saxpy"] == 3 * (512 << 20)
+
+
+def test_a_table_larger_than_pinnable_memory_is_refused_with_numbers():
+    """64 GiB available leaves 56 GiB to pin; a 100 GiB table is refused, naming the option and a size that fits."""
+    host = HostMemory(available_bytes=64 * GIB, cgroup_free_bytes=None, memlock_bytes=None)
+    with pytest.raises(UsageError, match=r"gather experiment would pin 100\.05 GiB.*56\.00 GiB.*--table-size at most"):
+        check_host_memory(Config(table_bytes=100 * GIB), host)
+    check_host_memory(Config(table_bytes=40 * GIB), host)
+
+
+def test_the_cgroup_limit_binds_when_lower_and_memlock_does_not():
+    """A 10 GiB cgroup refuses a 12 GiB table even with 64 GiB available; a 64 KiB memlock limit refuses nothing."""
+    with pytest.raises(UsageError, match=r"cgroup free 10\.0 GiB"):
+        check_host_memory(Config(table_bytes=12 * GIB), HostMemory(64 * GIB, 10 * GIB, None))
+    check_host_memory(Config(), HostMemory(64 * GIB, None, 64 << 10))
+
+
+def test_a_device_that_cannot_map_is_refused():
+    """canMapHostMemory=0 is a UsageError naming the device and the way out."""
+    with pytest.raises(UsageError, match=r"cannot map host memory.*--from-profile"):
+        require_mapping(_facts(can_map=False))
+    require_mapping(_facts())
+
+
+def test_live_mode_refuses_a_device_that_cannot_map(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]):
+    """With a GPU that cannot map, the command exits 2 before pinning anything."""
+    monkeypatch.setattr(cli, "gpu_available", lambda: True)
+    monkeypatch.setattr(cli, "device_facts", lambda: _facts(can_map=False))
+    status, line = _exit_and_line([], capsys)
+    assert status == 2 and "canMapHostMemory=0" in line
+
+
+def test_live_mode_refuses_a_table_too_large_to_pin(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]):
+    """The host memory check runs before the mode line and before any pinning."""
+    monkeypatch.setattr(cli, "gpu_available", lambda: True)
+    monkeypatch.setattr(cli, "device_facts", _facts)
+    monkeypatch.setattr(hostmem, "read_host_memory", lambda: HostMemory(32 * GIB, None, None))
+    status, line = _exit_and_line(["--table-size", "64GiB"], capsys)
+    assert status == 2 and "would pin 64.05 GiB" in line
+    assert "live on" not in capsys.readouterr().out
+
+
+# -- the record and the replay --------------------------------------------------
+
+def test_record_round_trips_through_json_without_infinities(tmp_path: Path):
+    """A saved record validates, loads back equal, and is strict JSON (no inf/NaN)."""
+    record = fake_record()
+    path = record.save(tmp_path / "results.json")
+    data = json.loads(path.read_text())
+    validate(data)
+    json.dumps(data, allow_nan=False)
+    assert load(path).to_dict() == record.to_dict()
+    assert data["lesson"] == "zero_copy"
+
+
+def test_every_planned_row_has_a_pass():
+    """The report can find a pass for every key the plans name."""
+    record = fake_record()
+    for name in ("streaming", "access", "gather", "saxpy", "reread"):
+        for row in record.extra[name]["rows"]:
+            assert record.has_pass(row["key"]), row["key"]
+
+
+def test_replay_prints_mode_line_then_tables(profile_dir: Path, capsys: pytest.CaptureFixture[str]):
+    """The first line says replay, which file, when and on what; every section and verdict follows."""
+    assert run_cli(cli.main, ["--from-profile", str(profile_dir)]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith(f"zero_copy: replay of {profile_dir / 'results.json'} (--from-profile), recorded ")
+    assert "NVIDIA H200" in first
+    for heading in ("link and HBM", "streaming:", "break-even:", "access shape:", "sparse gather:",
+                    "host-visible results:", "mapped SAXPY:", "failure mode:", "verdicts"):
+        assert heading in out
+    assert "break-even: HELD" in out and "gather: PASS" in out and "mailbox: PASS" in out
+
+
+def test_live_and_replay_print_the_same_report(tmp_path: Path):
+    """report() of a record and of the same record loaded back from JSON are identical."""
+    record = fake_record()
+    assert report(load(record.save(tmp_path / "r.json"))) == report(record)
+
+
+def test_only_limits_the_replayed_sections(profile_dir: Path, capsys: pytest.CaptureFixture[str]):
+    """--only gather prints the gather table and verdict, not the break-even."""
+    assert run_cli(cli.main, ["--from-profile", str(profile_dir), "--only", "gather"]) == 0
+    out = capsys.readouterr().out
+    assert "sparse gather:" in out and "gather: PASS" in out
+    assert "break-even" not in out
+
+
+def test_only_an_experiment_the_record_lacks_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """Replaying --only gather from a record without one exits 2."""
+    record = fake_record()
+    del record.extra["gather"]
+    record.save(tmp_path / "results.json")
+    status, line = _exit_and_line(["--from-profile", str(tmp_path), "--only", "gather"], capsys)
+    assert status == 2 and "no gather experiment" in line
+
+
+def test_breakeven_holds_when_measurements_follow_the_model():
+    """Zero-copy 8% slower per read than L: crossover 0.94 against the model's 1.01, winners agree."""
+    verdict = breakeven_verdict(fake_record())
+    assert verdict["held"]
+    assert verdict["crossover_model"] == pytest.approx(4300 / (4300 - 54.9))
+    assert verdict["crossover_measured"] == pytest.approx(0.94, abs=0.02)
+    assert verdict["zero_copy_gbps"] == pytest.approx(54.9 / 1.08, rel=1e-3)
+
+
+def test_breakeven_does_not_hold_when_rereads_come_from_a_cache(capsys: pytest.CaptureFixture[str]):
+    """If zero-copy cost did not grow with r, copying would never win: the verdict says so, with numbers."""
+    record = fake_record(cached_rereads=True)
+    verdict = breakeven_verdict(record)
+    assert not verdict["held"] and not verdict["winners_agree"]
+    text = report(record)
+    assert "break-even: DID NOT HOLD" in text
+    assert "at r = 8 the model picks copy but zero-copy won" in text
+
+
+def test_gather_verdict_needs_085_of_the_copy_and_tenfold_over_cpu():
+    """1.06x the copy time passes (0.94 of it); 1.25x fails (0.80)."""
+    passing = gather_verdict(fake_record(gather_factor=1.06))
+    assert passing["passed"] and passing["fraction_of_copy"] == pytest.approx(1 / 1.06)
+    assert passing["speedup_over_cpu"] > 10
+    failing = gather_verdict(fake_record(gather_factor=1.25))
+    assert not failing["passed"] and failing["fraction_of_copy"] == pytest.approx(0.8)
+
+
+def test_mailbox_verdict_fails_if_the_kernel_had_already_finished():
+    """A payload read after the stream finished does not show a host-visible result."""
+    assert mailbox_verdict(fake_record())["passed"]
+    assert not mailbox_verdict(fake_record(mailbox_running=False))["passed"]
+    assert "mailbox: FAIL" in report(fake_record(mailbox_running=False))
+
+
+def test_failed_checks_make_exit_status_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A record with a failed correctness check replays with exit 1 and names it."""
+    record = fake_record()
+    record.checks.append(Check("gather unsorted", False, "3 of 12,800,000 values differ"))
+    record.save(tmp_path / "results.json")
+    assert run_cli(cli.main, ["--from-profile", str(tmp_path)]) == 1
+    assert "FAILED: gather unsorted" in capsys.readouterr().out
+
+
+def test_replay_of_a_missing_profile_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """--from-profile at a directory without results.json exits 2."""
+    status, line = _exit_and_line(["--from-profile", str(tmp_path)], capsys)
+    assert status == 2 and "no such results file" in line
+
+
+def _offline_env() -> dict[str, str]:
+    paths = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.pathsep.join(paths))
+
+
+def test_offline_command_replays_within_5_seconds(profile_dir: Path):
+    """`python -m zero_copy --from-profile DIR` as a process prints the tables in under 5 s."""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "zero_copy", "--from-profile", str(profile_dir)], cwd=REPO,
+                          env=_offline_env(), capture_output=True, text=True, timeout=60)
+    elapsed = time.perf_counter() - t0
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("zero_copy: replay of ")
+    assert elapsed < 5.0
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped profile yet")
+def test_shipped_profile_is_a_complete_passing_run():
+    """The H200 profile holds every experiment, every check passed, and the lesson's verdicts hold."""
+    record = load(SHIPPED)
+    assert record.lesson == "zero_copy" and record.device.name.startswith("NVIDIA H200")
+    assert set(record.extra["experiments"]) == set(EXPERIMENTS)
+    assert all(check.ok for check in record.checks)
+    assert gather_verdict(record)["passed"]
+    assert mailbox_verdict(record)["passed"]
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped profile yet")
+def test_default_offline_run_replays_the_shipped_profile():
+    """Without a GPU, plain `python -m zero_copy` replays profiles/h200/zero_copy in under 5 s."""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "zero_copy"], cwd=REPO, env=_offline_env(), capture_output=True,
+                          text=True, timeout=60)
+    assert time.perf_counter() - t0 < 5.0
+    if "live on" in done.stdout.splitlines()[0]:
+        pytest.skip("a GPU is visible here")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith(f"zero_copy: replay of {SHIPPED} (no GPU here)")

@@ -1,0 +1,153 @@
+"""GPU tests of the zero-copy lesson: gathers bit-exact, registered round trips, the mailbox, and cleanup."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labcore.device import gpu_available
+
+pytestmark = pytest.mark.gpu
+if not gpu_available():
+    pytest.skip("needs a CUDA GPU and CuPy", allow_module_level=True)
+
+import cupy as cp  # noqa: E402
+
+from labcore.device import free_device_bytes  # noqa: E402
+from labcore.errors import run_cli  # noqa: E402
+from labcore.record import validate  # noqa: E402
+from zero_copy import cli  # noqa: E402
+from zero_copy.config import EXPERIMENTS  # noqa: E402
+from zero_copy.kernel import (  # noqa: E402
+    MAILBOX,
+    launch_fill_words,
+    launch_gather_rows,
+    launch_publish_and_wait,
+    mix32,
+    module,
+)
+from zero_copy.mailbox import expected_payload, one_round, round_ok  # noqa: E402
+from zero_copy.mapped import (  # noqa: E402
+    alloc_mapped,
+    driver_memory_type,
+    host_register_read_only_supported,
+    live_buffers,
+    page_aligned_empty,
+    register_mapped,
+)
+
+MIB = 1 << 20
+SMALL_RUN = ["--table-size", "256MiB", "--rows", "5000", "--buffer-size", "16MiB", "--stream-size", "64MiB",
+             "--chunk", "16MiB", "--saxpy-size", "64MiB", "--reread-k", "4", "--repeats", "2", "--warmup", "1"]
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_pinned():
+    yield
+    assert live_buffers() == []
+
+
+@pytest.mark.parametrize("row_bytes", [16, 48, 1024, 2064])
+def test_gather_is_bit_exact_against_numpy_take(row_bytes: int):
+    """One warp per row, any row width that is a multiple of 16 bytes, duplicate and edge ids included."""
+    n_rows, n_ids = 4096, 3000
+    stream = cp.cuda.Stream()
+    with alloc_mapped((n_rows, row_bytes // 4), np.uint32) as table:
+        table.use(stream)
+        launch_fill_words(table.d, n_rows * row_bytes // 4, 7, stream)
+        stream.synchronize()
+        ids = np.random.default_rng(1).integers(0, n_rows, n_ids, dtype=np.int64)
+        ids[:3] = [0, n_rows - 1, 0]
+        d_out = cp.full((n_ids, row_bytes // 4), 0xFFFFFFFF, dtype=np.uint32)
+        launch_gather_rows(table.d, cp.asarray(ids), n_ids, row_bytes, d_out, stream)
+        stream.synchronize()
+        np.testing.assert_array_equal(cp.asnumpy(d_out), np.take(table.h, ids, axis=0))
+        flat = table.h.reshape(-1)
+        assert np.array_equal(flat[:1000], mix32(np.arange(1000), 7))
+
+
+def test_registered_buffer_round_trip():
+    """A NumPy array registered in place: the device reads what the host wrote, the host sees what it wrote back."""
+    h_data = page_aligned_empty(MIB, np.float32)
+    h_data[:] = np.arange(MIB, dtype=np.float32)
+    with register_mapped(h_data) as buf:
+        assert buf.h is h_data
+        assert driver_memory_type(h_data.ctypes.data) == "cudaMemoryTypeHost"
+        d_data = buf.d
+        assert float(d_data[12345]) == 12345.0  # a device load of host memory
+        d_data *= 2  # device stores into host memory
+        cp.cuda.Device().synchronize()
+        assert h_data[MIB - 1] == 2.0 * (MIB - 1)
+        h_data[:] = 7.0
+        assert float(d_data.sum()) == 7.0 * MIB
+        del d_data
+    assert driver_memory_type(h_data.ctypes.data) == "cudaMemoryTypeUnregistered"
+    with register_mapped(h_data):  # registering again works only because it was unregistered
+        pass
+
+
+@pytest.mark.skipif(not gpu_available() or not host_register_read_only_supported(),
+                    reason="the device cannot register memory read-only")
+def test_read_only_registration_is_readable_from_the_device():
+    """cudaHostRegisterReadOnly memory still serves device loads."""
+    h_data = page_aligned_empty(4096, np.int32)
+    h_data[:] = np.arange(4096)
+    with register_mapped(h_data, read_only=True) as buf:
+        np.testing.assert_array_equal(cp.asnumpy(buf.d), h_data)
+
+
+def test_mailbox_payload_is_read_before_the_kernel_ends():
+    """The host sees the flag and the exact payload while the stream is still busy, then releases the kernel."""
+    module().get_function("publish_and_wait")
+    with alloc_mapped(16, np.int32) as box:
+        stream = box.use(cp.cuda.Stream(non_blocking=True))
+        results = [one_round(box, n, stream) for n in (1, 2, 3)]
+    for result in results:
+        assert result["running_when_read"], result
+        assert result["payload"] == expected_payload(result["round"])
+        assert round_ok(result) and result["kernel_waited_us"] > 0
+
+
+def test_close_waits_for_the_streams_using_the_buffer():
+    """close() while a kernel still uses the buffer blocks until the kernel finished (here: until released)."""
+    module().get_function("publish_and_wait")
+    box = alloc_mapped(16, np.int32)
+    h_box = box.h
+    h_box[:] = 0
+    stream = box.use(cp.cuda.Stream(non_blocking=True))
+    launch_publish_and_wait(box.d, 1, 5_000_000_000, stream)
+    release = threading.Timer(0.3, h_box.__setitem__, (MAILBOX["RELEASE"], 1))
+    release.start()
+    t0 = time.perf_counter()
+    box.close()
+    waited_s = time.perf_counter() - t0
+    release.join()
+    assert stream.done and box.closed
+    assert waited_s > 0.2
+    box.close()  # a second close does nothing
+
+
+def test_mapped_memory_takes_no_device_memory_and_everything_is_freed(tmp_path: Path):
+    """A small full run leaves nothing pinned and gives all device memory back; 256 MiB mapped costs no HBM."""
+    module().get_function("reread")
+    cp.get_default_memory_pool().free_all_blocks()
+    baseline = free_device_bytes()
+    with alloc_mapped(256 * MIB) as buf:
+        assert baseline - free_device_bytes() < 16 * MIB
+        assert driver_memory_type(buf.host_ptr) == "cudaMemoryTypeHost"
+        host_ptr = buf.host_ptr
+    assert driver_memory_type(host_ptr) == "cudaMemoryTypeUnregistered"
+    path = tmp_path / "results.json"
+    assert run_cli(cli.main, [*SMALL_RUN, "--json", str(path)]) == 0
+    assert live_buffers() == []
+    cp.get_default_memory_pool().free_all_blocks()
+    assert abs(baseline - free_device_bytes()) < 64 * MIB
+    data = json.loads(path.read_text())
+    validate(data)
+    assert set(data["extra"]["experiments"]) == set(EXPERIMENTS)
+    assert all(check["ok"] for check in data["checks"]), [c for c in data["checks"] if not c["ok"]]

@@ -1,0 +1,167 @@
+"""The arithmetic the experiments are judged by (seed 000, "The break-even and the trade-offs").
+
+B is a buffer's size, r how often a kernel reads each byte, L the link rate
+(a pinned copy) and H the HBM rate (a device copy). Copying costs B/L for the
+transfer plus r·B/H for the reads; zero-copy costs r·B/L, since nothing is
+cached for reuse that can be relied on. Every `plan_*` returns the passes an
+experiment measures (their record keys) with the model's time beside each;
+the experiments fill them, the report reads them back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from labcore.sizes import format_size
+from zero_copy.config import HBM_PROBE_BYTES, PROBE_BYTES, Config
+
+WORD_BYTES = 4
+SECTOR_BYTES = 32  # the smallest read a scattered load can turn into
+
+
+@dataclasses.dataclass(frozen=True)
+class Rates:
+    """The measured inputs of the model, in decimal GB/s."""
+
+    h2d_gbps: float
+    d2h_gbps: float
+    hbm_gbps: float
+
+
+def transfer_ms(nbytes: float, gbps: float) -> float:
+    """Milliseconds to move nbytes at gbps (decimal GB/s)."""
+    return nbytes / (gbps * 1e6)
+
+
+def copy_path_ms(nbytes: int, reads: int, rates: Rates) -> float:
+    """Copy, then read r times from HBM: B/L + r·B/H."""
+    return transfer_ms(nbytes, rates.h2d_gbps) + reads * transfer_ms(nbytes, rates.hbm_gbps)
+
+
+def zero_copy_ms(nbytes: int, reads: int, link_gbps: float) -> float:
+    """Read r times over the link: r·B/L."""
+    return reads * transfer_ms(nbytes, link_gbps)
+
+
+def crossover_reads(link_gbps: float, hbm_gbps: float, zero_copy_gbps: float | None = None) -> float:
+    """The r at which B/L + r·B/H = r·B/Lz (Lz = L unless zero-copy loads run at their own rate); inf if never."""
+    lz = zero_copy_gbps or link_gbps
+    denominator = 1.0 / lz - 1.0 / hbm_gbps
+    return math.inf if denominator <= 0 else (1.0 / link_gbps) / denominator
+
+
+def fit_breakeven(reads: list[int], zero_copy: list[float], copy: list[float]) -> dict[str, float]:
+    """Fit zero-copy = a·r (through 0) and copy = c + d·r; their crossing is the measured break-even."""
+    a = sum(r * t for r, t in zip(reads, zero_copy, strict=True)) / sum(r * r for r in reads)
+    mean_r, mean_t = sum(reads) / len(reads), sum(copy) / len(copy)
+    spread = sum((r - mean_r) ** 2 for r in reads)
+    d = sum((r - mean_r) * (t - mean_t) for r, t in zip(reads, copy, strict=True)) / spread
+    c = mean_t - d * mean_r
+    r_star = c / (a - d) if a > d else math.inf
+    return {"zero_copy_ms_per_read": a, "copy_fixed_ms": c, "copy_ms_per_read": d, "crossover_reads": r_star}
+
+
+def plan_probes() -> dict[str, Any]:
+    """The three copies that measure L (each direction) and H; the HBM copy counts bytes read and written."""
+    return {"rows": [
+        {"key": f"probe h2d {format_size(PROBE_BYTES)}", "label": "pinned H2D copy (L)", "bytes": PROBE_BYTES},
+        {"key": f"probe d2h {format_size(PROBE_BYTES)}", "label": "pinned D2H copy", "bytes": PROBE_BYTES},
+        {"key": f"probe hbm {format_size(HBM_PROBE_BYTES)}", "label": "HBM device copy (H, read+write)",
+         "bytes": 2 * HBM_PROBE_BYTES, "copy_bytes": HBM_PROBE_BYTES},
+    ]}
+
+
+def _row(key: str, label: str, model_ms: float | None, nbytes: int, **more: Any) -> dict[str, Any]:
+    return {"key": key, "label": label, "model_ms": model_ms, "bytes": nbytes, **more}
+
+
+def plan_streaming(cfg: Config, rates: Rates) -> dict[str, Any]:
+    """Read B once: zero-copy B/L; copy then kernel B/L + 2B/H; a pipeline hides all but one chunk's kernel."""
+    b, c, size = cfg.stream_bytes, cfg.chunk_bytes, format_size(cfg.stream_bytes)
+    link = transfer_ms(b, rates.h2d_gbps)
+    kernel = 2 * transfer_ms(b, rates.hbm_gbps)  # the HBM kernel reads B and writes B
+    return {"nbytes": b, "chunk_bytes": c, "n_streams": cfg.n_streams, "rows": [
+        _row(f"streaming zero-copy {size}", "zero-copy: kernel reads mapped memory", link, b, path="zero-copy"),
+        _row(f"streaming zero-copy-wc {size}", "zero-copy, write-combined buffer", link, b, path="zero-copy-wc"),
+        _row(f"streaming copy-then-kernel {size}", "copy, then kernel", link + kernel, b, path="copy-then-kernel"),
+        _row(f"streaming pipeline {size} chunk={format_size(c)} streams={cfg.n_streams}",
+             f"pipeline: {format_size(c)} chunks on {cfg.n_streams} streams",
+             link + kernel * c / b, b, path="pipeline"),
+    ]}
+
+
+def plan_breakeven(cfg: Config, rates: Rates) -> dict[str, Any]:
+    """Each r in cfg.reads: zero-copy r·B/L against copy B/L + r·B/H, and the crossover they predict."""
+    b, size = cfg.buffer_bytes, format_size(cfg.buffer_bytes)
+    rows = [{"reads": r,
+             "zero_copy": _row(f"breakeven zero-copy r={r} {size}", f"zero-copy r={r}",
+                               zero_copy_ms(b, r, rates.h2d_gbps), r * b),
+             "copy": _row(f"breakeven copy r={r} {size}", f"copy then kernel r={r}", copy_path_ms(b, r, rates), b)}
+            for r in sorted(set(cfg.reads))]
+    return {"nbytes": b, "rows": rows, "crossover_model": crossover_reads(rates.h2d_gbps, rates.hbm_gbps)}
+
+
+def plan_access(cfg: Config, rates: Rates) -> dict[str, Any]:
+    """4-byte loads over the link: coalesced at L; scattered at most L·4/32 (one 32-byte sector per word)."""
+    b, size = cfg.buffer_bytes, format_size(cfg.buffer_bytes)
+    scattered_gbps = rates.h2d_gbps * WORD_BYTES / SECTOR_BYTES
+    return {"nbytes": b, "rows": [
+        _row(f"access coalesced {size}", "coalesced: a warp loads 128 contiguous bytes",
+             transfer_ms(b, rates.h2d_gbps), b, pattern="coalesced", model_gbps=rates.h2d_gbps),
+        _row(f"access scattered {size}", "scattered: 32 lanes, 32 different lines",
+             transfer_ms(b, scattered_gbps), b, pattern="scattered", model_gbps=scattered_gbps),
+    ]}
+
+
+def plan_gather(cfg: Config, rates: Rates) -> dict[str, Any]:
+    """A batch of rows from a mapped table: the GPU gather should take about as long as copying the batch."""
+    batch, n = cfg.batch_bytes, cfg.rows
+    link = transfer_ms(batch, rates.h2d_gbps)
+    return {"table_bytes": cfg.table_bytes, "row_bytes": cfg.row_bytes, "n_rows": n, "batch_bytes": batch,
+            "fill_key": f"gather fill {format_size(cfg.table_bytes)}",
+            "rows": [
+                _row(f"gather sorted rows={n}", "GPU gather, sorted ids (one warp per row)", link, batch,
+                     path="sorted"),
+                _row(f"gather unsorted rows={n}", "GPU gather, unsorted ids", link, batch, path="unsorted"),
+                _row(f"gather copy rows={n}", "pinned H2D copy of the batch alone", link, batch, path="copy"),
+                _row(f"gather cpu-take rows={n}", "CPU take into pinned staging (host clock)", None, batch,
+                     path="cpu-take"),
+                _row(f"gather cpu-take+copy rows={n}", "CPU take, then copy", None, batch, path="cpu-take+copy"),
+            ]}
+
+
+def plan_mailbox(cfg: Config) -> dict[str, Any]:
+    """The fence-and-flag rounds: no bandwidth model, the verdict is about ordering."""
+    return {"key": "mailbox launch-to-flag", "rounds": cfg.repeats, "warmup": cfg.warmup}
+
+
+def plan_saxpy(cfg: Config, rates: Rates) -> dict[str, Any]:
+    """a·x + y over B-byte arrays: 2B in and B out; mapped reads are bounded by 2B/L, writes overlap them."""
+    b, c, nfl = cfg.saxpy_bytes, cfg.chunk_bytes, cfg.saxpy_bytes // WORD_BYTES
+    h2d, d2h = transfer_ms(2 * b, rates.h2d_gbps), transfer_ms(b, rates.d2h_gbps)
+    hbm = transfer_ms(3 * b, rates.hbm_gbps)
+    return {"nbytes": b, "n_floats": nfl, "chunk_bytes": c, "n_streams": cfg.n_streams, "rows": [
+        _row(f"saxpy mapped n={nfl}", "mapped: x, y read and result written over the link", h2d, 3 * b,
+             path="mapped"),
+        _row(f"saxpy sync-copies n={nfl}", "synchronous copies in, kernel, copy out", h2d + hbm + d2h, 3 * b,
+             path="sync-copies"),
+        _row(f"saxpy async-copies n={nfl} chunk={format_size(c)} streams={cfg.n_streams}",
+             f"asynchronous copies, {format_size(c)} chunks on {cfg.n_streams} streams",
+             h2d + d2h * c / b, 3 * b, path="async-copies"),
+    ]}
+
+
+def plan_reread(cfg: Config, rates: Rates) -> dict[str, Any]:
+    """A loop re-reads each float4 k times: k·B/L over the link, k·B/H from HBM."""
+    b, k, size = cfg.buffer_bytes, cfg.reread_k, format_size(cfg.buffer_bytes)
+    link, hbm = zero_copy_ms(b, k, rates.h2d_gbps), zero_copy_ms(b, k, rates.hbm_gbps)
+    rows = []
+    spacings = (("far", "re-reads a whole buffer apart"), ("near", "re-reads of a neighbouring warp's lines"))
+    for spacing, what in spacings:
+        rows.append(_row(f"reread {spacing} mapped k={k} {size}", f"{spacing}: {what}, mapped", link, k * b,
+                         spacing=spacing, memory="mapped"))
+        rows.append(_row(f"reread {spacing} device k={k} {size}", f"{spacing}: {what}, HBM", hbm, k * b,
+                         spacing=spacing, memory="device"))
+    return {"nbytes": b, "k": k, "rows": rows}

@@ -1,0 +1,365 @@
+"""Tables and verdicts, computed only from a results record, so a live run and its replay print the same."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from labcore.record import PassTimes, Record
+from labcore.sizes import format_size
+from zero_copy import model
+from zero_copy.config import EXPERIMENTS
+from zero_copy.support import MappingSupport
+
+CLOSE_MARGIN = 0.10  # the model calls a race closer than this a tie
+CROSSOVER_TOLERANCE = 0.25  # measured crossover within this (relative, or absolute reads) of the model's
+GATHER_LINK_FRACTION = 0.85
+GATHER_SPEEDUP = 10.0
+LINK_SPEED_BAND = (0.75, 1.10)  # a loop "runs at link speed" when its load rate is this fraction of L
+
+
+def _ms(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:.3f}" if value < 10 else f"{value:.2f}" if value < 100 else f"{value:.1f}"
+
+
+def _gbps(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:.1f}" if value < 1000 else f"{value:.0f}"
+
+
+def _ratio(measured: float | None, predicted: float | None) -> str:
+    return "—" if not measured or not predicted else f"{measured / predicted:.2f}"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Column-aligned text; the first column left-aligned, the rest right-aligned."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        first = str(cells[0]).ljust(widths[0])
+        rest = [str(c).rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+        return "  " + "  ".join([first, *rest]).rstrip()
+    return [line(headers), *(line(row) for row in rows)]
+
+
+def _pass(record: Record, key: str) -> PassTimes | None:
+    return record.pass_times(key) if record.has_pass(key) else None
+
+
+def _median(record: Record, key: str) -> float | None:
+    found = _pass(record, key)
+    return found.median_ms if found else None
+
+
+def _spread(found: PassTimes | None) -> str:
+    if found is None:
+        return "—"
+    low, high = found.spread_ms
+    return f"{_ms(low)}..{_ms(high)}"
+
+
+def rates(record: Record) -> model.Rates:
+    """The probe rates the run measured (L each way, H)."""
+    return model.Rates(**record.extra["probes"]["rates"])
+
+
+def _timed_row(record: Record, row: dict[str, Any], model_ms: float | None = None) -> list[str]:
+    found = _pass(record, row["key"])
+    predicted = row.get("model_ms") if model_ms is None else model_ms
+    return [row["label"], _ms(found.median_ms if found else None), _spread(found),
+            _gbps(found.gbps() if found else None), _ms(predicted),
+            _ratio(found.median_ms if found else None, predicted)]
+
+
+_TIMED_HEADERS = ("path", "median ms", "min..max ms", "GB/s", "model ms", "meas/model")
+
+
+# -- sections ------------------------------------------------------------------
+
+def _header(record: Record) -> list[str]:
+    dev = record.device
+    arch = f" (sm_{dev.compute_capability.replace('.', '')})" if dev.compute_capability else ""
+    driver_cuda = getattr(dev, "driver_cuda", None)
+    lines = [f"device: {dev.name}{arch}, driver {dev.driver or '?'}"
+             + (f" (CUDA {driver_cuda})" if driver_cuda else "")
+             + f", CUDA runtime {dev.cuda_runtime or '?'}, CuPy {dev.cupy or '?'}, {dev.link_text()}"]
+    if "support" in record.extra:
+        support = MappingSupport.from_dict(record.extra["support"])
+        lines.append(f"mapping: {support.line()}")
+        lines += [f"  - {note}" for note in support.notes()]
+    cfg = record.config
+    took = record.extra.get("wall_s")
+    lines.append(f"run: {cfg.get('repeats')} timed repeats after {cfg.get('warmup')} warm-up, medians shown; "
+                 f"recorded {record.recorded_at}" + (f"; took {took:.0f} s" if took else ""))
+    return lines
+
+
+def _probes(record: Record) -> list[str]:
+    plan = record.extra["probes"]
+    rows = []
+    for row in plan["rows"]:
+        found = _pass(record, row["key"])
+        size = format_size(row.get("copy_bytes", row["bytes"]))
+        rows.append([row["label"], size, _ms(found.median_ms if found else None), _spread(found),
+                     _gbps(found.gbps() if found else None)])
+    return ["link and HBM, the model's inputs",
+            *_table(("probe", "copy", "median ms", "min..max ms", "GB/s"), rows)]
+
+
+def _streaming(record: Record) -> list[str]:
+    plan = record.extra["streaming"]
+    return [f"streaming: read {format_size(plan['nbytes'])} once (float32), result to HBM",
+            *_table(_TIMED_HEADERS, [_timed_row(record, row) for row in plan["rows"]]),
+            "  model: zero-copy B/L; copy then kernel B/L + 2B/H; pipeline B/L + 2c/H (the last chunk's kernel)"]
+
+
+def _breakeven(record: Record) -> list[str]:
+    plan, verdict = record.extra["breakeven"], breakeven_verdict(record)
+    rows = []
+    for item in verdict["per_reads"]:
+        model_says = (f"close ({item['model_margin']:.0%})" if item["model_close"] else item["model_winner"])
+        rows.append([str(item["reads"]), _ms(item["zero_copy_ms"]), _ms(item["zero_copy_model_ms"]),
+                     _ms(item["copy_ms"]), _ms(item["copy_model_ms"]), item["winner"], model_says])
+    fit = verdict["fit"]
+    return [f"break-even: {format_size(plan['nbytes'])}, a kernel reads every byte r times",
+            *_table(("r", "zero-copy ms", "model", "copy+kernel ms", "model", "faster", "model says"), rows),
+            f"  model: copy B/L + r·B/H, zero-copy r·B/L -> crossover r* = {_reads(verdict['crossover_model'])}",
+            f"  measured: zero-copy {_ms(fit['zero_copy_ms_per_read'])} ms per read, copy "
+            f"{_ms(fit['copy_fixed_ms'])} ms + {_ms(fit['copy_ms_per_read'])} ms per read "
+            f"-> crossover r* = {_reads(verdict['crossover_measured'])}"]
+
+
+def _reads(value: float | None) -> str:
+    return "never (zero-copy never wins)" if value is None or not math.isfinite(value) else f"{value:.2f}"
+
+
+def _access(record: Record) -> list[str]:
+    plan = record.extra["access"]
+    rows = []
+    for row in plan["rows"]:
+        found = _pass(record, row["key"])
+        measured = found.gbps() if found else None
+        rows.append([row["label"], _ms(found.median_ms if found else None), _spread(found), _gbps(measured),
+                     _gbps(row["model_gbps"]), _ratio(measured, row["model_gbps"])])
+    return [f"access shape: 4-byte loads from {format_size(plan['nbytes'])} of mapped memory",
+            *_table(("pattern", "median ms", "min..max ms", "useful GB/s", "model GB/s", "meas/model"), rows),
+            "  model: coalesced at L; scattered at most L·4/32, if each 4-byte load costs a 32-byte sector"]
+
+
+def _gather(record: Record) -> list[str]:
+    plan = record.extra["gather"]
+    take = _median(record, next(r["key"] for r in plan["rows"] if r["path"] == "cpu-take"))
+    copy_model = model.transfer_ms(plan["batch_bytes"], rates(record).h2d_gbps)
+    rows = []
+    for row in plan["rows"]:
+        predicted = take + copy_model if row["path"] == "cpu-take+copy" and take else None
+        rows.append(_timed_row(record, row, predicted))
+    lines = [f"sparse gather: {plan['n_rows']:,} rows x {format_size(plan['row_bytes'])} "
+             f"({plan['batch_bytes'] / 1e6:.1f} MB) from a {format_size(plan['table_bytes'])} mapped table",
+             *_table(_TIMED_HEADERS, rows),
+             "  model: the GPU gather takes the batch's copy time, batch/L; the CPU path adds its measured take"]
+    fill = _pass(record, plan["fill_key"])
+    if fill and plan.get("pin_ms"):
+        lines.append(f"  pinning the table took {plan['pin_ms'] / 1e3:.2f} s; the GPU filled it over the link at "
+                     f"{_gbps(fill.gbps())} GB/s")
+    return lines
+
+
+def _mailbox(record: Record) -> list[str]:
+    plan = record.extra["mailbox"]
+    rows = []
+    for result in plan["results"]:
+        warm = " (warm-up)" if result["round"] <= plan["warmup"] else ""
+        rows.append([f"{result['round']}{warm}", _ms(result["flag_seen_ms"]),
+                     "exact" if result["payload_ok"] else "WRONG",
+                     "yes" if result["running_when_read"] else "NO",
+                     f"{result['kernel_waited_us']:.1f}",
+                     "timed out" if result["timed_out"] else "released" if result["acked"] else "NO ACK"])
+    return ["host-visible results: payload, __threadfence_system(), flag; the kernel then waits for the host",
+            *_table(("round", "flag seen after ms", "payload", "kernel running when read",
+                     "kernel waited us", "kernel end"), rows),
+            "  the host reads the payload, sees the stream still busy, and only then releases the kernel"]
+
+
+def _saxpy(record: Record) -> list[str]:
+    plan = record.extra["saxpy"]
+    flags = "cudaHostRegisterMapped" + ("|ReadOnly" if plan.get("read_only") else "")
+    return [f"mapped SAXPY: {plan['n_floats']:,} floats (x, y in, a·x + y out; "
+            f"{3 * plan['nbytes'] / 1e9:.2f} GB moved)",
+            *_table(_TIMED_HEADERS, [_timed_row(record, row) for row in plan["rows"]]),
+            "  model: mapped 2B/L (writes overlap the reads); sync 2B/L + 3B/H + B/L_d2h; async 2B/L + c/L_d2h",
+            f"  x and y are NumPy arrays registered with {flags}: 2 x {format_size(plan['nbytes'])} in "
+            f"{plan.get('register_ms', 0):.0f} ms, done once and never per batch"]
+
+
+def _reread(record: Record) -> list[str]:
+    plan = record.extra["reread"]
+    rows = [_timed_row(record, row) for row in plan["rows"]]
+    return [f"failure mode: a loop re-reads each float4 k={plan['k']} times ({format_size(plan['nbytes'])}); "
+            f"GB/s counts every load",
+            *_table(_TIMED_HEADERS, rows),
+            "  model: k·B/L from mapped memory (nothing cached you can rely on), k·B/H from HBM; nsys shows no copy"]
+
+
+SECTIONS = {"streaming": _streaming, "breakeven": _breakeven, "access": _access, "gather": _gather,
+            "mailbox": _mailbox, "saxpy": _saxpy, "reread": _reread}
+
+
+# -- verdicts ------------------------------------------------------------------
+
+def breakeven_verdict(record: Record) -> dict[str, Any]:
+    """Did the copy-vs-zero-copy crossover fall where B/L + r·B/H = r·B/L puts it? With the numbers why not."""
+    plan, link = record.extra["breakeven"], rates(record)
+    per_reads = []
+    for row in plan["rows"]:
+        zc, cp = _median(record, row["zero_copy"]["key"]), _median(record, row["copy"]["key"])
+        zc_model, cp_model = row["zero_copy"]["model_ms"], row["copy"]["model_ms"]
+        margin = abs(zc_model - cp_model) / min(zc_model, cp_model)
+        per_reads.append({
+            "reads": row["reads"], "zero_copy_ms": zc, "copy_ms": cp, "zero_copy_model_ms": zc_model,
+            "copy_model_ms": cp_model, "winner": "zero-copy" if zc < cp else "copy",
+            "model_winner": "zero-copy" if zc_model < cp_model else "copy", "model_margin": margin,
+            "model_close": margin < CLOSE_MARGIN})
+    fit = model.fit_breakeven([p["reads"] for p in per_reads], [p["zero_copy_ms"] for p in per_reads],
+                              [p["copy_ms"] for p in per_reads])
+    zero_copy_gbps = plan["nbytes"] / (fit["zero_copy_ms_per_read"] * 1e6)
+    predicted = plan["crossover_model"]
+    measured = fit["crossover_reads"] if math.isfinite(fit["crossover_reads"]) else None
+    winners_agree = all(p["winner"] == p["model_winner"] or p["model_close"] for p in per_reads)
+    if predicted is None or measured is None:
+        crossover_agrees = predicted is None and measured is None
+    else:
+        crossover_agrees = abs(measured - predicted) <= CROSSOVER_TOLERANCE * max(1.0, predicted)
+    refined = model.crossover_reads(link.h2d_gbps, link.hbm_gbps, zero_copy_gbps)
+    return {"held": winners_agree and crossover_agrees, "winners_agree": winners_agree,
+            "crossover_agrees": crossover_agrees, "crossover_model": predicted, "crossover_measured": measured,
+            "crossover_with_zero_copy_rate": refined if math.isfinite(refined) else None,
+            "zero_copy_gbps": zero_copy_gbps, "link_gbps": link.h2d_gbps, "hbm_gbps": link.hbm_gbps,
+            "fit": fit, "per_reads": per_reads}
+
+
+def gather_verdict(record: Record) -> dict[str, Any]:
+    """Sorted GPU gather against the pinned copy of the same batch (>= 0.85) and the CPU path (>= 10x)."""
+    plan = record.extra["gather"]
+    by_path = {row["path"]: _pass(record, row["key"]) for row in plan["rows"]}
+    gathered, copied, cpu = by_path["sorted"], by_path["copy"], by_path["cpu-take+copy"]
+    fraction = gathered.gbps() / copied.gbps()
+    fraction_of_l = gathered.gbps() / rates(record).h2d_gbps
+    speedup = cpu.median_ms / gathered.median_ms
+    unsorted = by_path["unsorted"]
+    return {"passed": fraction >= GATHER_LINK_FRACTION and speedup >= GATHER_SPEEDUP,
+            "gather_gbps": gathered.gbps(), "copy_gbps": copied.gbps(), "fraction_of_copy": fraction,
+            "fraction_of_link": fraction_of_l, "speedup_over_cpu": speedup,
+            "unsorted_over_sorted": unsorted.median_ms / gathered.median_ms if unsorted else None}
+
+
+def mailbox_verdict(record: Record) -> dict[str, Any]:
+    """Every round: payload exact and read while the kernel ran, kernel ended by the host's release."""
+    from zero_copy.mailbox import round_ok
+
+    results = record.extra["mailbox"]["results"]
+    good = sum(round_ok(r) for r in results)
+    return {"passed": good == len(results), "good_rounds": good, "rounds": len(results)}
+
+
+def _verdict_lines(record: Record, picked: Sequence[str]) -> list[str]:
+    lines = ["verdicts"]
+    failed = [c for c in record.checks if not c.ok]
+    lines.append(f"  correctness: {len(record.checks) - len(failed)} of {len(record.checks)} checks passed"
+                 + ("" if not failed else "; FAILED: " + "; ".join(f"{c.name} ({c.detail})" for c in failed)))
+    if "breakeven" in picked:
+        lines += _breakeven_lines(breakeven_verdict(record))
+    if "gather" in picked:
+        g = gather_verdict(record)
+        lines.append(f"  gather: {'PASS' if g['passed'] else 'FAIL'}: sorted gather moved {_gbps(g['gather_gbps'])} "
+                     f"GB/s = {g['fraction_of_copy']:.2f} of the pinned copy of the same batch "
+                     f"({_gbps(g['copy_gbps'])} GB/s; needs >= {GATHER_LINK_FRACTION}) and "
+                     f"{g['fraction_of_link']:.2f} of L; {g['speedup_over_cpu']:.1f}x faster than CPU take + copy "
+                     f"(needs >= {GATHER_SPEEDUP:.0f}x)"
+                     + (f"; unsorted ids took {g['unsorted_over_sorted']:.2f}x as long"
+                        if g["unsorted_over_sorted"] else ""))
+    if "mailbox" in picked:
+        m = mailbox_verdict(record)
+        lines.append(f"  mailbox: {'PASS' if m['passed'] else 'FAIL'}: payload seen while the kernel was still "
+                     f"running in {m['good_rounds']} of {m['rounds']} rounds")
+    lines += _other_lines(record, picked)
+    return lines
+
+
+def _breakeven_lines(v: dict[str, Any]) -> list[str]:
+    agree = [str(p["reads"]) for p in v["per_reads"] if p["winner"] == p["model_winner"] and not p["model_close"]]
+    close = [p for p in v["per_reads"] if p["model_close"]]
+    differ = [p for p in v["per_reads"] if p["winner"] != p["model_winner"] and not p["model_close"]]
+    lines = [f"  break-even: {'HELD' if v['held'] else 'DID NOT HOLD'}: model crossover r* = "
+             f"{_reads(v['crossover_model'])} (L {_gbps(v['link_gbps'])}, H {_gbps(v['hbm_gbps'])} GB/s), "
+             f"measured r* = {_reads(v['crossover_measured'])}"]
+    if agree:
+        lines.append(f"    measured winner = model's at r = {', '.join(agree)}")
+    for p in close:
+        apart = abs(p["zero_copy_ms"] - p["copy_ms"]) / min(p["zero_copy_ms"], p["copy_ms"])
+        lines.append(f"    at r = {p['reads']} the model calls it close ({p['model_margin']:.0%} apart); measured: "
+                     f"{p['winner']} by {apart:.0%}")
+    for p in differ:
+        lines.append(f"    at r = {p['reads']} the model picks {p['model_winner']} but {p['winner']} won: "
+                     f"zero-copy {_ms(p['zero_copy_ms'])} ms (model {_ms(p['zero_copy_model_ms'])}), copy "
+                     f"{_ms(p['copy_ms'])} ms (model {_ms(p['copy_model_ms'])})")
+    lines.append(f"    why the measured crossover differs: zero-copy loads ran at {_gbps(v['zero_copy_gbps'])} GB/s "
+                 f"(fit), {v['zero_copy_gbps'] / v['link_gbps']:.2f} of the copy's L; with that rate the model's "
+                 f"crossover is r* = {_reads(v['crossover_with_zero_copy_rate'])}")
+    return lines
+
+
+def _other_lines(record: Record, picked: Sequence[str]) -> list[str]:
+    lines = []
+    link = rates(record).h2d_gbps
+    if "reread" in picked:
+        plan = record.extra["reread"]
+        by = {(r["spacing"], r["memory"]): _pass(record, r["key"]) for r in plan["rows"]}
+        far_mapped, far_device = by[("far", "mapped")], by[("far", "device")]
+        fraction = far_mapped.gbps() / link
+        low, high = LINK_SPEED_BAND
+        speed = "link speed" if low <= fraction <= high else "not link speed"
+        near = by[("near", "mapped")]
+        crossed = near.median_ms * link * 1e6 / plan["nbytes"]
+        lines.append(f"  re-read loop: far re-reads of mapped memory ran at {_gbps(far_mapped.gbps())} GB/s of loads "
+                     f"= {fraction:.2f} of L ({speed}), {far_mapped.median_ms / far_device.median_ms:.0f}x slower "
+                     f"than from HBM; near re-reads: {plan['k']} loads per byte took the time of {crossed:.1f} x B "
+                     f"over the link, so most never crossed it")
+    if "access" in picked:
+        plan = record.extra["access"]
+        coalesced, scattered = (_pass(record, r["key"]) for r in plan["rows"])
+        link_bytes = model.WORD_BYTES * link / scattered.gbps()
+        lines.append(f"  access: scattered 4-byte loads delivered {scattered.gbps() / coalesced.gbps():.3f} of the "
+                     f"coalesced rate (model {model.WORD_BYTES / model.SECTOR_BYTES:.3f}): each one held the link as "
+                     f"long as {link_bytes:.0f} bytes at L, not {model.SECTOR_BYTES}")
+    if "saxpy" in picked:
+        plan = record.extra["saxpy"]
+        by = {r["path"]: _pass(record, r["key"]) for r in plan["rows"]}
+        lines.append(f"  saxpy: mapped {by['mapped'].median_ms:.2f} ms; synchronous copies "
+                     f"{by['sync-copies'].median_ms / by['mapped'].median_ms:.2f}x and asynchronous copies "
+                     f"{by['async-copies'].median_ms / by['mapped'].median_ms:.2f}x as long")
+    if "streaming" in picked:
+        plan = record.extra["streaming"]
+        by = {r["path"]: _pass(record, r["key"]) for r in plan["rows"]}
+        best = min(by, key=lambda path: by[path].median_ms)
+        lines.append(f"  streaming: fastest {best} ({by[best].median_ms:.2f} ms); zero-copy "
+                     f"{by['zero-copy'].gbps() / link:.2f} of L, pipeline {by['pipeline'].gbps() / link:.2f} of L")
+    return lines
+
+
+def picked_experiments(record: Record, only: Sequence[str] | None = None) -> list[str]:
+    """The experiments the record holds, in lesson order, limited to `only` when given."""
+    ran = [name for name in EXPERIMENTS if name in record.extra]
+    return [name for name in ran if only is None or name in only]
+
+
+def report(record: Record, only: Sequence[str] | None = None) -> str:
+    """Every table and verdict of a run, from its record alone (no mode line: the caller prints that)."""
+    picked = picked_experiments(record, only)
+    blocks = [_header(record), _probes(record), *(SECTIONS[name](record) for name in picked),
+              _verdict_lines(record, picked)]
+    return "\n\n".join("\n".join(block) for block in blocks)

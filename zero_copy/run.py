@@ -1,0 +1,69 @@
+"""The live run: probes first (the model's inputs), then each experiment picked, into one results record."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from labcore.device import DeviceFacts
+from labcore.record import Record
+from zero_copy import LESSON
+from zero_copy.config import Config
+from zero_copy.experiments import run_access, run_breakeven, run_probes, run_reread, run_saxpy, run_streaming
+from zero_copy.gather import run_gather
+from zero_copy.hostmem import HostMemory
+from zero_copy.lab import Lab
+from zero_copy.mailbox import run_mailbox
+from zero_copy.mapped import live_buffers
+from zero_copy.support import read_support
+
+RUNNERS: dict[str, Callable[..., None]] = {
+    "streaming": run_streaming, "breakeven": run_breakeven, "access": run_access, "gather": run_gather,
+    "mailbox": run_mailbox, "saxpy": run_saxpy, "reread": run_reread,
+}
+
+
+def run_live(cfg: Config, facts: DeviceFacts, host: HostMemory, *, command: str) -> Record:
+    """Run the picked experiments on the GPU; progress goes to stderr, results into the record."""
+    from tqdm import tqdm
+
+    from zero_copy.kernel import module
+
+    record = Record(lesson=LESSON, mode="live", source=command, device=facts, config=cfg.to_dict())
+    support = read_support(facts)
+    record.extra["host_memory"] = {**dataclasses.asdict(host), "pinnable_bytes": host.pinnable_bytes}
+    t0 = time.perf_counter()
+    with tqdm(total=1 + len(cfg.only), file=sys.stderr, unit="exp", desc="probes") as bar:
+        lab = Lab(cfg, record, progress=bar.set_postfix_str)
+        module().get_function("reread")  # compiles the whole module before anything is timed
+        rates = run_probes(lab)
+        bar.update()
+        for name in cfg.only:
+            bar.set_description(name)
+            try:
+                RUNNERS[name](lab, rates, support)
+            finally:
+                _free_device_pool()
+            bar.update()
+    record.extra["support"] = dataclasses.asdict(support)
+    record.extra["experiments"] = list(cfg.only)
+    record.extra["wall_s"] = time.perf_counter() - t0
+    _check_nothing_pinned(lab)
+    return record
+
+
+def _free_device_pool() -> None:
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+    cupy.get_default_memory_pool().free_all_blocks()
+
+
+def _check_nothing_pinned(lab: Lab) -> None:
+    """Every buffer an experiment allocated or registered was freed or unregistered by its end."""
+    left: list[Any] = live_buffers()
+    lab.check("every mapped buffer freed or unregistered", not left,
+              "none left pinned" if not left else f"still pinned: {', '.join(map(repr, left))}")
