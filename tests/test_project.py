@@ -21,10 +21,10 @@ def _requirement(text: str) -> tuple[str, str]:
 
 
 def pyproject_requirements() -> dict[str, str]:
-    """Base, cuda13 and test requirements of pyproject.toml, under their conda-forge names."""
+    """Base, cuda13, test and course requirements of pyproject.toml, under their conda-forge names."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = project["dependencies"] + project["optional-dependencies"]["cuda13"] + \
-        project["optional-dependencies"]["test"]
+    extras = project["optional-dependencies"]
+    reqs = project["dependencies"] + extras["cuda13"] + extras["test"] + extras["course"]
     named = dict(_requirement(r) for r in reqs)
     return {CONDA_NAMES.get(name, name): spec for name, spec in named.items()}
 
