@@ -1,0 +1,225 @@
+"""Autograde many submissions at once, with one writer on the sqlite gradebook.
+
+nbgrader's gradebook is one sqlite file, and `nbgrader autograde` writes to it when it starts a submission
+and again when it saves the grades; two autograde processes on one gradebook meet "database is locked",
+and nbgrader then drops that submission. So grading runs in two phases:
+
+1. Execute, in parallel (--jobs at a time). Each submission gets its own `nbgrader autograde A --student S`
+   process in a scratch course root: DIR/source and the student's DIR/submitted/S/A linked in, and a private
+   COPY of the gradebook, so no two processes ever share a sqlite file. This is the slow part (kernels,
+   GPU runs, replays of the student's exports), and the only parallel one.
+2. Record, serially (one process). `nbgrader autograde A --force` in DIR, where ExecuteOrReplay (configured
+   in DIR/nbgrader_config.py) copies phase 1's outputs into each sanitized notebook instead of executing
+   it. nbgrader's own code then writes every grade, comment and late penalty into DIR/gradebook.db, one
+   submission after another. The writer lock DIR/.grader.lock keeps a second `python -m grader` out.
+
+With a GPU, submissions executed side by side share it and disturb each other's timings: use --jobs 1 for
+live grading (the default there), more jobs when the checks read the students' exports.
+
+Timeouts: `Execute.timeout` (--timeout) is per cell. nbclient interrupts a cell that runs past it and
+records a CellTimeoutError in that cell; the following cells still run, so only the cells that time out
+(and those that need their results) score 0. A kernel that ignores the interrupt makes nbgrader give up on
+the submission, and a phase-1 process that outlives its budget (timeout x (code cells + 1) + startup) is
+killed with its kernel. A kernel that dies while starting (kernels started side by side can race for a
+free port) is retried twice. Whatever still fails, phase 2 grades anyway: every code cell gets an error
+naming the reason, every autograded cell scores 0, and the feedback says why. The other submissions keep
+their grades.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Unicode
+
+from grader.config import COURSE_ID, GRADEBOOK
+from grader.grading import GradingDir
+from grader.runner import KILLED, last_error, nbgrader
+
+KERNEL_START_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
+KERNEL_START_RETRIES = 2
+STARTUP_S = 120  # nbgrader start-up, kernel start (nbclient's startup_timeout is 60 s) and shutdown
+NOT_GRADED = "GradingError"
+
+
+class ExecuteOrReplay(Execute):
+    """nbgrader's Execute; with replay_root set, copies the outputs phase 1 recorded instead of executing."""
+
+    replay_root = Unicode("", help="Scratch folder of phase 1: <root>/<student>/autograded/... and reason.txt"
+                          ).tag(config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
+        """Execute as nbgrader does, or replay phase 1's outputs (or the reason it has none)."""
+        if not self.replay_root:
+            return super().preprocess(nb, resources)
+        info = resources["nbgrader"]
+        scratch = Path(self.replay_root) / info["student"]
+        done = scratch / "autograded" / info["student"] / info["assignment"] / f"{info['notebook']}.ipynb"
+        if done.is_file():
+            ran = nbformat.read(done, as_version=nbformat.NO_CONVERT)
+            if [c.source for c in ran.cells] == [c.source for c in nb.cells]:
+                for cell, ran_cell in zip(nb.cells, ran.cells, strict=True):
+                    if cell.cell_type == "code":
+                        cell.outputs, cell.execution_count = ran_cell.outputs, ran_cell.execution_count
+                return nb, resources
+            reason = "the executed notebook does not match the submission"
+        else:
+            reason_file = scratch / "reason.txt"
+            reason = reason_file.read_text().strip() if reason_file.is_file() else "it was not executed"
+        mark_not_graded(nb, reason)
+        return nb, resources
+
+
+def mark_not_graded(nb: NotebookNode, reason: str) -> None:
+    """Give every code cell an error naming why the notebook has no outputs: each autograded cell scores 0."""
+    text = f"this notebook could not be graded: {reason}; every autograded cell scores 0"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("error", ename=NOT_GRADED, evalue=text,
+                                                   traceback=[f"{NOT_GRADED}: {text}"])]
+
+
+@dataclasses.dataclass
+class Outcome:
+    """How one submission was graded."""
+
+    student: str
+    score: float = 0.0
+    max_score: float = 0.0
+    timed_out: list[str] = dataclasses.field(default_factory=list)
+    failed: list[str] = dataclasses.field(default_factory=list)
+    reason: str = ""
+    recorded: bool = True
+
+
+def code_cells(grading: GradingDir, assignment: str) -> int:
+    """Code cells in the assignment's source notebooks: they set a submission's time budget."""
+    return sum(sum(c.cell_type == "code" for c in nbformat.read(p, as_version=4).cells)
+               for p in (grading.root / "source" / assignment).glob("*.ipynb"))
+
+
+def scratch_root(grading: GradingDir, scratch: Path, assignment: str, student: str) -> Path:
+    """A course root for one submission: linked source and submission, a private copy of the gradebook."""
+    root = scratch / student
+    (root / "submitted" / student).mkdir(parents=True)
+    (root / "source").symlink_to(grading.root / "source")
+    (root / "submitted" / student / assignment).symlink_to(grading.root / "submitted" / student / assignment)
+    shutil.copy2(grading.root / GRADEBOOK, root / GRADEBOOK)
+    return root
+
+
+def execute_one(grading: GradingDir, scratch: Path, assignment: str, student: str, timeout_s: int,
+                budget_s: float) -> str:
+    """Phase 1 for one submission; '' when it ran, else the reason it did not (also left in reason.txt)."""
+    root = scratch / student
+    args = ["autograde", assignment, f"--student={student}", f"--CourseDirectory.root={root}",
+            f"--CourseDirectory.db_url=sqlite:///{root / GRADEBOOK}", f"--Execute.timeout={timeout_s}"]
+    for _ in range(1 + KERNEL_START_RETRIES):
+        done = nbgrader(args, cwd=grading.root, limit_s=budget_s)
+        if not any(sign in done.stdout for sign in KERNEL_START_FAILURES):
+            break
+    if done.returncode == 0:
+        return ""
+    if done.returncode == KILLED:
+        reason = f"it ran past its {budget_s:.0f} s budget and was stopped"
+    elif any(sign in done.stdout for sign in ("CellTimeoutError", "UnresponsiveKernelError", "DeadKernelError")):
+        reason = f"a cell ran past the {timeout_s} s limit and its kernel ignored the interrupt or died"
+    else:
+        reason = f"nbgrader could not execute it ({last_error(done.stdout)})"
+    (root / "reason.txt").write_text(reason + "\n")
+    return reason
+
+
+def record_all(grading: GradingDir, scratch: Path, assignment: str) -> dict[str, str]:
+    """Phase 2: nbgrader writes every submission's grades from the replayed outputs; {student: error}."""
+    done = nbgrader(["autograde", assignment, "--force", f"--ExecuteOrReplay.replay_root={scratch}"],
+                    cwd=grading.root)
+    failed = re.findall(rf"error processing assignment '{re.escape(assignment)}' for student '([^']+)'",
+                        done.stdout)
+    if done.returncode != 0 and not failed:
+        return {"*": last_error(done.stdout)}
+    return {student: last_error(done.stdout) for student in failed}
+
+
+def autograde(grading: GradingDir, assignment: str, *, jobs: int, timeout_s: int,
+              progress: Callable[[str], None] | None = None) -> list[Outcome]:
+    """Grade every submitted notebook of one assignment; one Outcome per student."""
+    students = grading.submitted(assignment)
+    budget_s = timeout_s * (code_cells(grading, assignment) + 1) + STARTUP_S
+    reasons: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="grader-autograde-") as tmp:
+        scratch = Path(tmp)
+        for student in students:
+            scratch_root(grading, scratch, assignment, student)
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            running = {pool.submit(execute_one, grading, scratch, assignment, s, timeout_s, budget_s): s
+                       for s in students}
+            for future in as_completed(running):
+                reasons[running[future]] = future.result()
+                if progress:
+                    progress(running[future])
+        unrecorded = record_all(grading, scratch, assignment)
+    return [outcome(grading, assignment, s, reasons.get(s, ""), unrecorded.get(s) or unrecorded.get("*"))
+            for s in students]
+
+
+def graded_cells(grading: GradingDir, assignment: str) -> dict[tuple[str, str], float]:
+    """{(notebook, grade_id): points} of the autograded test cells in the assignment's source."""
+    cells = {}
+    for path in sorted((grading.root / "source" / assignment).glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and not meta.get("solution"):
+                cells[(path.stem, meta["grade_id"])] = float(meta.get("points", 0))
+    return cells
+
+
+def scores(grading: GradingDir, assignment: str, student: str) -> dict[str, float | None]:
+    """{grade_id: autograded score} of one submission's test cells (None where the gradebook has none)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    found: dict[str, float | None] = {}
+    with Gradebook(grading.db_url, COURSE_ID) as gb:
+        for notebook, grade_id in graded_cells(grading, assignment):
+            try:
+                found[grade_id] = gb.find_grade(grade_id, notebook, assignment, student).score
+            except MissingEntry:
+                found[grade_id] = None
+    return found
+
+
+def _cell_errors(grading: GradingDir, assignment: str, student: str) -> tuple[list[str], list[str]]:
+    """Grade ids of test cells that timed out, and of those that failed otherwise, from the autograded notebooks."""
+    timed_out, failed = [], []
+    for path in sorted((grading.root / "autograded" / student / assignment).glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+                continue
+            names = {o.get("ename") for o in cell.get("outputs", []) if o.output_type == "error"}
+            if "CellTimeoutError" in names:
+                timed_out.append(meta["grade_id"])
+            elif names:
+                failed.append(meta["grade_id"])
+    return timed_out, failed
+
+
+def outcome(grading: GradingDir, assignment: str, student: str, reason: str, unrecorded: str | None) -> Outcome:
+    """Summarize one submission from the gradebook and its autograded notebooks."""
+    points = {gid: p for (_, gid), p in graded_cells(grading, assignment).items()}
+    if unrecorded:
+        return Outcome(student, max_score=sum(points.values()), reason=unrecorded, recorded=False)
+    got = scores(grading, assignment, student)
+    timed_out, failed = _cell_errors(grading, assignment, student)
+    return Outcome(student, score=sum(v or 0.0 for v in got.values()), max_score=sum(points.values()),
+                   timed_out=timed_out, failed=failed, reason=reason)

@@ -1,0 +1,288 @@
+"""python -m grader: generate the student release, validate it, and grade submissions with nbgrader.
+
+For the course checkout (solutions/ -> course/):
+  generate [--check]      regenerate course/ from solutions/; --check fails on any difference or output (CI)
+  validate                solutions pass `nbgrader validate`; course/ stubs fail it without crashing the harness
+For an instructor's grading directory DIR, outside the checkout:
+  setup DIR               DIR/nbgrader_config.py, gradebook, source/ (a copy of solutions/), release/
+  collect DIR SUBS        SUBS/<student>/<a>.ipynb (+ <a>_run* files) -> DIR/submitted/<student>/<a>/
+  autograde DIR           execute submissions in parallel, record grades serially, per-cell timeout
+  feedback DIR            HTML feedback per submission, hidden tests removed and checked absent
+  export DIR              grades as CSV
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tqdm import tqdm
+
+from grader.config import CELL_TIMEOUT_S, RELEASE_DIR, SOURCE_DIR
+from labcore.errors import UsageError
+
+PROG = "python -m grader"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line and exit 2, like every other bad input
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _positive(text: str) -> int:
+    """An integer >= 1 for --jobs and --timeout."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is too small: give 1 or more")
+    return value
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line: one subcommand and its options."""
+    parser = _Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", metavar="DIR", help="the course checkout (default: the one this grader is in)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    gen = sub.add_parser("generate", help=f"regenerate {RELEASE_DIR}/ from {SOURCE_DIR}/")
+    gen.add_argument("--check", action="store_true", help="regenerate into a temp folder; exit 1 on any difference")
+    val = sub.add_parser("validate", help="solutions pass, release stubs fail cleanly")
+    setup = sub.add_parser("setup", help="make a grading directory outside the checkout")
+    setup.add_argument("dir", metavar="DIR")
+    collect = sub.add_parser("collect", help="copy students' folders into DIR/submitted")
+    collect.add_argument("dir", metavar="DIR")
+    collect.add_argument("submissions", metavar="SUBMISSIONS")
+    auto = sub.add_parser("autograde", help="grade all submitted notebooks")
+    auto.add_argument("dir", metavar="DIR")
+    auto.add_argument("--jobs", type=_positive, default=None,
+                      help="submissions executed at once (default: 1 with a GPU, else up to 4)")
+    feedback = sub.add_parser("feedback", help="HTML feedback without hidden tests")
+    feedback.add_argument("dir", metavar="DIR")
+    export = sub.add_parser("export", help="grades as CSV")
+    export.add_argument("dir", metavar="DIR")
+    export.add_argument("--to", metavar="CSV", help="where to write (default DIR/grades.csv; not inside the checkout)")
+    for command in (val, setup, auto, feedback):
+        command.add_argument("--assignment", metavar="A", help="only this assignment (default: all)")
+    for command in (val, auto):
+        command.add_argument("--timeout", type=_positive, default=CELL_TIMEOUT_S, metavar="SECONDS",
+                             help=f"limit per notebook cell (default {CELL_TIMEOUT_S})")
+    return parser.parse_args(argv)
+
+
+def _bar(total: int, desc: str) -> tqdm:
+    """A progress bar on stderr that disappears when done."""
+    return tqdm(total=total, desc=desc, unit="nb", file=sys.stderr, leave=False)
+
+
+def _machine() -> str:
+    """Where notebooks' kernels run: live on a GPU, or replaying."""
+    from labcore.device import gpu_available
+
+    if gpu_available():
+        from labcore.device import device_facts
+
+        return f"kernels run live on {device_facts().summary()}"
+    return "no GPU here: the notebooks replay recorded profiles and students' exports"
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Regenerate course/ (or check it)."""
+    from grader.course import Course, check, generate
+
+    course = Course.at(args.repo)
+    names = course.pick(None)
+    if args.check:
+        print(f"grader generate --check: {SOURCE_DIR}/ -> temporary release compared with {course.release} "
+              f"({', '.join(names)})", flush=True)
+        with _bar(len(names), "generate") as bar:
+            problems = check(course, names, progress=lambda _: bar.update())
+        for problem in problems:
+            print(problem)
+        if problems:
+            print(f"{RELEASE_DIR}/ is not what {SOURCE_DIR}/ generates: run `{PROG} generate` and commit",
+                  file=sys.stderr)
+            return 1
+        print(f"{RELEASE_DIR}/ matches {SOURCE_DIR}/ and no notebook carries outputs")
+        return 0
+    print(f"grader generate: {course.source} -> {course.release} ({', '.join(names)})", flush=True)
+    for name in tqdm(names, desc="generate", file=sys.stderr, leave=False):
+        print(f"wrote {generate(course, name).relative_to(course.root)}/")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Validate solutions (must pass) and release notebooks (must fail cleanly)."""
+    from grader.course import Course
+    from grader.validate import validate_release, validate_solution
+
+    course = Course.at(args.repo)
+    names = course.pick(args.assignment)
+    jobs = [(validate_solution, p) for n in names for p in course.notebooks(course.source / n)]
+    jobs += [(validate_release, p) for n in names for p in course.notebooks(course.release / n)]
+    print(f"grader validate: {SOURCE_DIR}/ must pass, {RELEASE_DIR}/ stubs must fail cleanly; "
+          f"{len(jobs)} notebooks, {args.timeout} s per cell; {_machine()}", flush=True)
+    missing = [n for n in names if not course.notebooks(course.release / n)]
+    failures = 0
+    with _bar(len(jobs), "validate") as bar:
+        for check, path in jobs:
+            verdict = check(path, args.timeout)
+            bar.update()
+            where = path.relative_to(course.root)
+            kind = "passes" if check is validate_solution else "fails with stubs, cleanly"
+            tqdm.write(f"{'ok  ' if verdict.ok else 'FAIL'} {where}: "
+                       f"{kind if verdict.ok else verdict.problems[0]} ({verdict.test_cells} test cells)",
+                       file=sys.stdout)
+            for problem in verdict.problems[1:]:
+                tqdm.write(f"     {problem}", file=sys.stdout)
+            failures += not verdict.ok
+    for name in missing:
+        print(f"FAIL {RELEASE_DIR}/{name}: no release notebook (run `{PROG} generate`)")
+    return 1 if failures or missing else 0
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    """Make a grading directory and print what to do next."""
+    from grader.course import Course
+    from grader.grading import new_grading_dir, setup
+
+    course = Course.at(args.repo)
+    names = course.pick(args.assignment)
+    grading = new_grading_dir(course, args.dir)
+    print(f"grader setup: grading directory {grading.root} for {', '.join(names)}; "
+          f"source/ is a copy of {course.source}", flush=True)
+    with _bar(len(names), "setup") as bar:
+        stale = setup(course, grading, names, progress=lambda _: bar.update())
+    for line in stale:
+        print(f"warning: {line}: the students' release differs from what source/ generates", file=sys.stderr)
+    root = grading.root
+    print(f"wrote {root}/nbgrader_config.py, gradebook.db, source/ (copied), release/")
+    print("next steps:")
+    print(f"  1. students get {course.release}/<assignment>/ and hand back a folder <student>/ holding "
+          "<assignment>.ipynb and the <assignment>_run* files their run left beside it")
+    print(f"  2. {PROG} collect {root} SUBMISSIONS     (SUBMISSIONS/<student>/...)")
+    print(f"  3. {PROG} autograde {root} [--jobs N] [--timeout SECONDS]")
+    print(f"  4. written answers: cd {root} && jupyter lab   (nbgrader's Formgrader)")
+    print(f"  5. {PROG} feedback {root}        -> {root}/feedback/<student>/<assignment>/*.html")
+    print(f"  6. {PROG} export {root} --to grades.csv")
+    return 0
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    """Copy students' folders into the grading directory."""
+    from grader.grading import GradingDir, collect
+
+    grading = GradingDir(args.dir)
+    print(f"grader collect: {Path(args.submissions).expanduser().resolve()} -> {grading.root}/submitted "
+          f"(assignments: {', '.join(grading.assignments())})", flush=True)
+    with grading.writer():
+        taken, skipped = collect(grading, args.submissions)
+    for student, names in taken.items():
+        print(f"{student}: {', '.join(names)}")
+    for line in skipped:
+        print(f"skipped {line}", file=sys.stderr)
+    print(f"{len(taken)} students collected; run `{PROG} autograde {grading.root}`")
+    return 0
+
+
+def _default_jobs() -> int:
+    """One at a time on a GPU (side-by-side runs disturb timings), else up to 4."""
+    from labcore.device import gpu_available
+
+    return 1 if gpu_available() else max(1, min(4, os.cpu_count() or 1))
+
+
+def _notes(outcome) -> str:
+    """The notes column of the autograde table."""
+    notes = []
+    if outcome.timed_out:
+        notes.append(f"timed out: {', '.join(outcome.timed_out)}")
+    if outcome.failed:
+        notes.append(f"failed: {', '.join(outcome.failed)}")
+    if outcome.reason:
+        notes.append(outcome.reason)
+    return "; ".join(notes)
+
+
+def cmd_autograde(args: argparse.Namespace) -> int:
+    """Autograde every submission, several at once, and print a table per assignment."""
+    from grader.grading import GradingDir
+
+    grading = GradingDir(args.dir)
+    from grader.autograde import autograde  # nbgrader: a few seconds, so after the cheap checks
+
+    names = grading.pick(args.assignment)
+    jobs = args.jobs or _default_jobs()
+    counts = {n: len(grading.submitted(n)) for n in names}
+    print(f"grader autograde: {grading.root}, {', '.join(f'{n} ({c} submitted)' for n, c in counts.items())}; "
+          f"{jobs} at once, {args.timeout} s per cell; {_machine()}", flush=True)
+    unrecorded = 0
+    with grading.writer():
+        for name in names:
+            if not counts[name]:
+                print(f"{name}: nothing submitted")
+                continue
+            with _bar(counts[name], name) as bar:
+                outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout,
+                                     progress=lambda _: bar.update())
+            width = max(len("student"), *(len(o.student) for o in outcomes))
+            print(f"\n{name}: autograded cells only (written answers wait for manual grading)")
+            print(f"{'student':<{width}}  {'score':>11}  notes")
+            for o in outcomes:
+                score = f"{o.score:g} / {o.max_score:g}" if o.recorded else "not graded"
+                print(f"{o.student:<{width}}  {score:>11}  {_notes(o)}".rstrip())
+            unrecorded += sum(not o.recorded for o in outcomes)
+    if unrecorded:
+        print(f"{unrecorded} submission(s) not graded: see the reasons above", file=sys.stderr)
+    return 1 if unrecorded else 0
+
+
+def cmd_feedback(args: argparse.Namespace) -> int:
+    """Generate feedback HTML and make sure no hidden test reached it."""
+    from grader.grading import GradingDir
+
+    grading = GradingDir(args.dir)
+    from grader.feedback import write_feedback
+
+    names = grading.pick(args.assignment)
+    print(f"grader feedback: {grading.root}/feedback for {', '.join(names)}; hidden tests removed, "
+          "outputs of their cells reduced to a verdict", flush=True)
+    problems = []
+    with grading.writer():
+        for name in tqdm(names, desc="feedback", file=sys.stderr, leave=False):
+            pages, leaks = write_feedback(grading, name)
+            problems += leaks
+            print(f"{name}: {len(pages)} feedback file(s), none quoting a hidden test"
+                  if not leaks else f"{name}: {len(pages)} feedback file(s) kept")
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Export grades as CSV, outside the checkout."""
+    from grader.grading import GradingDir, export
+    from grader.runner import REPO
+
+    grading = GradingDir(args.dir)
+    to = Path(args.to).expanduser().resolve() if args.to else grading.root / "grades.csv"
+    repo = Path(args.repo).resolve() if args.repo else REPO
+    if to == repo or repo in to.parents:
+        raise UsageError(f"--to {to} is inside the course checkout {repo}; grades stay outside it")
+    print(f"grader export: {grading.root / 'gradebook.db'} -> {to}", flush=True)
+    rows = export(grading, to).read_text().splitlines()[1:]
+    print(f"wrote {to}: {len(rows)} rows (one per student and assignment)")
+    return 0
+
+
+COMMANDS = {"generate": cmd_generate, "validate": cmd_validate, "setup": cmd_setup, "collect": cmd_collect,
+            "autograde": cmd_autograde, "feedback": cmd_feedback, "export": cmd_export}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line and run one subcommand."""
+    args = parse_args(argv)
+    return COMMANDS[args.command](args)

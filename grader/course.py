@@ -1,0 +1,138 @@
+"""The course checkout: nbgrader sources in solutions/, the generated student release in course/.
+
+`generate` rewrites course/ from solutions/ with `nbgrader generate_assignment` (the checkout's
+nbgrader_config.py: no gradebook, outputs cleared). `check` regenerates into a temporary directory and
+lists every file of course/ that differs, plus any notebook in either tree that carries outputs or
+execution counts: what CI runs. Assignments are the folders of solutions/ holding a notebook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import nbformat
+
+from grader.config import GRADING_CONFIG, RELEASE_DIR, SOURCE_DIR, run_files_glob
+from grader.runner import REPO, nbgrader_or_fail
+from labcore.errors import UsageError
+
+
+@dataclasses.dataclass(frozen=True)
+class Course:
+    """A checkout: root holds nbgrader_config.py, solutions/ and course/."""
+
+    root: Path
+
+    @property
+    def source(self) -> Path:
+        return self.root / SOURCE_DIR
+
+    @property
+    def release(self) -> Path:
+        return self.root / RELEASE_DIR
+
+    @classmethod
+    def at(cls, root: str | Path | None = None) -> Course:
+        """The checkout at root (default: the one this grader belongs to); UsageError if it is not one."""
+        path = Path(root).resolve() if root else REPO
+        for needed in (path / GRADING_CONFIG, path / SOURCE_DIR):
+            if not needed.exists():
+                raise UsageError(f"{path} is not a course checkout: it has no {needed.name} "
+                                 f"(give --repo the folder holding {GRADING_CONFIG} and {SOURCE_DIR}/)")
+        return cls(path)
+
+    def assignments(self) -> list[str]:
+        """Assignment names: folders of solutions/ holding at least one notebook."""
+        return sorted(p.name for p in self.source.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+
+    def pick(self, assignment: str | None) -> list[str]:
+        """One named assignment (checked) or all of them; UsageError listing what exists."""
+        known = self.assignments()
+        if not known:
+            raise UsageError(f"{self.source} holds no assignment (expected {SOURCE_DIR}/<name>/<name>.ipynb)")
+        if assignment is None:
+            return known
+        if assignment not in known:
+            raise UsageError(f"no assignment {assignment!r} in {self.source}; there are: {', '.join(known)}")
+        return [assignment]
+
+    def notebooks(self, tree: Path) -> list[Path]:
+        """Every notebook under tree, checkpoints excluded."""
+        return sorted(p for p in tree.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def generate(course: Course, assignment: str, into: Path | None = None) -> Path:
+    """Regenerate the release of one assignment (into another release folder if given); its folder."""
+    args = ["generate_assignment", assignment, "--force"]
+    if into is not None:
+        args.append(f"--CourseDirectory.release_directory={into.resolve()}")
+    nbgrader_or_fail(args, cwd=course.root)
+    return (into.resolve() if into else course.release) / assignment
+
+
+def outputs_in(path: Path) -> list[str]:
+    """What in a notebook is not clean: cells with outputs or execution counts."""
+    try:
+        nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    except Exception as exc:  # a broken notebook is reported, not raised: the check lists every problem
+        return [f"{path}: not a readable notebook ({exc})"]
+    found = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if cell.get("outputs"):
+            found.append(f"{path}: cell {index} has {len(cell.outputs)} output(s)")
+        if cell.get("execution_count") is not None:
+            found.append(f"{path}: cell {index} has execution count {cell.execution_count}")
+    return found
+
+
+def _files(tree: Path) -> set[str]:
+    """Relative paths of the files under tree, checkpoints and caches left out."""
+    skip = {".ipynb_checkpoints", "__pycache__"}
+    return {str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file() and not skip & set(p.parts)}
+
+
+def tree_differences(committed: Path, generated: Path, label: str) -> list[str]:
+    """Files that differ byte for byte, are missing or are extra in committed compared with generated."""
+    if not committed.exists():
+        return [f"{label}: missing (not generated)"]
+    have, want = _files(committed), _files(generated)
+    found = [f"{label}/{name}: differs from the generated release" for name in sorted(have & want)
+             if (committed / name).read_bytes() != (generated / name).read_bytes()]
+    found += [f"{label}/{name}: not produced by generation (remove it)" for name in sorted(have - want)]
+    found += [f"{label}/{name}: missing (not generated)" for name in sorted(want - have)]
+    return found
+
+
+def check(course: Course, assignments: list[str], progress: Callable[[str], None] | None = None) -> list[str]:
+    """Every problem with the committed release: differences from a fresh generation, outputs anywhere."""
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
+        for name in assignments:
+            generate(course, name, into=Path(tmp))
+            rel = f"{RELEASE_DIR}/{name}"
+            problems += tree_differences(course.release / name, Path(tmp) / name, rel)
+            if progress:
+                progress(name)
+    if course.release.exists():
+        problems += [f"{RELEASE_DIR}/{p.name}: has no source in {SOURCE_DIR}/ (remove it)"
+                     for p in sorted(course.release.iterdir()) if p.is_dir() and p.name not in course.assignments()]
+    for tree in (course.source, course.release):
+        for path in course.notebooks(tree):
+            problems += [p.replace(str(course.root) + "/", "") for p in outputs_in(path)]
+    for name in assignments:
+        problems += [f"{SOURCE_DIR}/{name}/{clash}: named like a student's run file ({run_files_glob(name)}): "
+                     "autograde would overwrite students' files with it; remove it"
+                     for clash in run_file_clashes(course.source / name, name)]
+    return problems
+
+
+def run_file_clashes(source: Path, assignment: str) -> list[str]:
+    """Files of an assignment's source folder named like students' run files, which autograde would overwrite."""
+    pattern = run_files_glob(assignment)
+    return sorted(str(p.relative_to(source)) for p in source.rglob("*") if fnmatch.fnmatch(p.name, pattern))

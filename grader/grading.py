@@ -1,0 +1,203 @@
+"""An instructor's grading directory, outside the checkout: nbgrader's layout with its own gradebook.
+
+    DIR/nbgrader_config.py    calls grader.config.configure_grading (root DIR, gradebook DIR/gradebook.db)
+    DIR/gradebook.db          the only gradebook; one writer at a time (DIR/.grader.lock)
+    DIR/source/<a>/           a COPY of the checkout's solutions/<a>/ made by setup (commit noted in the config)
+    DIR/release/<a>/          generated from source/ by setup; equals the checkout's course/<a>/ when that is current
+    DIR/submitted/<s>/<a>/    filled by collect
+    DIR/autograded/, DIR/feedback/   written by autograde and feedback
+
+source/ is a copy, not a link: grading must use the tests the students' release was made from, even after
+the checkout moves on (the gradebook stores those cells; a changed source would no longer match it).
+
+What a student hands in is a folder SUBMISSIONS/<student>/ holding `<a>.ipynb` and whatever the run left
+beside it: nsys exports `<a>_run_*.csv` and the results record `<a>_run.json`. Naming rule: a student's
+own files are named `<a>_run*`, and no file of source/<a>/ may match that pattern, because
+`nbgrader autograde` overwrites every non-notebook file of a submission that has the name of a source
+file. collect copies the notebook and the `<a>_run*` files, ignores (and names) anything else, and
+refuses to run if the source breaks the rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import fnmatch
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from grader.config import COURSE_ID, GRADEBOOK, GRADING_CONFIG, db_url, grading_config_text, run_files_glob
+from grader.course import Course, run_file_clashes, tree_differences
+from grader.runner import REPO, nbgrader_or_fail
+from labcore.errors import UsageError
+
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")  # no glob characters: nbgrader treats ids as globs
+
+
+class GradingDir:
+    """A grading directory made by setup."""
+
+    def __init__(self, root: str | Path, *, must_exist: bool = True) -> None:
+        self.root = Path(root).expanduser().resolve()
+        if must_exist and not (self.root / GRADING_CONFIG).is_file():
+            raise UsageError(f"{self.root} is not a grading directory (no {GRADING_CONFIG}); "
+                             f"make one with: python -m grader setup {self.root}")
+
+    @property
+    def db_url(self) -> str:
+        return db_url(self.root)
+
+    def assignments(self) -> list[str]:
+        """Assignments set up here: folders of source/ holding a notebook."""
+        source = self.root / "source"
+        return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) \
+            if source.is_dir() else []
+
+    def pick(self, assignment: str | None) -> list[str]:
+        """One named assignment (checked) or all; UsageError listing what is set up."""
+        known = self.assignments()
+        if assignment is None:
+            return known
+        if assignment not in known:
+            raise UsageError(f"no assignment {assignment!r} in {self.root / 'source'}; there are: "
+                             f"{', '.join(known) or 'none'}")
+        return [assignment]
+
+    def submitted(self, assignment: str) -> list[str]:
+        """Students with a submitted notebook of this assignment."""
+        return sorted({p.parent.parent.name for p in (self.root / "submitted").glob(f"*/{assignment}/*.ipynb")})
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[None]:
+        """Hold DIR/.grader.lock: the gradebook takes one writer at a time."""
+        with open(self.root / ".grader.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise UsageError(f"another `python -m grader` is writing to {self.root / GRADEBOOK}; "
+                                 "wait for it to finish") from None
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _inside(path: Path, parent: Path) -> bool:
+    return path == parent or parent in path.parents
+
+
+def _provenance(course: Course) -> str:
+    """Which checkout and commit the source copy came from."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=course.root, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", course.source.name], cwd=course.root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return f"source/ copied from {course.source} (not a git checkout)"
+    return f"source/ copied from {course.source} at commit {commit}" + (" with uncommitted changes" if dirty else "")
+
+
+def new_grading_dir(course: Course, root: str | Path) -> GradingDir:
+    """Where setup may make a grading directory: outside the checkout, new or empty; UsageError otherwise."""
+    grading = GradingDir(root, must_exist=False)
+    if _inside(grading.root, course.root):
+        raise UsageError(f"{grading.root} is inside the course checkout {course.root}; grading data "
+                         "(submissions, gradebook) must live outside it: pick a folder elsewhere")
+    if grading.root.exists() and (not grading.root.is_dir() or any(grading.root.iterdir())):
+        raise UsageError(f"{grading.root} exists and is not an empty folder; setup wants a new or empty folder")
+    for name in course.assignments():
+        check_run_files_rule(course.source / name, name)
+    return grading
+
+
+def setup(course: Course, grading: GradingDir, assignments: list[str],
+          progress: Callable[[str], None] | None = None) -> list[str]:
+    """Fill a new grading directory; the returned lines name releases that differ from the checkout's course/."""
+    grading.root.mkdir(parents=True, exist_ok=True)
+    (grading.root / GRADING_CONFIG).write_text(grading_config_text(grading.root, REPO, _provenance(course)))
+    stale = []
+    for name in assignments:
+        shutil.copytree(course.source / name, grading.root / "source" / name,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        nbgrader_or_fail(["generate_assignment", name, "--force"], cwd=grading.root)
+        stale += tree_differences(course.release / name, grading.root / "release" / name, f"course/{name}")
+        if progress:
+            progress(name)
+    return stale
+
+
+def check_run_files_rule(source: Path, assignment: str) -> None:
+    """UsageError if a source file of the assignment has a name students' run files use."""
+    clash = run_file_clashes(source, assignment)
+    if clash:
+        raise UsageError(f"{source} has {', '.join(clash)}: names matching {run_files_glob(assignment)} are "
+                         "reserved for students' run files (nbgrader autograde would overwrite theirs with it); "
+                         "remove or rename it")
+
+
+def _student_files(folder: Path, assignment: str) -> list[Path]:
+    """The files of one assignment in a student's folder: its notebook and run files."""
+    pattern = run_files_glob(assignment)
+    return [p for p in folder.iterdir() if p.is_file() and (p.name == f"{assignment}.ipynb"
+                                                           or fnmatch.fnmatch(p.name, pattern))]
+
+
+def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, list[str]], list[str]]:
+    """Copy SUBMISSIONS/<student>/ into submitted/<student>/<assignment>/ and add the students to the gradebook.
+
+    Returns {student: [assignments]} and lines naming what was skipped. A student's earlier submission of the
+    same assignment is replaced.
+    """
+    base = Path(submissions).expanduser().resolve()
+    if not base.is_dir():
+        raise UsageError(f"{base}: no such folder (expected SUBMISSIONS/<student>/<assignment>.ipynb)")
+    assignments = grading.assignments()
+    for name in assignments:
+        check_run_files_rule(grading.root / "source" / name, name)
+    taken: dict[str, list[str]] = {}
+    skipped = [f"{p.name}: not inside a student's folder" for p in sorted(base.iterdir()) if not p.is_dir()]
+    for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+        if not STUDENT_ID.match(folder.name):
+            skipped.append(f"{folder.name}/: not a usable student id (letters, digits, _ . @ -; no spaces)")
+            continue
+        leftovers = {p.name for p in folder.iterdir()}
+        for name in assignments:
+            files = _student_files(folder, name)
+            if not any(p.suffix == ".ipynb" for p in files):
+                continue
+            dest = grading.root / "submitted" / folder.name / name
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.mkdir(parents=True)
+            for path in files:
+                shutil.copy2(path, dest / path.name)
+                leftovers.discard(path.name)
+            taken.setdefault(folder.name, []).append(name)
+        skipped += [f"{folder.name}/{n}: not collected (only <a>.ipynb and the <a>_run* files beside it are; "
+                    f"a = {', '.join(assignments)})" for n in sorted(leftovers)]
+    if taken:
+        add_students(grading, sorted(taken))
+    return taken, skipped
+
+
+def add_students(grading: GradingDir, students: list[str]) -> None:
+    """Create the students' gradebook entries (existing ones are kept)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(grading.db_url, COURSE_ID) as gb:
+        for student in students:
+            gb.update_or_create_student(student)
+
+
+def export(grading: GradingDir, to: Path) -> Path:
+    """Write nbgrader's CSV of grades (one row per student and assignment) to `to`."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    to.parent.mkdir(parents=True, exist_ok=True)
+    with Gradebook(grading.db_url, COURSE_ID) as gb:
+        CsvExportPlugin(to=str(to)).export(gb)
+    return to

@@ -1,0 +1,114 @@
+"""Running nbgrader in a child process: the checkout on PYTHONPATH, a wall-clock limit, one clear error line.
+
+Every nbgrader start imports jupyter_server and friends, about 3 s of CPU. Children are forked from one
+forkserver that imported nbgrader once (multiprocessing's "forkserver": a clean single-threaded process, so
+forking it is safe), and each runs one `nbgrader ARGS` command as `python -m nbgrader ARGS` would, with its
+own working directory, environment and log file. Killing a child (its wall-clock limit) kills its kernels too.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from multiprocessing.context import ForkServerContext
+from pathlib import Path
+
+from labcore.errors import UsageError
+
+REPO = Path(__file__).resolve().parents[1]
+KILLED = -9  # the return code of a command stopped at its limit
+CONFIG_FAILED = "Exception while loading config file"
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # colour codes in kernels' tracebacks and nbgrader's log
+
+
+def _prepend(variable: str, first: str) -> str:
+    parts = [p for p in os.environ.get(variable, "").split(os.pathsep) if p and p != first]
+    return os.pathsep.join([first, *parts])
+
+
+def course_env(repo: Path = REPO) -> dict[str, str]:
+    """The environment for nbgrader and its kernels: the checkout first on PYTHONPATH, this Python's scripts on PATH."""
+    # nbgrader runs the `alembic` script when it creates a gradebook, also from a venv that is not activated
+    return {**os.environ, "PYTHONPATH": _prepend("PYTHONPATH", str(repo)),
+            "PATH": _prepend("PATH", str(Path(sys.executable).parent))}
+
+
+def kill_tree(pid: int) -> None:
+    """Kill a process and everything it started (kernels run in sessions of their own)."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        family = [*parent.children(recursive=True), parent]
+    except psutil.NoSuchProcess:
+        return
+    for proc in family:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(family, timeout=10)
+
+
+@functools.cache
+def _children() -> ForkServerContext:
+    """The forkserver that nbgrader commands are forked from, nbgrader imported once."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["nbgrader.apps.nbgraderapp", "grader.runner"])
+    return context
+
+
+def _nbgrader_main(args: list[str], cwd: str, env: dict[str, str], log: str) -> None:
+    """In the child: `nbgrader ARGS` in cwd with env, stdout and stderr to log."""
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = ["nbgrader", *args]
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+
+    NbGraderApp.launch_instance(argv=args)
+
+
+def nbgrader(args: Sequence[str], *, cwd: Path, limit_s: float | None = None) -> subprocess.CompletedProcess:
+    """Run `nbgrader ARGS` in cwd; on passing limit_s, kill it with its kernels and return code KILLED."""
+    with tempfile.TemporaryDirectory(prefix="grader-nbgrader-") as tmp:
+        log = Path(tmp) / "nbgrader.log"
+        child = _children().Process(target=_nbgrader_main, args=(list(args), str(cwd), course_env(), str(log)))
+        child.start()
+        child.join(limit_s)
+        killed = child.exitcode is None
+        if killed:
+            kill_tree(child.pid)
+            child.join()
+        code = KILLED if killed else child.exitcode
+        out = log.read_text(errors="replace") if log.exists() else ""
+    if CONFIG_FAILED in out:  # nbgrader only warns, then runs without the configuration: never acceptable here
+        raise UsageError(f"{cwd / 'nbgrader_config.py'} does not load: {last_error(out)}")
+    return subprocess.CompletedProcess(["nbgrader", *args], code, out, "")
+
+
+def last_error(log: str) -> str:
+    """The most telling line of an nbgrader log: the last exception line, else the last ERROR line."""
+    lines = [line.strip() for line in ANSI.sub("", log).splitlines() if line.strip()]
+    exceptions = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt): ", line)]
+    if exceptions:
+        return exceptions[-1]
+    errors = [re.sub(r"^\[\w+ \| ERROR\] ", "", line) for line in lines if "| ERROR]" in line]
+    return errors[-1] if errors else (lines[-1] if lines else "no output")
+
+
+def nbgrader_or_fail(args: Sequence[str], *, cwd: Path) -> str:
+    """Run nbgrader; UsageError naming the command and its error when it fails; its log otherwise."""
+    done = nbgrader(args, cwd=cwd)
+    if done.returncode != 0:
+        raise UsageError(f"nbgrader {' '.join(args[:2])} failed in {cwd}: {last_error(done.stdout)}")
+    return done.stdout

@@ -1,0 +1,363 @@
+"""python -m grader with real nbgrader on a toy assignment: release generation and its CI check, validation
+both ways, and a whole grading round (setup, collect, autograde, feedback, export) on six submissions."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("nbgrader", reason="the course extra (nbgrader) is not installed")
+
+from grader.cli import main  # noqa: E402
+from labcore.errors import UsageError, run_cli  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TOY = ROOT / "tests" / "data" / "toy_assignment"
+MARKER = "HIDDEN_MARKER_7f3a"
+TIMEOUT_S = 4  # per cell; the hanging submissions must be stopped by it
+POINTS = {"test_clamp_visible": 1.0, "test_clamp_hidden": 2.0, "test_chunk_count": 1.0}
+EXPECTED = {  # autograded score per test cell
+    "correct": {"test_clamp_visible": 1.0, "test_clamp_hidden": 2.0, "test_chunk_count": 1.0},
+    "untouched": {"test_clamp_visible": 0.0, "test_clamp_hidden": 0.0, "test_chunk_count": 0.0},
+    "wrong": {"test_clamp_visible": 1.0, "test_clamp_hidden": 0.0, "test_chunk_count": 1.0},
+    "raises": {"test_clamp_visible": 0.0, "test_clamp_hidden": 0.0, "test_chunk_count": 1.0},
+    "hangs": {"test_clamp_visible": 0.0, "test_clamp_hidden": 0.0, "test_chunk_count": 1.0},
+    "deaf": {"test_clamp_visible": 0.0, "test_clamp_hidden": 0.0, "test_chunk_count": 0.0},
+}
+
+
+def grader(*argv: str) -> SimpleNamespace:
+    """Run `python -m grader ARGV` in this process; its exit status and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = run_cli(main, list(argv))
+    return SimpleNamespace(rc=rc, out=out.getvalue(), err=err.getvalue(), lines=out.getvalue().splitlines())
+
+
+def make_checkout(path: Path) -> Path:
+    """A course checkout holding the toy as its only assignment, with the repository's nbgrader_config.py."""
+    (path / "solutions").mkdir(parents=True)
+    shutil.copy(ROOT / "nbgrader_config.py", path / "nbgrader_config.py")
+    shutil.copytree(TOY / "source" / "toy", path / "solutions" / "toy")
+    return path
+
+
+def files_under(path: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    """A toy checkout after `generate`."""
+    root = make_checkout(tmp_path_factory.mktemp("checkout"))
+    done = grader("--repo", str(root), "generate")
+    assert done.rc == 0, done.err
+    return root
+
+
+def copy_checkout(checkout: Path, dest: Path) -> Path:
+    shutil.copytree(checkout, dest)
+    return dest
+
+
+# -- the release -------------------------------------------------------------------------------------
+
+def test_generate_writes_a_clean_release_and_nothing_else(checkout):
+    """course/toy/toy.ipynb has stubs, no hidden test, no outputs; no gradebook or other file appears."""
+    assert files_under(checkout) == {"nbgrader_config.py", "solutions/toy/toy.ipynb", "course/toy/toy.ipynb"}
+    text = (checkout / "course" / "toy" / "toy.ipynb").read_text()
+    assert MARKER not in text and "BEGIN SOLUTION" not in text and "YOUR CODE HERE" in text
+    nb = nbformat.read(checkout / "course" / "toy" / "toy.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert len(code) == 5 and all(c.outputs == [] and c.execution_count is None for c in code)
+
+
+def test_check_passes_on_a_fresh_release(checkout):
+    """--check: exit 0 and says so."""
+    done = grader("--repo", str(checkout), "generate", "--check")
+    assert done.rc == 0, done.out + done.err
+    assert done.lines[0].startswith("grader generate --check:")
+    assert done.lines[-1] == "course/ matches solutions/ and no notebook carries outputs"
+
+
+def test_check_lists_differences_extra_files_and_outputs(checkout, tmp_path):
+    """An edited release, a stray file and outputs in both trees: exit 1, one line each."""
+    root = copy_checkout(checkout, tmp_path / "c")
+    release = root / "course" / "toy" / "toy.ipynb"
+    nb = nbformat.read(release, as_version=4)
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n")]
+    nbformat.write(nb, release)
+    (root / "course" / "toy" / "notes.txt").write_text("stray\n")
+    source = root / "solutions" / "toy" / "toy.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    nb.cells[2].execution_count = 7
+    nbformat.write(nb, source)
+    (root / "solutions" / "toy" / "toy_run.json").write_text("{}\n")
+    done = grader("--repo", str(root), "generate", "--check")
+    assert done.rc == 1
+    assert "course/toy/toy.ipynb: differs from the generated release" in done.lines
+    assert "solutions/toy/toy_run.json: named like a student's run file (toy_run*): autograde would overwrite " \
+           "students' files with it; remove it" in done.lines
+    assert "course/toy/notes.txt: not produced by generation (remove it)" in done.lines
+    assert "course/toy/toy.ipynb: cell 2 has 1 output(s)" in done.lines
+    assert "solutions/toy/toy.ipynb: cell 2 has execution count 7" in done.lines
+    assert "run `python -m grader generate` and commit" in done.err
+
+
+def test_the_repository_release_is_what_its_solutions_generate():
+    """CI: this checkout's course/ equals a fresh generation from solutions/, and nothing carries outputs."""
+    before = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=ROOT, capture_output=True, text=True)
+    done = grader("generate", "--check")
+    assert done.rc == 0, done.out + done.err
+    after = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=ROOT, capture_output=True, text=True)
+    assert after.stdout == before.stdout  # no gradebook, log or other file left in the checkout
+
+
+def test_validate_solution_passes_and_release_fails_cleanly(checkout):
+    """nbgrader validate passes on the source; --invert finds no passing test in the release."""
+    done = grader("--repo", str(checkout), "validate", "--timeout", "20")
+    assert done.rc == 0, done.out + done.err
+    assert done.lines[1:] == ["ok   solutions/toy/toy.ipynb: passes (3 test cells)",
+                              "ok   course/toy/toy.ipynb: fails with stubs, cleanly (3 test cells)"]
+
+
+def test_validate_runs_notebooks_outside_the_checkout(checkout, tmp_path):
+    """A notebook that writes a run file beside itself leaves nothing in solutions/ or course/."""
+    root = copy_checkout(checkout, tmp_path / "c")
+    for path in (root / "solutions" / "toy" / "toy.ipynb", root / "course" / "toy" / "toy.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell('open("toy_run.json", "w").write("{}")'))
+        nbformat.write(nb, path)
+    before = files_under(root)
+    assert grader("--repo", str(root), "validate", "--timeout", "20").rc == 0
+    assert files_under(root) == before
+
+
+def test_validate_fails_on_a_wrong_solution_and_a_release_that_passes(checkout, tmp_path):
+    """A solution failing its tests and a 'release' holding answers: exit 1, each named."""
+    root = copy_checkout(checkout, tmp_path / "c")
+    shutil.copy(root / "solutions" / "toy" / "toy.ipynb", root / "course" / "toy" / "toy.ipynb")
+    source = root / "solutions" / "toy" / "toy.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    nb.cells[6].source = nb.cells[6].source.replace("-(-total_bytes // window_bytes)", "total_bytes // window_bytes")
+    nbformat.write(nb, source)
+    done = grader("--repo", str(root), "validate", "--timeout", "20")
+    assert done.rc == 1
+    assert done.lines[1].startswith("FAIL solutions/toy/toy.ipynb: test fails: \"\"\"chunk_count rounds a partial")
+    assert done.lines[2].startswith("FAIL course/toy/toy.ipynb: test passes with the stubs:")
+
+
+def test_validate_reports_a_harness_crash(checkout, tmp_path):
+    """A release whose test cell fails with an ImportError (not a stub's failure) is a crash."""
+    from nbgrader.utils import compute_checksum
+
+    root = copy_checkout(checkout, tmp_path / "c")
+    release = root / "course" / "toy" / "toy.ipynb"
+    nb = nbformat.read(release, as_version=4)
+    cell = nb.cells[7]
+    cell.source = cell.source.replace('"""\n', '"""\nimport no_such_harness_module\n', 1)
+    cell.metadata.nbgrader["checksum"] = compute_checksum(cell)  # as if generated so: not a "changed" cell
+    nbformat.write(nb, release)
+    done = grader("--repo", str(root), "validate", "--timeout", "20")
+    assert done.rc == 1
+    assert done.lines[1] == "ok   solutions/toy/toy.ipynb: passes (3 test cells)"
+    assert done.lines[2] == ("FAIL course/toy/toy.ipynb: the harness crashed: cell 7 (test_chunk_count) raised "
+                             "ModuleNotFoundError: No module named 'no_such_harness_module' (3 test cells)")
+
+
+# -- a grading round -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def graded(checkout, tmp_path_factory) -> SimpleNamespace:
+    """setup, collect, autograde, feedback and export once, outside the checkout."""
+    base = tmp_path_factory.mktemp("grading")
+    subs = base / "submissions"
+    shutil.copytree(TOY / "submissions", subs)
+    (subs / "correct" / "scratch.txt").write_text("not part of the hand-in\n")
+    root = base / "dir"
+    run = SimpleNamespace(root=root, subs=subs)
+    run.setup = grader("--repo", str(checkout), "setup", str(root))
+    run.collect = grader("collect", str(root), str(subs))
+    run.autograde = grader("autograde", str(root), "--jobs", "3", "--timeout", str(TIMEOUT_S))
+    run.feedback = grader("feedback", str(root))
+    run.export = grader("export", str(root), "--to", str(base / "grades.csv"))
+    run.csv = base / "grades.csv"
+    return run
+
+
+def test_setup_makes_a_grading_directory(graded, checkout):
+    """Config, gradebook, a copied source and a release equal to the checkout's; next steps printed."""
+    assert graded.setup.rc == 0, graded.setup.err
+    root = graded.root
+    assert (root / "nbgrader_config.py").is_file() and (root / "gradebook.db").is_file()
+    assert (root / "source" / "toy").is_dir() and not (root / "source" / "toy").is_symlink()
+    assert (root / "release" / "toy" / "toy.ipynb").read_bytes() == \
+        (checkout / "course" / "toy" / "toy.ipynb").read_bytes()
+    assert graded.setup.lines[0].startswith(f"grader setup: grading directory {root}")
+    assert "next steps:" in graded.setup.lines and "warning" not in graded.setup.err
+    assert files_under(checkout) == {"nbgrader_config.py", "solutions/toy/toy.ipynb", "course/toy/toy.ipynb"}
+
+
+def test_setup_refuses_a_folder_inside_the_checkout(checkout):
+    """One line, exit 2, nothing created."""
+    done = grader("--repo", str(checkout), "setup", str(checkout / "grading"))
+    assert done.rc == 2 and done.out == ""
+    assert len(done.err.splitlines()) == 1 and "inside the course checkout" in done.err
+    assert not (checkout / "grading").exists()
+
+
+def test_collect_copies_notebooks_and_run_files(graded):
+    """Each student's notebook and <a>_run* files land in submitted/<s>/toy/; other files are named, not copied."""
+    assert graded.collect.rc == 0, graded.collect.err
+    submitted = graded.root / "submitted"
+    assert sorted(p.name for p in submitted.iterdir()) == sorted(EXPECTED)
+    assert files_under(submitted / "correct" / "toy") == {"toy.ipynb", "toy_run.json", "toy_run_nvtx_sum.csv"}
+    assert "skipped correct/scratch.txt: not collected (only <a>.ipynb and the <a>_run* files beside it are; " \
+           "a = toy)" in graded.collect.err
+
+
+def test_collect_refuses_a_source_file_named_like_run_files(tmp_path):
+    """source/toy/toy_run.json would overwrite students' files at autograde: UsageError."""
+    from grader.grading import GradingDir, collect
+
+    (tmp_path / "source" / "toy").mkdir(parents=True)
+    (tmp_path / "nbgrader_config.py").write_text("")
+    shutil.copy(TOY / "source" / "toy" / "toy.ipynb", tmp_path / "source" / "toy")
+    (tmp_path / "source" / "toy" / "toy_run.json").write_text("{}")
+    with pytest.raises(UsageError, match=r"source/toy has toy_run.json: names matching toy_run\* are reserved"):
+        collect(GradingDir(tmp_path), TOY / "submissions")
+
+
+@pytest.mark.parametrize("student", sorted(EXPECTED))
+def test_autograde_scores_each_test_cell(graded, student):
+    """Full marks, zero, exactly the failing cells lost, and 0 only for the cells that raised or hung."""
+    from grader.autograde import scores
+    from grader.grading import GradingDir
+
+    assert graded.autograde.rc == 0, graded.autograde.out + graded.autograde.err
+    assert scores(GradingDir(graded.root), "toy", student) == EXPECTED[student]
+
+
+def test_autograde_table_names_what_timed_out_and_what_failed(graded):
+    """One row per student with the score; the hang's cells timed out, the deaf kernel's notebook is explained."""
+    rows = {line.split()[0]: line for line in graded.autograde.lines[3:]}
+    assert graded.autograde.lines[0].startswith(f"grader autograde: {graded.root}, toy (6 submitted); 3 at once")
+    assert rows["correct"].split()[1:4] == ["4", "/", "4"]
+    assert rows["wrong"].endswith("failed: test_clamp_hidden")
+    assert "timed out: test_clamp_visible, test_clamp_hidden" in rows["hangs"]
+    assert f"a cell ran past the {TIMEOUT_S} s limit and its kernel ignored the interrupt" in rows["deaf"]
+
+
+def test_hanging_cells_are_stopped_by_the_cell_timeout(graded):
+    """The two cells calling the hanging function time out and are interrupted; the next cell still runs."""
+    nb = nbformat.read(graded.root / "autograded" / "hangs" / "toy" / "toy.ipynb", as_version=4)
+    timed_out = [c.metadata.nbgrader["grade_id"] for c in nb.cells
+                 if any(o.get("ename") == "CellTimeoutError" for o in c.get("outputs", []))]
+    assert timed_out == ["test_clamp_visible", "test_clamp_hidden"]
+    assert not (graded.root / "autograded" / "hangs" / "toy" / "reason.txt").exists()
+
+
+def test_student_run_files_survive_autograde(graded):
+    """nbgrader copies the student's toy_run* files into autograded/ untouched."""
+    for name in ("toy_run.json", "toy_run_nvtx_sum.csv"):
+        assert (graded.root / "autograded" / "correct" / "toy" / name).read_bytes() == \
+            (TOY / "submissions" / "correct" / name).read_bytes()
+
+
+def test_a_submission_past_its_budget_is_stopped_and_zeroed(graded, tmp_path):
+    """Phase 1 killed at its wall-clock budget (kernel included) leaves a reason for phase 2."""
+    import psutil
+
+    from grader.autograde import execute_one, scratch_root
+    from grader.grading import GradingDir
+
+    grading = GradingDir(graded.root)
+    scratch_root(grading, tmp_path, "toy", "hangs")
+    reason = execute_one(grading, tmp_path, "toy", "hangs", timeout_s=60, budget_s=2)
+    assert reason == "it ran past its 2 s budget and was stopped"
+    assert (tmp_path / "hangs" / "reason.txt").read_text().strip() == reason
+    kernels = [p for p in psutil.Process().children(recursive=True) if "ipykernel" in " ".join(p.cmdline())]
+    assert kernels == []
+
+
+def test_feedback_never_shows_hidden_tests(graded):
+    """No hidden-test source or marker in any HTML; a verdict line and the points instead."""
+    assert graded.feedback.rc == 0, graded.feedback.err
+    pages = {p.parent.parent.name: p.read_text() for p in (graded.root / "feedback").glob("*/toy/toy.html")}
+    assert sorted(pages) == sorted(EXPECTED)
+    assert MARKER in (graded.root / "autograded" / "wrong" / "toy" / "toy.ipynb").read_text()  # stock would leak
+    for page in pages.values():
+        assert MARKER not in page and "BEGIN HIDDEN TESTS" not in page and "11.5" not in page
+        assert "# hidden tests: not shown" in page
+    assert "hidden tests: passed -- score 2 / 2" in pages["correct"]
+    assert "hidden tests: failed -- score 0 / 2" in pages["wrong"]
+    assert "hidden tests: not run (a visible check before them failed: ValueError: clamp is not finished)" \
+        in pages["raises"]
+    assert "hidden tests: not passed (the cell ran past the time limit and was stopped) -- score 0 / 2" \
+        in pages["hangs"]
+
+
+def test_leak_check_deletes_a_page_quoting_a_hidden_line(graded, tmp_path):
+    """A feedback page that quotes a hidden test is caught, named and removed."""
+    from grader.feedback import leaks
+    from grader.grading import GradingDir
+
+    root = tmp_path / "g"
+    (root / "feedback" / "wrong" / "toy").mkdir(parents=True)
+    (root / "nbgrader_config.py").write_text("")
+    shutil.copytree(graded.root / "autograded", root / "autograded")
+    page = root / "feedback" / "wrong" / "toy" / "toy.html"
+    page.write_text(f'<pre><span class="k">assert</span> clamp(11.5, 0, 10) == 10, {MARKER}</pre>')
+    found = leaks(GradingDir(root), "toy")
+    assert found == ["feedback/wrong/toy/toy.html quoted a hidden test ('assert clamp(11.5, 0, 10) == 10, "
+                     f"{MARKER}'); deleted it"]
+    assert not page.exists()
+
+
+def test_export_writes_a_row_per_student(graded):
+    """nbgrader's CSV: one row per student, autograded points in score, 6 points possible."""
+    assert graded.export.rc == 0, graded.export.err
+    rows = {r["student_id"]: r for r in csv.DictReader(graded.csv.open())}
+    assert sorted(rows) == sorted(EXPECTED)
+    for student, cells in EXPECTED.items():
+        assert float(rows[student]["score"]) == sum(cells.values())
+        assert float(rows[student]["max_score"]) == 6.0 and rows[student]["assignment"] == "toy"
+
+
+def test_export_refuses_a_file_inside_the_checkout(graded):
+    """Grades stay outside the repository."""
+    done = grader("export", str(graded.root), "--to", str(ROOT / "grades.csv"))
+    assert done.rc == 2 and "inside the course checkout" in done.err and not (ROOT / "grades.csv").exists()
+
+
+# -- bad input ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, message", [
+    (["autograde", "/nonexistent/grading"], "/nonexistent/grading is not a grading directory"),
+    (["autograde", "/tmp", "--jobs", "0"], "0 is too small: give 1 or more"),
+    (["--repo", "/tmp", "generate"], "/tmp is not a course checkout"),
+    (["collect"], "the following arguments are required: DIR, SUBMISSIONS"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message):
+    """A user's mistake: one line on stderr naming it, exit status 2, nothing on stdout."""
+    done = grader(*argv)
+    assert done.rc == 2 and done.out == ""
+    assert len(done.err.splitlines()) == 1 and message in done.err
+
+
+def test_python_m_grader_exits_2_without_a_traceback():
+    """The module entry point goes through run_cli."""
+    done = subprocess.run([sys.executable, "-m", "grader", "autograde", "/nonexistent/grading"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: /nonexistent/grading is not a grading directory")
+
