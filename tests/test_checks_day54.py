@@ -1,0 +1,124 @@
+"""The day-54 grader checks without a GPU: the recording fake, the simulator, and a student's real exports."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from day54 import schedules
+from day54.replay import load_profile
+from day54.simulate import Rates, simulated_ms
+from grader import checks
+from labcore.device import gpu_available
+
+pytestmark = pytest.mark.skipif(gpu_available(), reason="these are the offline paths; with a GPU the checks run live")
+ROOT = Path(__file__).resolve().parents[1]
+STUDENT_RUN = ROOT / "tests" / "data" / "student_run"  # python -m day54.student under nsys on the H200
+MiB = 1 << 20
+
+
+def my_pipelined(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+
+
+def wrong_offset(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in((k + 1) % ctx.n_chunks, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+
+
+def early_reuse(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair, stream=(pair + 1) % ctx.n_buffers)
+
+
+def one_stream(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair, stream=0)
+        ctx.launch(k, pair, stream=0)
+        ctx.copy_out(k, pair, stream=0)
+
+
+def test_reference_answer_passes_offline(capsys):
+    """Correct schedule: correctness by ordering rules, no early reuse, simulated ratio under 0.70."""
+    checks.check_schedule_correct(my_pipelined, buffers=2)
+    checks.check_schedule_correct(my_pipelined, buffers=3)
+    checks.check_no_early_reuse(my_pipelined, buffers=3)
+    checks.check_pipelined_ratio(my_pipelined)
+    out = capsys.readouterr().out
+    assert "offline" in out and "simulated on the recorded NVIDIA H200 stage times" in out
+
+
+def test_wrong_offset_names_chunk_zero():
+    """Copying in chunk k+1 for chunk k fails with the first bad chunk."""
+    with pytest.raises(AssertionError, match="first bad chunk 0: chunk 0's output holds chunk 1's input"):
+        checks.check_schedule_correct(wrong_offset)
+
+
+def test_early_reuse_is_a_race():
+    """A copy out on another stream than its kernel races the pair's next tenant."""
+    with pytest.raises(AssertionError, match="race on d_out"):
+        checks.check_schedule_correct(early_reuse)
+
+
+def test_one_stream_is_correct_but_too_slow():
+    """Two pairs on one stream are safe, but the simulated ratio is that of naive."""
+    checks.check_schedule_correct(one_stream)
+    with pytest.raises(AssertionError, match=r"pipelined/naive = 1\.000 .* above the 0\.70 threshold"):
+        checks.check_pipelined_ratio(one_stream)
+
+
+def test_reference_schedules_are_refused():
+    """Handing in day54's own schedule is not an answer."""
+    with pytest.raises(AssertionError, match="day54's own schedule"):
+        checks.check_schedule_correct(schedules.pipelined)
+    with pytest.raises(AssertionError, match="calls day54's reference"):
+        checks.check_schedule_correct(lambda ctx: schedules.pipelined(ctx))
+
+
+def test_simulator_tracks_the_recorded_run():
+    """Simulated naive and pipelined at 64 MiB land within 5% of the recorded H200 medians."""
+    from day54 import report
+
+    record = load_profile(ROOT / "profiles" / "h200" / "day54" / "results.json")
+    st = report.stages(record, 64 * MiB)
+    rates = Rates.from_stages(st, report.link_floor_ms(record))
+    assert simulated_ms(schedules.naive, 16, 1, rates) == pytest.approx(report.measured(record, "naive", 64 * MiB, 1),
+                                                                        rel=0.05)
+    for depth in (2, 3):
+        assert simulated_ms(schedules.pipelined, 16, depth, rates) == pytest.approx(
+            report.measured(record, "pipelined", 64 * MiB, depth), rel=0.05)
+
+
+def test_student_exports_are_read(capsys):
+    """With the student's own day54_run_* exports beside the notebook, the ratio comes from them."""
+    ratio, how = checks.pipelined_ratio(my_pipelined, directory=STUDENT_RUN)
+    assert 0.5 < ratio < 0.70 and "from your run's nsys exports" in how
+
+
+def test_exports_that_do_not_fit_the_schedule_are_refused():
+    """Exports of a pipelined run submitted with a one-stream schedule: they are not from this schedule."""
+    with pytest.raises(AssertionError, match="the exports are not from this schedule"):
+        checks.pipelined_ratio(one_stream, directory=STUDENT_RUN)
+
+
+def test_exports_without_the_student_pass(tmp_path):
+    """Exports whose student ranges were removed are named as such."""
+    for path in STUDENT_RUN.glob("day54_run_*.csv"):
+        shutil.copy(path, tmp_path / path.name)
+    ranges = tmp_path / "day54_run_nvtx_pushpop_trace.csv"
+    ranges.write_text("\n".join(line for line in ranges.read_text().splitlines() if "student w=64MiB b=2" not in line))
+    with pytest.raises(AssertionError, match="have no 'student w=64MiB b=2' range"):
+        checks.pipelined_ratio(my_pipelined, directory=tmp_path)
