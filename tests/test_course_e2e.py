@@ -136,3 +136,9 @@ def test_feedback_has_no_hidden_test_source(graded):
     for page in pages:
         text = page.read_text()
         assert not [line for line in hidden if line in text], page
+
+
+def test_real_course_validates_both_ways():
+    """nbgrader validate passes on solutions/; --invert finds no passing test in course/ and no harness crash."""
+    done = grader("validate", "--timeout", "60")
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
