@@ -291,6 +291,15 @@ def test_offline_mailbox_fails_when_the_recorded_rounds_failed(offline, monkeypa
         checks.check_mailbox_publish(REFERENCE_PUBLISH)
 
 
+def test_exercise_kernel_reuses_the_lesson_wait_and_numbers_the_students_lines():
+    source = exercises.mailbox_source(REFERENCE_PUBLISH)
+    lesson = exercises.KERNEL_PATH.read_text()
+    assert source.startswith(lesson)
+    assert source.count("__device__ void wait_for_release(") == 1
+    assert source.count("wait_for_release(box, round, t_publish, timeout_ns);") == 2  # lesson kernel and exercise
+    assert '#line 1 "your_publish"\n' + REFERENCE_PUBLISH + "\n" in source
+
+
 def test_publish_must_be_source_text(offline):
     with pytest.raises(AssertionError, match=r"expected CUDA source as a str, got NoneType"):
         checks.check_mailbox_publish(None)
@@ -337,5 +346,7 @@ def test_live_reference_publish_is_read_while_the_kernel_runs(capsys):
 @pytest.mark.gpu
 def test_live_publish_that_does_not_compile_is_one_message():
     source = REFERENCE_PUBLISH.replace("box[MB_FLAG] = round;", "box[MB_FLAG] = round; undefined_name = 1;")
-    with pytest.raises(AssertionError, match=r"your publish step does not compile: .*undefined_name"):
+    line = next(n for n, text in enumerate(source.split("\n"), 1) if "undefined_name" in text)
+    expected = rf"your publish step does not compile: your_publish\({line}\).*undefined_name"
+    with pytest.raises(AssertionError, match=expected):
         checks.check_mailbox_publish(source)

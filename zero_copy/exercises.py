@@ -25,7 +25,7 @@ import numpy as np
 from labcore.profiles import default_profile
 from labcore.record import Record, load
 from zero_copy import LESSON
-from zero_copy.kernel import MAILBOX, MAILBOX_WORDS, compile_options, launch_fill_words, module
+from zero_copy.kernel import KERNEL_PATH, MAILBOX, MAILBOX_WORDS, compile_options, launch_fill_words, module
 
 WARP = 32
 VEC_BYTES = 16  # gather_rows moves uint4 words
@@ -233,33 +233,19 @@ def _time_gather(run: GatherRun, gather: Callable[[], None], put_back: Callable[
 # -- the mailbox: the student's publish step inside the lesson's wait-for-release kernel -----------------
 
 MAILBOX_WRAPPER = r"""
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-// ---- the student's publish step ----
+// ---- the student's publish step; compiler errors name its own lines: "your_publish(3): error ..." ----
+#line 1 "your_publish"
 PUBLISH_SOURCE
-// ---- end of the student's publish step ----
+#line 1 "exercise_kernel"
 
-// One thread: the student's publish, then spin until the host releases the kernel (or the timeout passes),
-// so the kernel cannot finish before the host has read the payload.
+// One thread: the student's publish, then the lesson's wait for the host's release, so the
+// kernel cannot finish before the host has read the payload.
 extern "C" __global__ void exercise_publish_and_wait(volatile int* box, int round, long long timeout_ns) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     unsigned long long t_publish = global_ns();
     *reinterpret_cast<volatile unsigned long long*>(box + MB_T_PUBLISH) = t_publish;
     publish(box, round);
-    while (box[MB_RELEASE] != round) {
-        if (global_ns() - t_publish > static_cast<unsigned long long>(timeout_ns)) {
-            box[MB_TIMED_OUT] = round;
-            break;
-        }
-        __nanosleep(500);
-    }
-    *reinterpret_cast<volatile unsigned long long*>(box + MB_T_RELEASED) = global_ns();
-    __threadfence_system();
-    box[MB_ACK] = round;
+    wait_for_release(box, round, t_publish, timeout_ns);
 }
 """
 
@@ -269,8 +255,9 @@ class PublishCompileError(ValueError):
 
 
 def mailbox_source(publish_source: str) -> str:
-    """The whole kernel source: the student's publish step inside the lesson's wait-for-release kernel."""
-    return MAILBOX_WRAPPER.replace("PUBLISH_SOURCE", publish_source.strip())
+    """The whole kernel source: the lesson's kernels (global_ns, wait_for_release), then the student's publish
+    step inside the exercise kernel."""
+    return KERNEL_PATH.read_text() + MAILBOX_WRAPPER.replace("PUBLISH_SOURCE", publish_source)
 
 
 def compile_publish(publish_source: str) -> Any:

@@ -81,17 +81,10 @@ extern "C" __global__ void fill_words(unsigned int* __restrict__ out, long long 
     }
 }
 
-// Fence and flag. One thread publishes a payload, fences so that the host sees the payload
-// before the flag, raises the flag, then spins until the host writes the release word: the
-// kernel cannot finish before the host has read the payload. A timeout keeps a lost release
-// from hanging the GPU.
-extern "C" __global__ void publish_and_wait(volatile int* box, int round, long long timeout_ns) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    unsigned long long t_publish = global_ns();
-    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;
-    *reinterpret_cast<volatile unsigned long long*>(box + MB_T_PUBLISH) = t_publish;
-    __threadfence_system();  // the payload is visible to the host before the flag is
-    box[MB_FLAG] = round;
+// Spin until the host writes `round` into the release word (or timeout_ns has passed since
+// t_publish, which keeps a lost release from hanging the GPU), then stamp the release time and
+// acknowledge. The lesson kernel below and the mailbox exercise (zero_copy/exercises.py) share it.
+__device__ void wait_for_release(volatile int* box, int round, unsigned long long t_publish, long long timeout_ns) {
     while (box[MB_RELEASE] != round) {
         if (global_ns() - t_publish > static_cast<unsigned long long>(timeout_ns)) {
             box[MB_TIMED_OUT] = round;
@@ -102,6 +95,19 @@ extern "C" __global__ void publish_and_wait(volatile int* box, int round, long l
     *reinterpret_cast<volatile unsigned long long*>(box + MB_T_RELEASED) = global_ns();
     __threadfence_system();
     box[MB_ACK] = round;
+}
+
+// Fence and flag. One thread publishes a payload, fences so that the host sees the payload
+// before the flag, raises the flag, then waits for the host's release: the kernel cannot
+// finish before the host has read the payload.
+extern "C" __global__ void publish_and_wait(volatile int* box, int round, long long timeout_ns) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    unsigned long long t_publish = global_ns();
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;
+    *reinterpret_cast<volatile unsigned long long*>(box + MB_T_PUBLISH) = t_publish;
+    __threadfence_system();  // the payload is visible to the host before the flag is
+    box[MB_FLAG] = round;
+    wait_for_release(box, round, t_publish, timeout_ns);
 }
 
 // out = a*x + y with separate roundings (no FMA), so NumPy's float32 a*x+y matches bit for bit.
