@@ -13,6 +13,8 @@ from day54.simulate import Rates, simulated_ms
 from grader import checks
 from labcore.device import gpu_available
 
+from wrong_schedules import off_by_one
+
 pytestmark = pytest.mark.skipif(gpu_available(), reason="these are the offline paths; with a GPU the checks run live")
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT_RUN = ROOT / "tests" / "data" / "student_run"  # python -m day54.student under nsys on the H200
@@ -28,13 +30,6 @@ def _recorded_schedule():
 
 my_pipelined = _recorded_schedule()
 
-
-def wrong_offset(ctx):
-    for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.copy_in((k + 1) % ctx.n_chunks, pair)
-        ctx.launch(k, pair)
-        ctx.copy_out(k, pair)
 
 
 def early_reuse(ctx):
@@ -66,7 +61,7 @@ def test_reference_answer_passes_offline(capsys):
 def test_wrong_offset_names_chunk_zero():
     """Copying in chunk k+1 for chunk k fails with the first bad chunk."""
     with pytest.raises(AssertionError, match="first bad chunk 0: chunk 0's output holds chunk 1's input"):
-        checks.check_schedule_correct(wrong_offset)
+        checks.check_schedule_correct(off_by_one)
 
 
 def test_early_reuse_is_a_race():

@@ -9,6 +9,8 @@ from day54 import schedules
 from day54.lab import Config, check_bit_exact, check_closed_form, run_live
 from labcore.device import cupy_or_none
 
+from wrong_schedules import off_by_one, skipping
+
 pytestmark = pytest.mark.gpu
 MiB = 1 << 20
 
@@ -51,16 +53,9 @@ def test_pipelined_bit_exact(host, depth):
 
 def test_poison_names_first_unwritten_chunk(host):
     """A schedule that skips chunk 5 leaves poison there, and the check names chunk 5."""
-    def skips_five(ctx):
-        for k in range(ctx.n_chunks):
-            if k != 5:
-                ctx.copy_in(k, 0)
-                ctx.launch(k, 0)
-                ctx.copy_out(k, 0)
-
     ctx = _run(host, schedules.naive)
     reference = host.h_out.copy()
-    _run(host, skips_five)
+    _run(host, skipping(5))
     assert np.isnan(host.h_out[5 * ctx.chunk_elems])
     check = check_bit_exact("skips five", host.h_out, reference, ctx.chunk_elems)
     assert not check.ok and check.first_bad_chunk == 5
@@ -68,12 +63,6 @@ def test_poison_names_first_unwritten_chunk(host):
 
 def test_wrong_offset_is_caught(host):
     """Copying chunk k+1's input into chunk k's slot fails the closed-form check at chunk 0."""
-    def off_by_one(ctx):
-        for k in range(ctx.n_chunks):
-            ctx.copy_in((k + 1) % ctx.n_chunks, 0)
-            ctx.launch(k, 0)
-            ctx.copy_out(k, 0)
-
     ctx = _run(host, off_by_one)
     check = check_closed_form(host.h_in, host.h_out, 512, ctx.chunk_elems)
     assert not check.ok and check.first_bad_chunk == 0

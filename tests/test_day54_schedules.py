@@ -8,6 +8,8 @@ from day54 import schedules
 from day54.context import LEGACY
 from day54.recording import RecordingContext
 
+from wrong_schedules import off_by_one, skipping
+
 
 def run(schedule, n_chunks=16, n_buffers=2, n_streams=None) -> RecordingContext:
     ctx = RecordingContext(n_chunks, n_buffers, n_streams=n_streams)
@@ -87,13 +89,6 @@ def test_legacy_launch_is_a_barrier():
 
 def test_wrong_offset_names_the_first_bad_chunk():
     """Copying chunk k+1 in for chunk k: chunk 0's output holds chunk 1's input."""
-    def off_by_one(ctx):
-        for k in range(ctx.n_chunks):
-            pair = k % ctx.n_buffers
-            ctx.copy_in((k + 1) % ctx.n_chunks, pair)
-            ctx.launch(k, pair)
-            ctx.copy_out(k, pair)
-
     ctx = run(off_by_one, n_chunks=4)
     problems = ctx.dataflow_errors()
     assert [p.chunk for p in problems] == [0, 1, 2, 3]
@@ -102,14 +97,7 @@ def test_wrong_offset_names_the_first_bad_chunk():
 
 def test_skipped_chunk_is_never_copied_out():
     """A schedule that forgets chunk 3 is told so."""
-    def forgets_three(ctx):
-        for k in range(ctx.n_chunks):
-            if k != 3:
-                ctx.copy_in(k, 0)
-                ctx.launch(k, 0)
-                ctx.copy_out(k, 0)
-
-    ctx = run(forgets_three, n_chunks=5, n_buffers=1)
+    ctx = run(skipping(3), n_chunks=5, n_buffers=1)
     assert [p.message for p in ctx.problems()] == ["chunk 3 is never copied out"]
 
 
