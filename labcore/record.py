@@ -95,20 +95,21 @@ class Record:
         default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     schema: int = SCHEMA_VERSION
 
-    def pass_times(self, key: str) -> PassTimes:
-        """The pass with this key; UsageError naming what is there if absent."""
+    def pass_times(self, key: object) -> PassTimes:
+        """The pass with this key (typed or its string form); UsageError naming what is there if absent."""
+        key = str(key)
         for entry in self.passes:
             if entry.key == key:
                 return entry
         have = ", ".join(p.key for p in self.passes) or "none"
         raise UsageError(f"the record from {self.source} has no pass {key!r} (it has: {have})")
 
-    def has_pass(self, key: str) -> bool:
-        return any(p.key == key for p in self.passes)
+    def has_pass(self, key: object) -> bool:
+        return any(p.key == str(key) for p in self.passes)
 
-    def ops(self, key: str) -> list[Op]:
+    def ops(self, key: object) -> list[Op]:
         """The trace of one pass, in start order."""
-        return sorted((op for op in self.trace if op.key == key), key=lambda o: o.start_ns)
+        return sorted((op for op in self.trace if op.key == str(key)), key=lambda o: o.start_ns)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
