@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks import say
+from labcore.checking import assert_own_function, say
 from labcore.device import gpu_available
 from labcore.record import Record
 from labcore.sizes import format_size
@@ -42,16 +42,7 @@ MAILBOX_ROUNDS = 3
 BREAK_EVEN_TOLERANCE = 1e-6  # relative: the formula is exact, so only rounding may differ
 # (link GB/s, HBM GB/s): a PCIe Gen4 x16 card, a Gen5 one, and a coherent CPU-GPU link (NVLink-C2C class)
 BREAK_EVEN_CASES = [(25.0, 1500.0), (55.0, 3350.0), (450.0, 4000.0)]
-
-
-def _own_function(fn: Callable[..., Any], n_params: int, forbidden: tuple[str, ...], what: str) -> None:
-    """The graded function is written in the notebook with the expected arguments, not borrowed from the package."""
-    assert callable(fn), f"expected a function, got {type(fn).__name__}"
-    code = getattr(fn, "__code__", None)
-    assert code is not None and code.co_argcount == n_params, \
-        f"{what} takes {n_params} argument(s); yours takes {code.co_argcount if code else '?'}"
-    used = [name for name in forbidden if name in code.co_names or name in code.co_freevars]
-    assert not used, f"your {what} calls {', '.join(used)} from the package; write the arithmetic yourself"
+_HINT = "write the arithmetic yourself"
 
 
 # -- the gather: launch configuration and id order -------------------------------------------------------------
@@ -71,8 +62,9 @@ def request_ids(n_rows: int, table_rows: int, pattern: str, seed: int) -> np.nda
 def _student_plan(gather_launch: Callable[[int], Any], order_ids: Callable[[np.ndarray], Any],
                   ids: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray]:
     """Call the student's two functions and check what they return before anything runs."""
-    _own_function(gather_launch, 1, ("launch_gather_rows", "gather_rows_with"), "gather_launch(n_rows)")
-    _own_function(order_ids, 1, (), "order_ids(ids)")
+    assert_own_function(gather_launch, n_params=1, what="gather_launch(n_rows)",
+                        forbidden=("launch_gather_rows", "gather_rows_with"), hint=_HINT)
+    assert_own_function(order_ids, n_params=1, what="order_ids(ids)", hint=_HINT)
     n = ids.size
     config = gather_launch(n)
     assert isinstance(config, tuple) and len(config) == 2, \
@@ -138,7 +130,8 @@ def check_gather_correct(gather_launch: Callable[[int], Any], order_ids: Callabl
 
 def check_gather_launch(gather_launch: Callable[[int], Any], n_values: tuple[int, ...] = LAUNCH_SIZES) -> None:
     """For every batch size: a grid CUDA launches, one whole warp per row, and no block without a row."""
-    _own_function(gather_launch, 1, ("launch_gather_rows", "gather_rows_with"), "gather_launch(n_rows)")
+    assert_own_function(gather_launch, n_params=1, what="gather_launch(n_rows)",
+                        forbidden=("launch_gather_rows", "gather_rows_with"), hint=_HINT)
     for n in n_values:
         config = gather_launch(n)
         assert isinstance(config, tuple) and len(config) == 2, \
@@ -194,7 +187,8 @@ def check_gather_bandwidth(gather_launch: Callable[[int], Any], order_ids: Calla
 def check_break_even(break_even_reads: Callable[[float, float], float], record: Record | None = None, *,
                      cases: list[tuple[float, float]] | None = None) -> None:
     """The student's r* solves B/L + r·B/H = r·B/L on the record's L and H and on other links (inf: never)."""
-    _own_function(break_even_reads, 2, ("crossover_reads", "fit_breakeven"), "break_even_reads(link_gbps, hbm_gbps)")
+    assert_own_function(break_even_reads, n_params=2, what="break_even_reads(link_gbps, hbm_gbps)",
+                        forbidden=("crossover_reads", "fit_breakeven"), hint=_HINT)
     todo = list(cases if cases is not None else BREAK_EVEN_CASES)
     if record is not None:
         measured = rates(record)
