@@ -1,0 +1,12 @@
+"""The day-54 lesson: double buffering, a 1 GiB array through copy in, kernel and copy out in chunks.
+
+The shape every lesson shares: `config` (options and typed pass keys), `kernel` (the FMA chain),
+`model` (the cost model), `live` (the measured run), `replay` (a record from a recorded profile),
+`verify` (correctness verdicts), `report` and `plots` (from a record), `notebook` (what lesson cells
+call), `checks` (what graded cells call), `__main__` (`python -m day54`). Day 54's own: `context`
+(the CuPy context schedules run against), `schedules`, `recording` (the CPU fake), `simulate`,
+`pitfalls` and `student` (a student's run recorded under Nsight Systems).
+"""
+
+LESSON = "day54"
+DOMAIN = "day54"  # the NVTX domain of every timed range

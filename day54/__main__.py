@@ -6,11 +6,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from day54 import report
-from day54.lab import Config, run_live
+from day54 import LESSON, report
+from day54.config import Config
+from day54.live import run_live
+from day54.plots import write_all
 from day54.replay import describe, load_profile
-from labcore.device import device_facts, gpu_available
 from labcore.errors import UsageError, run_cli
+from labcore.mode import FROM_PROFILE, Mode, live_line
 from labcore.sizes import format_size, parse_size, parse_sizes
 
 
@@ -54,14 +56,16 @@ def config_from(args: argparse.Namespace) -> Config:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     cfg = config_from(args)
-    if args.from_profile or not gpu_available():
-        record = load_profile(args.from_profile)
-        print(f"day54: {describe(record)}" + ("" if args.from_profile else "; no GPU here"), flush=True)
-        window = cfg.window_bytes if args.window else None
-    else:
-        print(f"day54: live on {device_facts().summary()}", flush=True)
+    mode = Mode.decide(args.from_profile)
+    if mode.live:
+        print(live_line(LESSON), flush=True)
         record = run_live(cfg)
         window = cfg.window_bytes
+    else:
+        record = load_profile(mode.profile)
+        print(f"{LESSON}: {describe(record)}" + ("" if mode.reason == FROM_PROFILE else f"; {mode.reason}"),
+              flush=True)
+        window = cfg.window_bytes if args.window else None
     if args.json:
         print(f"results record: {record.save(args.json)}", file=sys.stderr)
     failed = [c for c in record.checks if not c.ok]
@@ -72,8 +76,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(report.render(record, window))
     if args.plot:
-        from day54.plots import write_all
-
         for path in write_all(record, args.plot, window):
             print(f"wrote {path}")
     print(f"\nwindow {format_size(report.main_window(record, window))}: done", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The CuPy context: pinned host arrays, device buffer pairs and streams (DESIGN.md, "The seams").
+"""The CuPy context: pinned host arrays, device buffer pairs and streams, which every schedule runs against.
 
 A schedule is a plain function of a context. It asks the context to copy chunk
 k in to buffer pair s, launch the kernel on pair s, and copy chunk k out of
@@ -24,7 +24,8 @@ class HostArrays:
     """The 'input' and 'output' host arrays a run shares across windows and depths."""
 
     def __init__(self, total_bytes: int, *, pinned: bool = True) -> None:
-        import cupyx
+        import cupyx  # CuPy is optional: only a live run gets here
+
 
         n = total_bytes // 4
         alloc = cupyx.empty_pinned if pinned else np.empty

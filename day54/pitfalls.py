@@ -8,34 +8,32 @@ from typing import Any
 
 import numpy as np
 
-from day54 import schedules
+from day54 import DOMAIN, schedules
+from day54.config import PassKey
+from day54.context import CupyContext, HostArrays
+from day54.verify import check_bit_exact
 from labcore.record import Record
 from labcore.timing import time_pass
 
 PAGEABLE = "pageable"
-ENQUEUE = "timing the enqueue"
 DEPTH = 2
 
 
-def pitfall_key(name: str, window_key: str) -> str:
+def pitfall_key(name: str, window_bytes: int) -> PassKey:
     """'pitfall sync-in-loop w=64MiB b=2'."""
-    return f"pitfall {name} {window_key}"
+    return PassKey(f"pitfall {name}", window_bytes, DEPTH)
 
 
-def _verdict(name: str, key: str, out: np.ndarray, reference: np.ndarray, chunk_elems: int) -> dict[str, Any]:
-    from day54.lab import check_bit_exact
-
+def _verdict(name: str, key: PassKey, out: np.ndarray, reference: np.ndarray, chunk_elems: int) -> dict[str, Any]:
     check = check_bit_exact(name, out, reference, chunk_elems)
-    return {"name": name, "key": key, "ok": check.ok, "detail": check.detail,
+    return {"name": name, "key": str(key), "ok": check.ok, "detail": check.detail,
             "first_bad_chunk": check.first_bad_chunk}
 
 
-def measure(cfg: Any, ctx: Any, reference: np.ndarray, record: Record, window_key: str) -> Iterator[str]:
+def measure(cfg: Any, ctx: Any, reference: np.ndarray, record: Record) -> Iterator[str]:
     """Time each pitfall and check its output against naive; results go to record.extra['pitfalls']."""
-    from day54.context import CupyContext, HostArrays
-
     found: list[dict[str, Any]] = []
-    timed = dict(domain="day54", repeats=cfg.repeats, warmup=cfg.warmup, bytes_moved=2 * cfg.total_bytes)
+    timed = dict(domain=DOMAIN, repeats=cfg.repeats, warmup=cfg.warmup, bytes_moved=2 * cfg.total_bytes)
     cases: list[tuple[str, Any, Any]] = [
         ("legacy-launch", schedules.pitfall_legacy_launch, ctx.with_buffers(DEPTH)),
         ("sync-in-loop", schedules.pitfall_sync_in_loop, ctx.with_buffers(DEPTH)),
@@ -46,7 +44,7 @@ def measure(cfg: Any, ctx: Any, reference: np.ndarray, record: Record, window_ke
     np.copyto(pageable.h_in, ctx.host.h_in)
     cases.append((PAGEABLE, schedules.pipelined, CupyContext(pageable, ctx.window_bytes, DEPTH, cfg.fmas)))
     for name, schedule, view in cases:
-        key = pitfall_key(name, window_key)
+        key = pitfall_key(name, ctx.window_bytes)
         view.host.poison()
         schedule(view)
         view.synchronize()

@@ -7,7 +7,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from day54 import report
-from day54.lab import pass_key
+from day54.config import PassKey
 from labcore import plots
 from labcore.errors import UsageError
 from labcore.record import Record
@@ -19,8 +19,8 @@ THRESHOLD = 0.70
 def timeline(record: Record, window: int | None = None, *, by: str = "op") -> Figure:
     """Naive above pipelined (every depth) on one time axis, rows per engine, colour per chunk."""
     window = report.main_window(record, window)
-    keys = [("naive", pass_key("naive", window, 1))] + [
-        (f"pipelined, {b} buffers", pass_key("pipelined", window, b)) for b in report.buffers(record)]
+    keys = [("naive", PassKey("naive", window, 1))] + [
+        (f"pipelined, {b} buffers", PassKey("pipelined", window, b)) for b in report.buffers(record)]
     panels = [(label, record.ops(key)) for label, key in keys if record.ops(key)]
     if not panels:
         raise UsageError(f"the record from {record.source} has no per-op trace at {format_size(window)}")

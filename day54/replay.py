@@ -10,45 +10,34 @@ with only results.json, or a results.json named directly, replays the record.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
 
+from day54 import DOMAIN, LESSON
+from day54.config import PassKey
 from labcore import nsys
 from labcore import record as rec
 from labcore.device import DeviceFacts
 from labcore.errors import UsageError
 from labcore.exports import Exports
-from labcore.profiles import default_profile
-from labcore.sizes import format_size, parse_size
+from labcore.profiles import RESULTS, load_results, profile_path
+from labcore.sizes import format_size
 
-LESSON = "day54"
-KEY = re.compile(r"^(?P<name>.+) w=(?P<window>\d+[KMG]iB|\d+B) b=(?P<buffers>\d+)$")
 COPY_SLACK_BYTES = 1000  # exports print sizes in MB with 3 decimals
 COMPONENTS = {"h2d": {"h2d"}, "kernel": {"kernel"}, "d2h": {"d2h"}, "duplex": {"h2d", "d2h"}}
 
 
-def parse_key(key: str) -> tuple[str, int, int] | None:
-    """'pipelined w=64MiB b=2' -> ('pipelined', 67108864, 2); None if it is not a pass key."""
-    match = KEY.match(key)
-    if not match:
-        return None
-    return match["name"], parse_size(match["window"]), int(match["buffers"])
-
-
 def load_profile(path: str | Path | None = None) -> rec.Record:
     """Read a profile directory (nsys exports, else results.json) or a results.json into a replay record."""
-    path = Path(path) if path is not None else default_profile(LESSON)
-    if not path.exists():
-        raise UsageError(f"--from-profile {path}: no such file or directory")
+    path = profile_path(LESSON, path)
     if path.is_file():
-        return _from_results(path)
-    companion = path / "results.json"
+        return load_results(path, LESSON)
+    companion = path / RESULTS
     if _has_exports(path):
         return from_exports(path, companion if companion.is_file() else None)
     if companion.is_file():
-        return _from_results(companion)
+        return load_results(companion, LESSON)
     raise UsageError(f"--from-profile {path}: neither nsys CSV exports (nvtx_pushpop_trace, cuda_gpu_trace) "
                      f"nor a results.json there")
 
@@ -61,14 +50,6 @@ def _has_exports(directory: Path) -> bool:
     except UsageError:
         return False
     return {"nvtx_pushpop_trace", "cuda_gpu_trace"} <= set(found)
-
-
-def _from_results(path: Path) -> rec.Record:
-    loaded = rec.load(path)
-    if loaded.lesson != LESSON:
-        raise UsageError(f"{path} is a {loaded.lesson!r} record, not {LESSON!r}")
-    loaded.mode, loaded.source = "replay", str(path)
-    return loaded
 
 
 def _expected_kinds(name: str) -> set[str]:
@@ -102,27 +83,28 @@ def _validator(name: str, window: int, n_chunks: int):
 
 def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
     """Build the results record from a directory's nsys exports (and the run's results.json if given)."""
-    exports = Exports(directory, LESSON)
-    parsed = {}
-    for key in exports.by_key:
-        found = parse_key(key)
-        if found is None:
-            raise nsys.NsysFormatError(exports.ranges_path, None, f"range {key!r} is not a day54 pass "
+    exports = Exports(directory, DOMAIN)
+    parsed: dict[str, PassKey] = {}
+    for text in exports.by_key:
+        key = PassKey.parse(text)
+        if key is None:
+            raise nsys.NsysFormatError(exports.ranges_path, None, f"range {text!r} is not a day54 pass "
                                        f"(expected '<pass> w=<window> b=<buffers>')")
-        parsed[key] = found
-    windows = sorted({w for name, w, _ in parsed.values() if name == "h2d"})
+        parsed[text] = key
+    keys = set(parsed.values())
+    windows = sorted({k.window_bytes for k in keys if k.name == "h2d"})
     if not windows:
         raise nsys.NsysFormatError(exports.ranges_path, None, "no 'h2d w=... b=1' component ranges")
     totals = {}
     for window in windows:
         for needed in ("h2d", "kernel", "d2h", "naive"):
-            if f"{needed} w={format_size(window)} b=1" not in parsed:
+            if PassKey(needed, window, 1) not in keys:
                 raise nsys.NsysFormatError(exports.ranges_path, None,
                                            f"no {needed!r} range for window {format_size(window)}")
-        if not any(n == "pipelined" and w == window for n, w, _ in parsed.values()):
+        if not any(k.name == "pipelined" and k.window_bytes == window for k in keys):
             raise nsys.NsysFormatError(exports.ranges_path, None,
                                        f"no 'pipelined' range for window {format_size(window)}")
-        first_h2d = exports.by_key[f"h2d w={format_size(window)} b=1"][0]
+        first_h2d = exports.by_key[str(PassKey("h2d", window, 1))][0]
         totals[window] = len(first_h2d) * window
     if len(set(totals.values())) != 1:
         sizes = ", ".join(f"{format_size(w)}: {format_size(t)}" for w, t in totals.items())
@@ -130,18 +112,19 @@ def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
     total = next(iter(totals.values()))
 
     passes = []
-    for key, (name, window, buffers) in parsed.items():
-        exports.check(key, _validator(name, window, total // window))
-        passes.append(exports.pass_times(key, name, {"window_bytes": window, "buffers": buffers}, copy_bytes=window))
+    for text, key in parsed.items():
+        exports.check(text, _validator(key.name, key.window_bytes, total // key.window_bytes))
+        passes.append(exports.pass_times(text, key.name, {"window_bytes": key.window_bytes, "buffers": key.buffers},
+                                         copy_bytes=key.window_bytes))
     base = rec.load(companion) if companion else None
     config = dict(base.config) if base else {}
-    config.update(total_bytes=total, windows=windows,
-                  buffers=sorted({b for n, _, b in parsed.values() if n == "pipelined"}))
+    depths = sorted({k.buffers for k in keys if k.name == "pipelined"})
+    config.update(total_bytes=total, windows=windows, buffers=depths)
     main = config.get("window_bytes") if config.get("window_bytes") in windows else \
         (64 << 20 if (64 << 20) in windows else windows[len(windows) // 2])
     config["window_bytes"] = main
-    trace = [op for key, (name, window, _) in parsed.items()
-             if window == main and name in ("naive", "pipelined") for op in exports.ops(key)]
+    trace = [op for text, key in parsed.items()
+             if key.window_bytes == main and key.name in ("naive", "pipelined") for op in exports.ops(text)]
     source = f"nsys exports in {directory}" + (f" with {companion.name}" if companion else "")
     return rec.Record(
         lesson=LESSON, mode="replay", source=source,

@@ -1,11 +1,11 @@
-"""Tables, ratios and the seed's four predictions, computed only from a results record."""
+"""Tables, ratios and the lesson's four predictions, computed only from a results record."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from day54 import schedules
-from day54.lab import pass_key
+from day54.config import PassKey
 from day54.model import Prediction, Stages, predict
 from day54.recording import RecordingContext
 from labcore.errors import UsageError
@@ -54,7 +54,7 @@ def main_window(record: Record, window: int | None = None) -> int:
 
 def stages(record: Record, window: int) -> Stages:
     """Component pass medians for one window."""
-    med = {name: record.pass_times(pass_key(name, window, 1)).median_ms for name in ("h2d", "kernel", "d2h")}
+    med = {name: record.pass_times(PassKey(name, window, 1)).median_ms for name in ("h2d", "kernel", "d2h")}
     return Stages(med["h2d"], med["kernel"], med["d2h"], record.config["total_bytes"] // window)
 
 
@@ -65,7 +65,7 @@ def link_floor_ms(record: Record) -> float | None:
 
 
 def measured(record: Record, name: str, window: int, depth: int) -> float:
-    return record.pass_times(pass_key(name, window, depth)).median_ms
+    return record.pass_times(PassKey(name, window, depth)).median_ms
 
 
 def ratio(record: Record, window: int, depth: int) -> float:
@@ -87,7 +87,7 @@ def table(record: Record, window: int) -> str:
     total = record.config["total_bytes"]
     rows: list[tuple[str, float | None, float | None, str, float | None]] = []
     for label, name, depth in (("h2d only", "h2d", 1), ("kernel only", "kernel", 1), ("d2h only", "d2h", 1)):
-        p = record.pass_times(pass_key(name, window, depth))
+        p = record.pass_times(PassKey(name, window, depth))
         rows.append((label, p.mean_ms, p.median_ms, "{:.3f}-{:.3f}".format(*p.spread_ms), p.gbps()))
     rows.append(("naive bound (sum)", None, st.sum_ms, "", None))
     rows.append(("pipeline floor (max)", None, st.max_ms, "", None))
@@ -98,7 +98,7 @@ def table(record: Record, window: int) -> str:
                      2 * total / (link * 1e-3) / 1e9))
     for label, name, depth in [("measured naive", "naive", 1)] + [
             (f"measured pipelined, {b} buffers", "pipelined", b) for b in buffers(record)]:
-        p = record.pass_times(pass_key(name, window, depth))
+        p = record.pass_times(PassKey(name, window, depth))
         rows.append((label, p.mean_ms, p.median_ms, "{:.3f}-{:.3f}".format(*p.spread_ms), None))
     head = f"{'Pass':<32}{'Mean ms':>10}{'Median ms':>11}{'Spread ms':>17}{'GB/s':>8}"
     lines = [f"Window {format_size(window)}: {st.n_chunks} chunks of {format_size(window)}, "
@@ -137,7 +137,7 @@ def sweep_table(record: Record) -> str:
 
 
 def predictions(record: Record, window: int) -> list[Verdict]:
-    """The seed's four predictions, judged on this record's numbers at one window."""
+    """The lesson's four predictions, judged on this record's numbers at one window."""
     st = stages(record, window)
     naive = measured(record, "naive", window, 1)
     depth = 2 if 2 in buffers(record) else buffers(record)[0]
@@ -234,6 +234,6 @@ def render(record: Record, window: int | None = None) -> str:
     parts = [checks_text(record), table(record, window), sweep_table(record)]
     if (text := pitfalls_table(record)) is not None:
         parts.append(text)
-    parts += [f"Predictions at {format_size(window)} (seed's four, on this run's numbers)",
+    parts += [f"Predictions at {format_size(window)} (the lesson's four, on this run's numbers)",
               "\n".join(v.line() for v in predictions(record, window))]
     return "\n\n".join(parts)

@@ -1,7 +1,7 @@
 """A simulator of one H2D engine, one D2H engine and the SMs: time any schedule without a GPU.
 
-A schedule runs against a SimContext (the recording fake, so every operation,
-stream and ordering is known), then `simulate` plays the recorded operations
+A schedule runs against the recording fake (so every operation, stream and
+ordering is known), then `simulate` plays the recorded operations
 forward in time. Each engine serves, among the operations whose predecessors
 have finished, the one issued first. Stage times per chunk come from a
 results record (a recorded profile or a live run). While copies run in both
@@ -38,10 +38,6 @@ class Rates:
 
     def work(self, op: str) -> float:
         return {"h2d": self.h2d_ms, "kernel": self.kernel_ms, "d2h": self.d2h_ms}[op]
-
-
-class SimContext(RecordingContext):
-    """The recording fake under another name: what a schedule enqueues is what gets simulated."""
 
 
 def _ready(rec: Recorded, done: set[int], ctx: RecordingContext) -> bool:
@@ -91,7 +87,7 @@ def simulate(ctx: RecordingContext, rates: Rates, key: str = "simulated") -> lis
 
 def simulated_ms(schedule, n_chunks: int, n_buffers: int, rates: Rates, n_streams: int | None = None) -> float:
     """Run a schedule against the simulator and return its simulated total time in ms."""
-    ctx = SimContext(n_chunks, n_buffers, n_streams=n_streams)
+    ctx = RecordingContext(n_chunks, n_buffers, n_streams=n_streams)
     schedule(ctx)
     ops = simulate(ctx, rates)
     return max(o.end_ns for o in ops) / 1e6 if ops else 0.0

@@ -16,11 +16,10 @@ import importlib.util
 import sys
 from collections.abc import Sequence
 
-from day54.lab import Config, run_live
+from day54.config import Config, MiB
+from day54.live import run_live
 from labcore.device import device_facts, gpu_available
 from labcore.errors import UsageError, run_cli
-
-MiB = 1 << 20
 
 
 def load_schedule(path: str, name: str):

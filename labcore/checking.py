@@ -18,7 +18,8 @@ def assert_own_function(fn: Any, *, n_params: int, what: str, references: Iterab
     code = getattr(fn, "__code__", None)
     assert code is not None and code.co_argcount == n_params, \
         f"{what} takes {n_params} argument(s); yours takes {code.co_argcount if code else '?'}"
-    assert code not in {ref.__code__ for ref in references}, \
-        f"this is the package's own {what}: write your own in the notebook"
+    for ref in references:
+        owner = ref.__module__.split(".")[0]
+        assert ref.__code__ is not code, f"this is {owner}'s own {what}: write your own in the notebook"
     used = [name for name in forbidden if name in code.co_names or name in code.co_freevars]
     assert not used, f"your {what} calls {', '.join(used)} from the package; {hint}"

@@ -92,7 +92,7 @@ class Record:
     checks: list[Check] = dataclasses.field(default_factory=list)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
     recorded_at: str = dataclasses.field(
-        default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+        default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
     schema: int = SCHEMA_VERSION
 
     def pass_times(self, key: object) -> PassTimes:

@@ -17,7 +17,7 @@ from typing import Any
 import nvtx
 
 from labcore.device import cupy_or_none
-from labcore.record import PassTimes
+from labcore.record import Op, PassTimes
 
 
 def _cupy() -> Any:
@@ -27,13 +27,14 @@ def _cupy() -> Any:
     return cp
 
 
-def time_pass(fn: Callable[[], Any], *, key: str, name: str, params: dict[str, Any], domain: str,
+def time_pass(fn: Callable[[], Any], *, key: object, name: str, params: dict[str, Any], domain: str,
               repeats: int, warmup: int = 1, bytes_moved: int | None = None,
               before: Callable[[], Any] | None = None) -> PassTimes:
-    """Warm up, then time `fn` `repeats` times; each timed call is one NVTX range named `key`.
+    """Warm up, then time `fn` `repeats` times; each timed call is one NVTX range named str(key).
 
     `before` runs untimed ahead of every call (poisoning outputs, say).
     """
+    key = str(key)
     cp = _cupy()
     null = cp.cuda.Stream.null
     start, stop = cp.cuda.Event(), cp.cuda.Event()
@@ -88,10 +89,8 @@ class OpTracer:
         ev1.record(stream)
         self._marks.append((op, chunk, stream_index, nbytes, buffer, ev0, ev1))
 
-    def ops(self, key: str) -> list:
+    def ops(self, key: str) -> list[Op]:
         """Wait for the device, then turn the events into Ops relative to the origin."""
-        from labcore.record import Op
-
         self._cp.cuda.Device().synchronize()
         elapsed = self._cp.cuda.get_elapsed_time
         result = []

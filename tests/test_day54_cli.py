@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from day54 import lab
+from day54 import live
+from day54.config import Config
 from labcore.device import gpu_available
 from labcore.errors import UsageError
 from labcore.record import validate
@@ -98,12 +99,12 @@ def test_malformed_results_json(tmp_path):
 
 def test_memory_check_refuses_before_allocating(monkeypatch):
     """A total beyond available host memory, or windows beyond free device memory, is refused with numbers."""
-    cfg = lab.Config(total_bytes=8 << 30, windows=[64 << 20])
-    monkeypatch.setattr(lab, "available_host_bytes", lambda: 16 << 30)
-    monkeypatch.setattr(lab, "free_device_bytes", lambda: 80 << 30)
+    cfg = Config(total_bytes=8 << 30, windows=[64 << 20])
+    monkeypatch.setattr(live, "available_host_bytes", lambda: 16 << 30)
+    monkeypatch.setattr(live, "free_device_bytes", lambda: 80 << 30)
     with pytest.raises(UsageError, match=r"needs 40\.0 GiB of host memory.*16\.0 GiB is available"):
-        lab.check_memory(cfg)
-    cfg = lab.Config(total_bytes=1 << 30, windows=[256 << 20])
-    monkeypatch.setattr(lab, "free_device_bytes", lambda: 1 << 30)
+        live.check_memory(cfg)
+    cfg = Config(total_bytes=1 << 30, windows=[256 << 20])
+    monkeypatch.setattr(live, "free_device_bytes", lambda: 1 << 30)
     with pytest.raises(UsageError, match=r"need 1\.56 GiB of device memory; 1\.00 GiB is free"):
-        lab.check_memory(cfg)
+        live.check_memory(cfg)

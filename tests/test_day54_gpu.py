@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 from day54 import schedules
-from day54.lab import Config, check_bit_exact, check_closed_form, run_live
+from day54.config import Config
+from day54.context import CupyContext, HostArrays
+from day54.live import run_live
+from day54.verify import check_bit_exact, check_closed_form
 from labcore.device import cupy_or_none
 
 from wrong_schedules import off_by_one, skipping
@@ -17,7 +20,6 @@ MiB = 1 << 20
 
 @pytest.fixture(scope="module")
 def host():
-    from day54.context import HostArrays
 
     arrays = HostArrays(64 * MiB)
     arrays.fill_random(seed=1234)
@@ -25,7 +27,6 @@ def host():
 
 
 def _run(host, schedule, window=4 * MiB, buffers=1, fmas=512):
-    from day54.context import CupyContext
 
     ctx = CupyContext(host, window, buffers, fmas)
     host.poison()

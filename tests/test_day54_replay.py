@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from day54 import report
-from day54.replay import load_profile, parse_key
+from day54.config import PassKey
+from day54.replay import load_profile
 from labcore import nsys
 from labcore.errors import UsageError
 
@@ -83,11 +84,14 @@ def test_trace_streams_and_chunks(from_exports):
     assert {o.stream for o in from_exports.ops("naive w=64MiB b=1")} == {0}
 
 
-def test_parse_key():
-    """Pass keys round-trip into name, window and depth."""
-    assert parse_key("pipelined w=64MiB b=2") == ("pipelined", 64 << 20, 2)
-    assert parse_key("pitfall sync-in-loop w=4MiB b=2") == ("pitfall sync-in-loop", 4 << 20, 2)
-    assert parse_key("tiny-range-0") is None
+def test_pass_keys_round_trip():
+    """A pass key's string form (the NVTX range name) parses back into the same name, window and depth."""
+    assert PassKey.parse("pipelined w=64MiB b=2") == PassKey("pipelined", 64 << 20, 2)
+    assert PassKey.parse("pitfall sync-in-loop w=4MiB b=2") == PassKey("pitfall sync-in-loop", 4 << 20, 2)
+    for key in (PassKey("naive", 1000, 1), PassKey("student", 3 << 30, 4), PassKey("pitfall pageable", 4096, 2)):
+        assert PassKey.parse(str(key)) == key
+    assert PassKey.parse("tiny-range-0") is None
+    assert PassKey.parse("pipelined w=64MiB b=") is None
 
 
 # -- consistency checks on the way in ------------------------------------------------------------

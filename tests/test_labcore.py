@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from day54 import plots as day54_plots
+from day54 import report
 from day54.replay import load_profile
 from labcore import plots
 from labcore.errors import UsageError
@@ -96,7 +97,6 @@ def test_day54_figures_carry_the_record_numbers():
     record = load_profile(RESULTS)
     sweep = day54_plots.sweep(record)
     lines = {line.get_label(): list(line.get_ydata()) for line in sweep.axes[0].get_lines()}
-    from day54 import report
 
     assert lines["2 buffers measured"] == pytest.approx([report.ratio(record, w, 2) for w in report.windows(record)])
     assert lines["threshold 0.7"][0] == pytest.approx(0.70)

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
-from day54 import report
-from day54.lab import Config, run_live
+from day54 import LESSON, report
+from day54.config import Config
+from day54.live import run_live
+from day54.recording import RecordingContext
 from day54.replay import describe, load_profile
-from labcore.device import device_facts, gpu_available
+from labcore.device import gpu_available
+from labcore.mode import FROM_PROFILE, Mode, live_line
 from labcore.record import Record
 from labcore.sizes import parse_size, parse_sizes
 
@@ -16,11 +25,13 @@ def measure(*, total: str = "1GiB", window: str = "64MiB", windows: str = "4MiB,
             buffers: str = "2,3", fmas: int = 512, repeats: int = 5, pitfalls: bool = True,
             profile: str | Path | None = None) -> Record:
     """Measure live when a GPU is here (printing which), else replay the recorded profile (saying so)."""
-    if profile is not None or not gpu_available():
-        record = load_profile(profile)
-        print(f"day54: {describe(record)}" + ("" if profile else "; no GPU here, so these are recorded numbers"))
+    mode = Mode.decide(profile)
+    if not mode.live:
+        record = load_profile(mode.profile)
+        why = "" if mode.reason == FROM_PROFILE else f"; {mode.reason}, so these are recorded numbers"
+        print(f"{LESSON}: {describe(record)}{why}")
         return record
-    print(f"day54: live on {device_facts().summary()}")
+    print(live_line(LESSON))
     cfg = Config(total_bytes=parse_size(total), window_bytes=parse_size(window), windows=parse_sizes(windows),
                  buffers=[int(b) for b in buffers.split(",")], fmas=fmas, repeats=repeats, pitfalls=pitfalls)
     return run_live(cfg)
@@ -60,15 +71,6 @@ def record_my_run(schedule, directory: str | Path = ".") -> list[Path]:
     Graders without a GPU read those exports. Without nsys only day54_run.json is written; without a GPU
     nothing is (the grader then simulates your schedule and says so).
     """
-    import inspect
-    import os
-    import shutil
-    import subprocess
-    import sys
-    import textwrap
-
-    from day54.recording import RecordingContext
-
     schedule(RecordingContext(16, 2))  # an unwritten exercise stops here, before any subprocess
     if not gpu_available():
         print("no GPU here: nothing to record; graders will simulate your schedule on the recorded stage times")

@@ -9,7 +9,6 @@ simulates the schedule on the recorded H200 stage times, and says so.
 
 from __future__ import annotations
 
-import inspect
 import secrets
 import statistics
 from collections.abc import Callable
@@ -17,32 +16,26 @@ from pathlib import Path
 from typing import Any
 
 from day54 import report, schedules
+from day54.config import MiB, PassKey
+from day54.context import CupyContext, HostArrays
 from day54.model import Stages, predict
 from day54.recording import RecordingContext
-from day54.replay import load_profile
-from day54.simulate import Rates, SimContext, simulate
+from day54.replay import from_exports, load_profile
+from day54.simulate import Rates, simulated_ms
+from day54.verify import check_bit_exact
+from labcore.checking import assert_own_function, say
 from labcore.device import gpu_available
 from labcore.record import Record
+from labcore.timing import time_pass
 
-MiB = 1 << 20
 RUN_PREFIX = "day54_run"
 HOST_CLOCK_SLACK = 1.25  # host clock after a device sync may exceed the events by launch latency, not more
 
 
-def say(message: str) -> None:
-    """Checks print how they decided, so feedback shows it."""
-    print(f"[check] {message}")
-
-
 def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
     """The graded schedule must be written in the notebook, not imported from day54."""
-    assert callable(schedule), f"expected a function of ctx, got {type(schedule).__name__}"
-    params = list(inspect.signature(schedule).parameters)
-    assert len(params) == 1, f"a schedule takes exactly one argument (the context); yours takes {params}"
-    reference = {s.__code__ for s in (schedules.naive, schedules.pipelined)}
-    assert schedule.__code__ not in reference, "this is day54's own schedule: write your own in the notebook"
-    assert "schedules" not in schedule.__code__.co_names and "pipelined" not in schedule.__code__.co_names, \
-        "your schedule calls day54's reference; enqueue the copies and launches yourself"
+    assert_own_function(schedule, n_params=1, what="schedule", references=(schedules.naive, schedules.pipelined),
+                        forbidden=("schedules", "pipelined"), hint="enqueue the copies and launches yourself")
 
 
 # -- correctness ------------------------------------------------------------------------------------
@@ -58,9 +51,6 @@ def check_schedule_correct(schedule: Callable[[Any], None], *, buffers: int = 2,
         say(f"offline: {buffers} buffers, {n_chunks} chunks: every chunk's output comes from its own input and no "
             f"buffer access is unordered (recording fake; no GPU to run it on)")
         return
-    from day54.context import CupyContext, HostArrays
-    from day54.lab import check_bit_exact
-
     window = 4 * MiB
     host = HostArrays(window * n_chunks)
     host.fill_random(secrets.randbelow(2**31))
@@ -94,9 +84,6 @@ def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2, n
 # -- timing -----------------------------------------------------------------------------------------
 
 def _live_ratio(schedule: Callable[[Any], None], window: int, buffers: int, rounds: int) -> tuple[float, str]:
-    from day54.context import CupyContext, HostArrays
-    from labcore.timing import time_pass
-
     host = HostArrays(1 << 30)
     host.fill_random(secrets.randbelow(2**31))
     ctx = CupyContext(host, window, buffers, 512)
@@ -124,11 +111,9 @@ def _exports_ratio(schedule: Callable[[Any], None], directory: Path, window: int
     """The ratio from the student's own recorded run, if its exports are here, checked against the schedule."""
     if not any(directory.glob(f"{RUN_PREFIX}_*.csv")):
         return None
-    from day54.replay import from_exports
-
     record = from_exports(directory)
-    key = f"student w={window // MiB}MiB b={buffers}"
-    assert record.has_pass(key), f"your run's exports in {directory} have no {key!r} range"
+    key = PassKey("student", window, buffers)
+    assert record.has_pass(key), f"your run's exports in {directory} have no '{key}' range"
     ratio = record.pass_times(key).median_ms / report.measured(record, "naive", window, 1)
     simulated, _ = _simulated_ratio(schedule, window, buffers, record)
     assert abs(ratio - simulated) < EXPORTS_AGREEMENT, (
@@ -141,11 +126,8 @@ def _simulated_ratio(schedule: Callable[[Any], None], window: int, buffers: int,
                      record: Record) -> tuple[float, str]:
     stages = report.stages(record, window)
     rates = Rates.from_stages(stages, report.link_floor_ms(record))
-    times = []
-    for fn, depth in ((schedules.naive, 1), (schedule, buffers)):
-        ctx = SimContext(stages.n_chunks, depth)
-        fn(ctx)
-        times.append(max(o.end_ns for o in simulate(ctx, rates)) / 1e6)
+    times = [simulated_ms(fn, stages.n_chunks, depth, rates)
+             for fn, depth in ((schedules.naive, 1), (schedule, buffers))]
     return times[1] / times[0], (f"offline, simulated on the recorded {record.device.name} stage times "
                                  f"(naive {times[0]:.2f} ms, yours {times[1]:.2f} ms simulated)")
 
