@@ -18,7 +18,7 @@ from labcore.errors import UsageError, run_cli
 from labcore.profiles import PROFILES_DIR
 from labcore.record import Check, PassTimes, Record, load, validate
 from zero_copy import cli, hostmem, model
-from zero_copy.config import EXPERIMENTS, Config, pinned_needs
+from zero_copy.config import EXPERIMENTS, Config, PassKey, Planned, as_json, pinned_needs
 from zero_copy.hostmem import HostMemory, check_host_memory
 from zero_copy.report import breakeven_verdict, gather_verdict, mailbox_verdict, report
 from zero_copy.support import MappingSupport, require_mapping
@@ -36,9 +36,9 @@ def _facts(*, can_map: bool = True) -> DeviceFacts:
                        pcie_width=16, driver="580.159.04", cuda_runtime="13.0", cupy="14.2.0")
 
 
-def _add(record: Record, row: dict, ms: float, name: str) -> None:
-    record.passes.append(PassTimes(key=row["key"], name=name, params={}, times_ms=[ms * 0.99, ms, ms * 1.02],
-                                   bytes_moved=row.get("bytes")))
+def _add(record: Record, row: Planned, ms: float, name: str) -> None:
+    record.passes.append(PassTimes(key=str(row.key), name=name, params={}, times_ms=[ms * 0.99, ms, ms * 1.02],
+                                   bytes_moved=row.nbytes))
 
 
 def fake_record(*, gather_factor: float = 1.06, zero_copy_factor: float = 1.08, cached_rereads: bool = False,
@@ -48,34 +48,35 @@ def fake_record(*, gather_factor: float = 1.06, zero_copy_factor: float = 1.08, 
     record = Record(lesson="zero_copy", mode="live", source="test", device=_facts(), config=cfg.to_dict())
     probes = model.plan_probes()
     for row, gbps in zip(probes["rows"], (RATES.h2d_gbps, RATES.d2h_gbps, RATES.hbm_gbps), strict=True):
-        _add(record, row, row["bytes"] / (gbps * 1e6), "probe")
-    record.extra["probes"] = {**probes, "rates": dataclasses.asdict(RATES)}
+        _add(record, row, row.nbytes / (gbps * 1e6), "probe")
+    record.extra["probes"] = {**as_json(probes), "rates": dataclasses.asdict(RATES)}
     for name, factor in (("streaming", 1.05), ("access", 1.1), ("saxpy", 1.1), ("reread", 1.05)):
         plan = getattr(model, f"plan_{name}")(cfg, RATES)
         for row in plan["rows"]:
-            _add(record, row, row["model_ms"] * factor, name)
-        record.extra[name] = plan
+            _add(record, row, row.model_ms * factor, name)
+        record.extra[name] = as_json(plan)
     breakeven = model.plan_breakeven(cfg, RATES)
     for row in breakeven["rows"]:
         reads = 1 if cached_rereads else row["reads"]
-        _add(record, row["zero_copy"], row["zero_copy"]["model_ms"] / row["reads"] * reads * zero_copy_factor,
+        _add(record, row["zero_copy"], row["zero_copy"].model_ms / row["reads"] * reads * zero_copy_factor,
              "breakeven")
-        _add(record, row["copy"], row["copy"]["model_ms"] * 1.01, "breakeven")
-    record.extra["breakeven"] = breakeven
+        _add(record, row["copy"], row["copy"].model_ms * 1.01, "breakeven")
+    record.extra["breakeven"] = as_json(breakeven)
     gather = model.plan_gather(cfg, RATES)
     times = {"sorted": gather_factor, "unsorted": gather_factor * 1.1, "copy": 1.0}
     for row in gather["rows"]:
-        ms = row["model_ms"] * times[row["path"]] if row["model_ms"] else 25.0 if row["path"] == "cpu-take" else 26.1
+        path = row.key.path
+        ms = row.model_ms * times[path] if row.model_ms else 25.0 if path == "cpu-take" else 26.1
         _add(record, row, ms, "gather")
-    _add(record, {"key": gather["fill_key"], "bytes": cfg.table_bytes}, cfg.table_bytes / 45e6, "gather fill")
-    record.extra["gather"] = {**gather, "pin_ms": 1234.0}
+    _add(record, Planned(gather["fill_key"], nbytes=cfg.table_bytes), cfg.table_bytes / 45e6, "gather fill")
+    record.extra["gather"] = {**as_json(gather), "pin_ms": 1234.0}
     mailbox = model.plan_mailbox(cfg)
     results = [{"round": n, "flag_seen": True, "flag_seen_ms": 0.05, "payload": [n * 1000003 + w for w in range(4)],
                 "payload_ok": True, "running_when_read": mailbox_running, "acked": True, "timed_out": False,
                 "kernel_waited_us": 30.0} for n in range(1, cfg.warmup + cfg.repeats + 1)]
-    record.passes.append(PassTimes(key=mailbox["key"], name="mailbox", params={"clock": "host"},
+    record.passes.append(PassTimes(key=str(mailbox["key"]), name="mailbox", params={"clock": "host"},
                                    times_ms=[r["flag_seen_ms"] for r in results[cfg.warmup:]]))
-    record.extra["mailbox"] = {**mailbox, "results": results}
+    record.extra["mailbox"] = {**as_json(mailbox), "results": results}
     support = MappingSupport(True, False, True, False, True, True, registered_pointers_equal=True)
     record.extra["support"] = dataclasses.asdict(support)
     record.extra["experiments"] = list(EXPERIMENTS)
@@ -124,19 +125,59 @@ def test_fit_recovers_the_lines_it_was_given():
 def test_plans_give_every_pass_a_unique_key():
     """No two passes of one run share a record key."""
     cfg = Config()
-    keys = [row["key"] for row in model.plan_probes()["rows"]]
+    keys = [row.key for row in model.plan_probes()["rows"]]
     for name in ("streaming", "access", "gather", "saxpy", "reread"):
-        keys += [row["key"] for row in getattr(model, f"plan_{name}")(cfg, RATES)["rows"]]
+        keys += [row.key for row in getattr(model, f"plan_{name}")(cfg, RATES)["rows"]]
     for row in model.plan_breakeven(cfg, RATES)["rows"]:
-        keys += [row["zero_copy"]["key"], row["copy"]["key"]]
+        keys += [row["zero_copy"].key, row["copy"].key]
     assert len(keys) == len(set(keys))
+
+
+def test_pass_keys_print_as_the_record_names_them():
+    """The typed key's string form is the NVTX range and record key; parse reads it back, and nothing else."""
+    assert str(PassKey("breakeven", "zero-copy", reads=4, nbytes=256 << 20)) == "breakeven zero-copy r=4 256MiB"
+    pipeline = PassKey("streaming", "pipeline", nbytes=1 << 30, chunk_bytes=64 << 20, n_streams=3)
+    assert str(pipeline) == "streaming pipeline 1GiB chunk=64MiB streams=3"
+    assert PassKey.parse(str(pipeline)) == pipeline
+    assert PassKey.parse("reread far mapped k=16 256MiB") == PassKey("reread", "far mapped", reread_k=16,
+                                                                     nbytes=256 << 20)
+    for text in ("", "probe", "probe h2d r=x", "gather sorted rows=5 extra", "probe h2d 256MiB 1GiB",
+                 "streaming pipeline 1GiB streams=3 chunk=64MiB"):
+        assert PassKey.parse(text) is None, text
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped profile yet")
+def test_every_recorded_key_reads_back_as_the_same_pass_key():
+    """Each pass of the shipped profile parses to a typed key whose string form is the recorded one."""
+    for found in load(SHIPPED).passes:
+        key = PassKey.parse(found.key)
+        assert key is not None and str(key) == found.key, found.key
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped profile yet")
+def test_plans_write_their_rows_as_the_shipped_profile_holds_them():
+    """Rows planned from the shipped run's config and rates are the dicts that run wrote (keys, labels, model
+    times, bytes), less what a live run adds as it goes (strides, shifts)."""
+    record = load(SHIPPED)
+    cfg = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in record.config.items()})
+    rates = model.Rates(**record.extra["probes"]["rates"])
+    for name in ("streaming", "access", "gather", "saxpy", "reread"):
+        shipped = [{k: v for k, v in row.items() if k not in ("stride", "shift_vec")}
+                   for row in record.extra[name]["rows"]]
+        assert as_json(getattr(model, f"plan_{name}")(cfg, rates))["rows"] == shipped, name
+    shipped = [{k: v for k, v in row.items() if k != "shift_vec"} for row in record.extra["breakeven"]["rows"]]
+    assert as_json(model.plan_breakeven(cfg, rates))["rows"] == shipped
+    assert as_json(model.plan_gather(cfg, rates))["fill_key"] == record.extra["gather"]["fill_key"]
+    assert as_json(model.plan_mailbox(cfg))["key"] == record.extra["mailbox"]["key"]
+    probes = [{k: v for k, v in row.items() if k != "model_ms"} for row in as_json(model.plan_probes())["rows"]]
+    assert probes == record.extra["probes"]["rows"]
 
 
 def test_gather_model_is_the_batch_copy_time():
     """50,000 rows of 1 KiB at 54.9 GB/s: about 0.93 ms."""
     plan = model.plan_gather(Config(), RATES)
-    sorted_row = next(r for r in plan["rows"] if r["path"] == "sorted")
-    assert sorted_row["model_ms"] == pytest.approx(50_000 * 1024 / 54.9e6)
+    sorted_row = next(r for r in plan["rows"] if r.key.path == "sorted")
+    assert sorted_row.model_ms == pytest.approx(50_000 * 1024 / 54.9e6)
 
 
 # -- the config and bad input ---------------------------------------------------

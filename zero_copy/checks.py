@@ -27,6 +27,7 @@ from labcore.device import gpu_available
 from labcore.record import Record
 from labcore.sizes import format_size
 from zero_copy import exercises, model
+from zero_copy.config import planned_rows
 from zero_copy.kernel import THREADS
 from zero_copy.lab import compare
 from zero_copy.report import GATHER_LINK_FRACTION, gather_verdict, mailbox_verdict, rates
@@ -150,7 +151,7 @@ def _recorded_gather(sorted_ids: np.ndarray, threads: int, threshold: float) -> 
     plan, verdict = record.extra["gather"], gather_verdict(record)
     descent = exercises.first_descent(sorted_ids)
     path = "sorted" if descent is None else "unsorted"
-    found = record.pass_times(next(r["key"] for r in plan["rows"] if r["path"] == path))
+    found = record.pass_times(next(r.key for r in planned_rows(plan) if r.key.path == path))
     fraction = found.gbps() / verdict["copy_gbps"]
     where = (f"offline, from the recorded {record.device.name} run ({record.recorded_at}): its gather with {path} "
              f"ids moved {found.gbps():.1f} GB/s = {fraction:.2f} of the pinned copy of the same batch "

@@ -1,12 +1,14 @@
-"""What one run measures: the experiments picked, their sizes, and the checks on them made before anything is pinned."""
+"""What one run measures (the experiments picked, their sizes, the checks on them made before anything is
+pinned) and the typed key and planned row of each timed pass."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from labcore.errors import UsageError
-from labcore.sizes import format_size
+from labcore.sizes import format_size, parse_size
 
 EXPERIMENTS = ("streaming", "breakeven", "access", "gather", "mailbox", "saxpy", "reread")
 PROBE_BYTES = 256 << 20  # the pinned copy that measures the link rate L
@@ -108,3 +110,119 @@ def pinned_needs(cfg: Config) -> list[tuple[str, int, str]]:
     }
     picked = ["probes", *cfg.only]
     return [(name, *needs[name]) for name in picked]
+
+
+_COUNTS = (("r", "reads"), ("rows", "rows"), ("k", "reread_k"), ("n", "n_floats"))
+_SIZE_TOKEN = re.compile(r"\d+(?:B|KiB|MiB|GiB)")
+
+
+@dataclasses.dataclass(frozen=True)
+class PassKey:
+    """One timed pass: the experiment, the path it measures, and the counts and sizes that tell it apart.
+
+    Its string form ('probe h2d 256MiB', 'breakeven zero-copy r=4 256MiB', 'gather sorted rows=50000',
+    'streaming pipeline 1GiB chunk=64MiB streams=3') names the NVTX range in nsys exports and the pass in a
+    results record; `parse` is the one place that reads it back.
+    """
+
+    experiment: str
+    path: str
+    reads: int | None = None  # r=: how often a kernel reads each byte
+    rows: int | None = None  # rows=: rows per gathered batch
+    reread_k: int | None = None  # k=: loads per byte of the re-read loop
+    n_floats: int | None = None  # n=: floats per SAXPY array
+    nbytes: int | None = None  # the buffer the pass reads, as a bare size
+    chunk_bytes: int | None = None
+    n_streams: int | None = None
+
+    def __str__(self) -> str:
+        parts = [self.experiment, self.path]
+        parts += [f"{tag}={getattr(self, field)}" for tag, field in _COUNTS if getattr(self, field) is not None]
+        if self.nbytes is not None:
+            parts.append(format_size(self.nbytes))
+        if self.chunk_bytes is not None:
+            parts.append(f"chunk={format_size(self.chunk_bytes)}")
+        if self.n_streams is not None:
+            parts.append(f"streams={self.n_streams}")
+        return " ".join(parts)
+
+    @classmethod
+    def parse(cls, text: str) -> PassKey | None:
+        """'breakeven zero-copy r=4 256MiB' -> PassKey('breakeven', 'zero-copy', reads=4, nbytes=268435456);
+        None when the text is not the string form of a key."""
+        experiment, *tokens = text.split(" ")
+        path: list[str] = []
+        values: dict[str, int] = {}
+        fields = dict(_COUNTS)
+        for token in tokens:
+            tag, equals, value = token.partition("=")
+            if equals and tag in fields and value.isdigit():
+                values[fields[tag]] = int(value)
+            elif equals and tag == "streams" and value.isdigit():
+                values["n_streams"] = int(value)
+            elif equals and tag == "chunk" and _SIZE_TOKEN.fullmatch(value):
+                values["chunk_bytes"] = parse_size(value)
+            elif _SIZE_TOKEN.fullmatch(token):
+                values["nbytes"] = parse_size(token)
+            elif values or equals:
+                return None
+            else:
+                path.append(token)
+        if not experiment or not path:
+            return None
+        key = cls(experiment, " ".join(path), **values)
+        return key if str(key) == text else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Planned:
+    """A pass an experiment times: its key, its label in the tables, the model's time, the bytes it moves, and
+    what else the pass records about itself (path, pattern, spacing, stride, ...)."""
+
+    key: PassKey
+    label: str = ""
+    model_ms: float | None = None
+    nbytes: int | None = None
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def with_params(self, **more: Any) -> Planned:
+        """The same pass with more recorded about it (a stride, a shift chosen at run time)."""
+        return dataclasses.replace(self, params={**self.params, **more})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as a results record stores it: {"key": <string form>, "label", "model_ms", "bytes", ...}."""
+        return {"key": str(self.key), "label": self.label, "model_ms": self.model_ms, "bytes": self.nbytes,
+                **self.params}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Planned:
+        """A row read back from a results record; UsageError when its key is not a pass key."""
+        key = read_key(data["key"])
+        params = {k: v for k, v in data.items() if k not in ("key", "label", "model_ms", "bytes")}
+        return cls(key, data.get("label", ""), data.get("model_ms"), data.get("bytes"), params)
+
+
+def read_key(text: str) -> PassKey:
+    """A pass key read back from a results record; UsageError when the text is not one."""
+    key = PassKey.parse(text)
+    if key is None:
+        raise UsageError(f"{text!r} in a zero_copy record is not a pass key such as 'probe h2d 256MiB'")
+    return key
+
+
+def planned_rows(section: dict[str, Any]) -> list[Planned]:
+    """The "rows" of an experiment's section of a results record, read back as planned rows."""
+    return [Planned.from_dict(row) for row in section["rows"]]
+
+
+def as_json(value: Any) -> Any:
+    """A plan as a results record stores it: planned rows as dicts, keys in their string form."""
+    if isinstance(value, Planned):
+        return value.to_dict()
+    if isinstance(value, PassKey):
+        return str(value)
+    if isinstance(value, dict):
+        return {name: as_json(item) for name, item in value.items()}
+    if isinstance(value, list):
+        return [as_json(item) for item in value]
+    return value

@@ -25,6 +25,7 @@ import numpy as np
 from labcore.profiles import default_profile
 from labcore.record import Record, load
 from zero_copy import LESSON
+from zero_copy.config import PassKey
 from zero_copy.kernel import KERNEL_PATH, MAILBOX, MAILBOX_WORDS, compile_options, launch_fill_words, module
 
 WARP = 32
@@ -224,7 +225,8 @@ def _time_gather(run: GatherRun, gather: Callable[[], None], put_back: Callable[
 
         timed = {}
         for name, fn in (("gather", gather), ("restore", put_back), ("copy", copy)):
-            found = time_pass(fn, key=f"exercise {name} rows={run.n_rows}", name=f"exercise {name}", params={},
+            found = time_pass(fn, key=str(PassKey("exercise", name, rows=run.n_rows)), name=f"exercise {name}",
+                              params={},
                               domain="grader", repeats=repeats, bytes_moved=run.batch_bytes)
             timed[name] = found.median_ms
     run.gather_ms, run.restore_ms, run.copy_ms = timed["gather"], timed["restore"], timed["copy"]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from zero_copy import model
-from zero_copy.config import HBM_PROBE_BYTES, PROBE_BYTES
+from zero_copy.config import HBM_PROBE_BYTES, PROBE_BYTES, as_json
 from zero_copy.kernel import launch_load_words, launch_reread, launch_saxpy
 from zero_copy.lab import Lab, compare, expected_reread, fill_small_ints
 from zero_copy.mapped import alloc_mapped, page_aligned_empty, register_mapped
@@ -55,7 +55,7 @@ def run_probes(lab: Lab) -> model.Rates:
     hbm = lab.time(partial(rt.memcpyAsync, d_dst.data.ptr, d_src.data.ptr, HBM_PROBE_BYTES,
                            rt.memcpyDeviceToDevice, stream.ptr), hbm_row, name="probe")
     rates = model.Rates(h2d.gbps(), d2h.gbps(), hbm.gbps())
-    lab.record.extra["probes"] = {**plan, "rates": dataclasses.asdict(rates)}
+    lab.record.extra["probes"] = {**as_json(plan), "rates": dataclasses.asdict(rates)}
     return rates
 
 
@@ -96,10 +96,10 @@ def run_streaming(lab: Lab, rates: model.Rates, support: MappingSupport) -> None
             "pipeline": partial(_pipeline, h_in.host_ptr, d_in, d_out, nbytes, cfg.chunk_bytes, streams),
         }
         for row in plan["rows"]:
-            fn = enqueue[row["path"]]
-            lab.check_run(f"streaming {row['path']}", fn, d_out, h_in.h)
+            fn = enqueue[row.key.path]
+            lab.check_run(f"streaming {row.key.path}", fn, d_out, h_in.h)
             lab.time(fn, row, name="streaming")
-    lab.record.extra["streaming"] = plan
+    lab.record.extra["streaming"] = as_json(plan)
 
 
 def run_breakeven(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
@@ -124,7 +124,7 @@ def run_breakeven(lab: Lab, rates: model.Rates, support: MappingSupport) -> None
                          params={"reads": reads, "shift_vec": shift})
     if plan["crossover_model"] == float("inf"):
         plan["crossover_model"] = None
-    lab.record.extra["breakeven"] = plan
+    lab.record.extra["breakeven"] = as_json(plan)
 
 
 def run_access(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
@@ -136,14 +136,14 @@ def run_access(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
         h_in.h[:] = np.random.default_rng(cfg.seed + 2).integers(0, 2**32, size=n_words, dtype=np.uint32)
         stream = h_in.use(lab.stream())
         d_out = cp.empty(n_words, dtype=np.uint32)
-        for row in plan["rows"]:
-            stride = 1 if row["pattern"] == "coalesced" else SCATTER_STRIDE
-            row["stride"] = stride
+        for i, row in enumerate(plan["rows"]):
+            stride = 1 if row.key.path == "coalesced" else SCATTER_STRIDE
+            row = plan["rows"][i] = row.with_params(stride=stride)
             index = (np.arange(n_words, dtype=np.uint64) * np.uint64(stride)) & np.uint64(n_words - 1)
             fn = partial(launch_load_words, h_in.d, d_out, n_words, stride, stream)
-            lab.check_run(f"access {row['pattern']}", fn, d_out, h_in.h[index])
+            lab.check_run(f"access {row.key.path}", fn, d_out, h_in.h[index])
             lab.time(fn, row, name="access")
-    lab.record.extra["access"] = plan
+    lab.record.extra["access"] = as_json(plan)
 
 
 def _saxpy_sync(x_ptr: int, y_ptr: int, out_ptr: int, d_x: Any, d_y: Any, d_out: Any, nbytes: int) -> None:
@@ -200,10 +200,10 @@ def run_saxpy(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
                                         nbytes, cfg.chunk_bytes, streams),
             }
             for row in plan["rows"]:
-                fn = enqueue[row["path"]]
-                _check_saxpy(lab, row["path"], fn, out.h, expected)
+                fn = enqueue[row.key.path]
+                _check_saxpy(lab, row.key.path, fn, out.h, expected)
                 lab.time(fn, row, name="saxpy")
-    lab.record.extra["saxpy"] = plan
+    lab.record.extra["saxpy"] = as_json(plan)
 
 
 def _check_saxpy(lab: Lab, path: str, fn: Any, h_out: np.ndarray, expected: np.ndarray) -> None:
@@ -227,13 +227,15 @@ def run_reread(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
         rt = _runtime()
         rt.memcpy(d_in.data.ptr, h_in.host_ptr, nbytes, rt.memcpyHostToDevice)
         references: dict[int, np.ndarray] = {}
-        for row in plan["rows"]:
-            shift = row["shift_vec"] = far_shift(n // 4, k) if row["spacing"] == "far" else NEAR_SHIFT_VEC
+        for i, row in enumerate(plan["rows"]):
+            spacing, memory = row.params["spacing"], row.params["memory"]
+            shift = far_shift(n // 4, k) if spacing == "far" else NEAR_SHIFT_VEC
+            row = plan["rows"][i] = row.with_params(shift_vec=shift)
             if shift not in references:
-                lab.progress(f"reference for {row['spacing']} re-reads")
+                lab.progress(f"reference for {spacing} re-reads")
                 references[shift] = expected_reread(h_in.h, k, 4 * shift)
-            source = h_in.d if row["memory"] == "mapped" else d_in
+            source = h_in.d if memory == "mapped" else d_in
             fn = partial(launch_reread, source, d_out, n // 4, k, shift, stream)
-            lab.check_run(f"reread {row['spacing']} {row['memory']}", fn, d_out, references[shift])
+            lab.check_run(f"reread {spacing} {memory}", fn, d_out, references[shift])
             lab.time(fn, row, name="reread")
-    lab.record.extra["reread"] = plan
+    lab.record.extra["reread"] = as_json(plan)

@@ -16,6 +16,7 @@ import numpy as np
 
 from labcore.sizes import format_size
 from zero_copy import model
+from zero_copy.config import Planned, as_json
 from zero_copy.kernel import launch_fill_words, launch_gather_rows, mix32
 from zero_copy.lab import Lab
 from zero_copy.mapped import alloc_mapped
@@ -41,7 +42,7 @@ def _fill_table(lab: Lab, table: Any, plan: dict[str, Any], stream: Any) -> None
     """The GPU writes the table over the link (timed once), then a sample is checked against the NumPy hash."""
     cfg = lab.config
     n_words = table.nbytes // 4
-    fill_row = {"key": plan["fill_key"], "bytes": table.nbytes}
+    fill_row = Planned(plan["fill_key"], nbytes=table.nbytes)
     lab.time(partial(launch_fill_words, table.d, n_words, cfg.seed, stream), fill_row, name="gather fill",
              repeats=1, warmup=0)
     sample = np.random.default_rng(cfg.seed + 5).integers(0, n_words, FILL_SAMPLE)
@@ -55,7 +56,7 @@ def run_gather(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
     """A batch of rows from a mapped table: GPU gather (sorted, unsorted ids) vs CPU take + copy."""
     cfg, cp = lab.config, lab.cp
     plan = model.plan_gather(cfg, rates)
-    rows = {row["path"]: row for row in plan["rows"]}
+    rows = {row.key.path: row for row in plan["rows"]}
     row_words = cfg.row_bytes // 4
     lab.progress(f"pinning a {format_size(cfg.table_bytes)} mapped table")
     t0 = time.perf_counter()
@@ -85,4 +86,4 @@ def run_gather(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
                           name="gather")
             lab.time(cpu_path, rows["cpu-take+copy"], name="gather")
         plan["ids_unique"] = int(np.unique(ids["sorted"]).size)
-    lab.record.extra["gather"] = plan
+    lab.record.extra["gather"] = as_json(plan)

@@ -12,9 +12,7 @@ import numpy as np
 from labcore.device import cupy_or_none
 from labcore.record import Check, PassTimes, Record
 from zero_copy import DOMAIN
-from zero_copy.config import Config
-
-_ROW_FIELDS = ("key", "label", "model_ms", "bytes")
+from zero_copy.config import Config, Planned
 
 
 @dataclasses.dataclass
@@ -39,35 +37,37 @@ class Lab:
     def sync(self) -> None:
         self.cp.cuda.Device().synchronize()
 
-    def time(self, fn: Callable[[], Any], row: dict[str, Any], *, name: str, params: dict[str, Any] | None = None,
+    def time(self, fn: Callable[[], Any], row: Planned, *, name: str, params: dict[str, Any] | None = None,
              before: Callable[[], Any] | None = None, repeats: int | None = None,
              warmup: int | None = None) -> PassTimes:
         """Time `fn` with legacy-stream events in NVTX ranges named by the row's key; add it to the record."""
         from labcore.timing import time_pass
 
-        self.progress(row["key"])
-        found = time_pass(fn, key=row["key"], name=name, params={**_params(row), **(params or {})}, domain=DOMAIN,
+        key = str(row.key)
+        self.progress(key)
+        found = time_pass(fn, key=key, name=name, params={**row.params, **(params or {})}, domain=DOMAIN,
                           repeats=self.config.repeats if repeats is None else repeats,
                           warmup=self.config.warmup if warmup is None else warmup,
-                          bytes_moved=row.get("bytes"), before=before)
+                          bytes_moved=row.nbytes, before=before)
         self.record.passes.append(found)
         return found
 
-    def host_time(self, fn: Callable[[], Any], row: dict[str, Any], *, name: str) -> PassTimes:
+    def host_time(self, fn: Callable[[], Any], row: Planned, *, name: str) -> PassTimes:
         """Time host-only work (no GPU) with the host clock, same warm-up and repeats."""
         import nvtx
 
-        self.progress(row["key"])
+        key = str(row.key)
+        self.progress(key)
         for _ in range(self.config.warmup):
             fn()
         times_ms = []
         for _ in range(self.config.repeats):
-            with nvtx.annotate(row["key"], domain=DOMAIN):
+            with nvtx.annotate(key, domain=DOMAIN):
                 t0 = time.perf_counter()
                 fn()
                 times_ms.append((time.perf_counter() - t0) * 1e3)
-        found = PassTimes(key=row["key"], name=name, params={**_params(row), "clock": "host"}, times_ms=times_ms,
-                          host_ms=list(times_ms), bytes_moved=row.get("bytes"))
+        found = PassTimes(key=key, name=name, params={**row.params, "clock": "host"}, times_ms=times_ms,
+                          host_ms=list(times_ms), bytes_moved=row.nbytes)
         self.record.passes.append(found)
         return found
 
@@ -86,10 +86,6 @@ class Lab:
             fn()
             self.sync()
         return self.check(name, *compare(self.cp.asnumpy(d_out), expected))
-
-
-def _params(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k not in _ROW_FIELDS}
 
 
 def poison(array: Any) -> None:

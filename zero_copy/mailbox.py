@@ -17,6 +17,7 @@ import numpy as np
 
 from labcore.record import PassTimes
 from zero_copy import model
+from zero_copy.config import as_json
 from zero_copy.kernel import MAILBOX, MAILBOX_WORDS, launch_publish_and_wait
 from zero_copy.lab import Lab
 from zero_copy.mapped import MappedBuffer, alloc_mapped
@@ -79,11 +80,11 @@ def run_mailbox(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
             lab.progress(f"mailbox round {round_no}")
             results.append(one_round(box, round_no, stream))
     timed = results[cfg.warmup:]
-    lab.record.passes.append(PassTimes(key=plan["key"], name="mailbox", params={"clock": "host"},
+    lab.record.passes.append(PassTimes(key=str(plan["key"]), name="mailbox", params={"clock": "host"},
                                        times_ms=[max(r["flag_seen_ms"], 1e-6) for r in timed],
                                        host_ms=[r["flag_seen_ms"] for r in timed]))
     good = sum(round_ok(r) for r in results)
     lab.check("mailbox payload read while the kernel ran", good == len(results),
               f"{good} of {len(results)} rounds: payload exact, stream still busy when read, kernel released "
               f"by the host and acknowledged")
-    lab.record.extra["mailbox"] = {**plan, "results": results}
+    lab.record.extra["mailbox"] = {**as_json(plan), "results": results}

@@ -4,8 +4,8 @@ B is a buffer's size, r how often a kernel reads each byte, L the link rate
 (a pinned copy) and H the HBM rate (a device copy). Copying costs B/L for the
 transfer plus r·B/H for the reads; zero-copy costs r·B/L, since nothing is
 cached for reuse that can be relied on. Every `plan_*` returns the passes an
-experiment measures (their record keys) with the model's time beside each;
-the experiments fill them, the report reads them back.
+experiment measures (typed keys, zero_copy.config.Planned rows) with the
+model's time beside each; the experiments fill them, the report reads them back.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from labcore.sizes import format_size
-from zero_copy.config import HBM_PROBE_BYTES, PROBE_BYTES, Config
+from zero_copy.config import HBM_PROBE_BYTES, PROBE_BYTES, Config, PassKey, Planned
 
 WORD_BYTES = 4
 SECTOR_BYTES = 32  # the smallest read a scattered load can turn into
@@ -66,27 +66,30 @@ def fit_breakeven(reads: list[int], zero_copy: list[float], copy: list[float]) -
 def plan_probes() -> dict[str, Any]:
     """The three copies that measure L (each direction) and H; the HBM copy counts bytes read and written."""
     return {"rows": [
-        {"key": f"probe h2d {format_size(PROBE_BYTES)}", "label": "pinned H2D copy (L)", "bytes": PROBE_BYTES},
-        {"key": f"probe d2h {format_size(PROBE_BYTES)}", "label": "pinned D2H copy", "bytes": PROBE_BYTES},
-        {"key": f"probe hbm {format_size(HBM_PROBE_BYTES)}", "label": "HBM device copy (H, read+write)",
-         "bytes": 2 * HBM_PROBE_BYTES, "copy_bytes": HBM_PROBE_BYTES},
+        Planned(PassKey("probe", "h2d", nbytes=PROBE_BYTES), "pinned H2D copy (L)", nbytes=PROBE_BYTES),
+        Planned(PassKey("probe", "d2h", nbytes=PROBE_BYTES), "pinned D2H copy", nbytes=PROBE_BYTES),
+        Planned(PassKey("probe", "hbm", nbytes=HBM_PROBE_BYTES), "HBM device copy (H, read+write)",
+                nbytes=2 * HBM_PROBE_BYTES, params={"copy_bytes": HBM_PROBE_BYTES}),
     ]}
 
 
-def _row(key: str, label: str, model_ms: float | None, nbytes: int, **more: Any) -> dict[str, Any]:
-    return {"key": key, "label": label, "model_ms": model_ms, "bytes": nbytes, **more}
+def _row(key: PassKey, label: str, model_ms: float | None, nbytes: int, **more: Any) -> Planned:
+    return Planned(key, label, model_ms, nbytes, more)
 
 
 def plan_streaming(cfg: Config, rates: Rates) -> dict[str, Any]:
     """Read B once: zero-copy B/L; copy then kernel B/L + 2B/H; a pipeline hides all but one chunk's kernel."""
-    b, c, size = cfg.stream_bytes, cfg.chunk_bytes, format_size(cfg.stream_bytes)
+    b, c = cfg.stream_bytes, cfg.chunk_bytes
     link = transfer_ms(b, rates.h2d_gbps)
     kernel = 2 * transfer_ms(b, rates.hbm_gbps)  # the HBM kernel reads B and writes B
+
+    def key(path: str, **chunked: int) -> PassKey:
+        return PassKey("streaming", path, nbytes=b, **chunked)
     return {"nbytes": b, "chunk_bytes": c, "n_streams": cfg.n_streams, "rows": [
-        _row(f"streaming zero-copy {size}", "zero-copy: kernel reads mapped memory", link, b, path="zero-copy"),
-        _row(f"streaming zero-copy-wc {size}", "zero-copy, write-combined buffer", link, b, path="zero-copy-wc"),
-        _row(f"streaming copy-then-kernel {size}", "copy, then kernel", link + kernel, b, path="copy-then-kernel"),
-        _row(f"streaming pipeline {size} chunk={format_size(c)} streams={cfg.n_streams}",
+        _row(key("zero-copy"), "zero-copy: kernel reads mapped memory", link, b, path="zero-copy"),
+        _row(key("zero-copy-wc"), "zero-copy, write-combined buffer", link, b, path="zero-copy-wc"),
+        _row(key("copy-then-kernel"), "copy, then kernel", link + kernel, b, path="copy-then-kernel"),
+        _row(key("pipeline", chunk_bytes=c, n_streams=cfg.n_streams),
              f"pipeline: {format_size(c)} chunks on {cfg.n_streams} streams",
              link + kernel * c / b, b, path="pipeline"),
     ]}
@@ -94,23 +97,24 @@ def plan_streaming(cfg: Config, rates: Rates) -> dict[str, Any]:
 
 def plan_breakeven(cfg: Config, rates: Rates) -> dict[str, Any]:
     """Each r in cfg.reads: zero-copy r·B/L against copy B/L + r·B/H, and the crossover they predict."""
-    b, size = cfg.buffer_bytes, format_size(cfg.buffer_bytes)
+    b = cfg.buffer_bytes
     rows = [{"reads": r,
-             "zero_copy": _row(f"breakeven zero-copy r={r} {size}", f"zero-copy r={r}",
+             "zero_copy": _row(PassKey("breakeven", "zero-copy", reads=r, nbytes=b), f"zero-copy r={r}",
                                zero_copy_ms(b, r, rates.h2d_gbps), r * b),
-             "copy": _row(f"breakeven copy r={r} {size}", f"copy then kernel r={r}", copy_path_ms(b, r, rates), b)}
+             "copy": _row(PassKey("breakeven", "copy", reads=r, nbytes=b), f"copy then kernel r={r}",
+                          copy_path_ms(b, r, rates), b)}
             for r in sorted(set(cfg.reads))]
     return {"nbytes": b, "rows": rows, "crossover_model": crossover_reads(rates.h2d_gbps, rates.hbm_gbps)}
 
 
 def plan_access(cfg: Config, rates: Rates) -> dict[str, Any]:
     """4-byte loads over the link: coalesced at L; scattered at most L·4/32 (one 32-byte sector per word)."""
-    b, size = cfg.buffer_bytes, format_size(cfg.buffer_bytes)
+    b = cfg.buffer_bytes
     scattered_gbps = rates.h2d_gbps * WORD_BYTES / SECTOR_BYTES
     return {"nbytes": b, "rows": [
-        _row(f"access coalesced {size}", "coalesced: a warp loads 128 contiguous bytes",
+        _row(PassKey("access", "coalesced", nbytes=b), "coalesced: a warp loads 128 contiguous bytes",
              transfer_ms(b, rates.h2d_gbps), b, pattern="coalesced", model_gbps=rates.h2d_gbps),
-        _row(f"access scattered {size}", "scattered: 32 lanes, 32 different lines",
+        _row(PassKey("access", "scattered", nbytes=b), "scattered: 32 lanes, 32 different lines",
              transfer_ms(b, scattered_gbps), b, pattern="scattered", model_gbps=scattered_gbps),
     ]}
 
@@ -119,22 +123,23 @@ def plan_gather(cfg: Config, rates: Rates) -> dict[str, Any]:
     """A batch of rows from a mapped table: the GPU gather should take about as long as copying the batch."""
     batch, n = cfg.batch_bytes, cfg.rows
     link = transfer_ms(batch, rates.h2d_gbps)
+
+    def key(path: str) -> PassKey:
+        return PassKey("gather", path, rows=n)
     return {"table_bytes": cfg.table_bytes, "row_bytes": cfg.row_bytes, "n_rows": n, "batch_bytes": batch,
-            "fill_key": f"gather fill {format_size(cfg.table_bytes)}",
+            "fill_key": PassKey("gather", "fill", nbytes=cfg.table_bytes),
             "rows": [
-                _row(f"gather sorted rows={n}", "GPU gather, sorted ids (one warp per row)", link, batch,
-                     path="sorted"),
-                _row(f"gather unsorted rows={n}", "GPU gather, unsorted ids", link, batch, path="unsorted"),
-                _row(f"gather copy rows={n}", "pinned H2D copy of the batch alone", link, batch, path="copy"),
-                _row(f"gather cpu-take rows={n}", "CPU take into pinned staging (host clock)", None, batch,
-                     path="cpu-take"),
-                _row(f"gather cpu-take+copy rows={n}", "CPU take, then copy", None, batch, path="cpu-take+copy"),
+                _row(key("sorted"), "GPU gather, sorted ids (one warp per row)", link, batch, path="sorted"),
+                _row(key("unsorted"), "GPU gather, unsorted ids", link, batch, path="unsorted"),
+                _row(key("copy"), "pinned H2D copy of the batch alone", link, batch, path="copy"),
+                _row(key("cpu-take"), "CPU take into pinned staging (host clock)", None, batch, path="cpu-take"),
+                _row(key("cpu-take+copy"), "CPU take, then copy", None, batch, path="cpu-take+copy"),
             ]}
 
 
 def plan_mailbox(cfg: Config) -> dict[str, Any]:
     """The fence-and-flag rounds: no bandwidth model, the verdict is about ordering."""
-    return {"key": "mailbox launch-to-flag", "rounds": cfg.repeats, "warmup": cfg.warmup}
+    return {"key": PassKey("mailbox", "launch-to-flag"), "rounds": cfg.repeats, "warmup": cfg.warmup}
 
 
 def plan_saxpy(cfg: Config, rates: Rates) -> dict[str, Any]:
@@ -142,12 +147,14 @@ def plan_saxpy(cfg: Config, rates: Rates) -> dict[str, Any]:
     b, c, nfl = cfg.saxpy_bytes, cfg.chunk_bytes, cfg.saxpy_bytes // WORD_BYTES
     h2d, d2h = transfer_ms(2 * b, rates.h2d_gbps), transfer_ms(b, rates.d2h_gbps)
     hbm = transfer_ms(3 * b, rates.hbm_gbps)
+
+    def key(path: str, **chunked: int) -> PassKey:
+        return PassKey("saxpy", path, n_floats=nfl, **chunked)
     return {"nbytes": b, "n_floats": nfl, "chunk_bytes": c, "n_streams": cfg.n_streams, "rows": [
-        _row(f"saxpy mapped n={nfl}", "mapped: x, y read and result written over the link", h2d, 3 * b,
-             path="mapped"),
-        _row(f"saxpy sync-copies n={nfl}", "synchronous copies in, kernel, copy out", h2d + hbm + d2h, 3 * b,
+        _row(key("mapped"), "mapped: x, y read and result written over the link", h2d, 3 * b, path="mapped"),
+        _row(key("sync-copies"), "synchronous copies in, kernel, copy out", h2d + hbm + d2h, 3 * b,
              path="sync-copies"),
-        _row(f"saxpy async-copies n={nfl} chunk={format_size(c)} streams={cfg.n_streams}",
+        _row(key("async-copies", chunk_bytes=c, n_streams=cfg.n_streams),
              f"asynchronous copies, {format_size(c)} chunks on {cfg.n_streams} streams",
              h2d + d2h * c / b, 3 * b, path="async-copies"),
     ]}
@@ -155,13 +162,13 @@ def plan_saxpy(cfg: Config, rates: Rates) -> dict[str, Any]:
 
 def plan_reread(cfg: Config, rates: Rates) -> dict[str, Any]:
     """A loop re-reads each float4 k times: k·B/L over the link, k·B/H from HBM."""
-    b, k, size = cfg.buffer_bytes, cfg.reread_k, format_size(cfg.buffer_bytes)
+    b, k = cfg.buffer_bytes, cfg.reread_k
     link, hbm = zero_copy_ms(b, k, rates.h2d_gbps), zero_copy_ms(b, k, rates.hbm_gbps)
     rows = []
     spacings = (("far", "re-reads a whole buffer apart"), ("near", "re-reads of a neighbouring warp's lines"))
     for spacing, what in spacings:
-        rows.append(_row(f"reread {spacing} mapped k={k} {size}", f"{spacing}: {what}, mapped", link, k * b,
-                         spacing=spacing, memory="mapped"))
-        rows.append(_row(f"reread {spacing} device k={k} {size}", f"{spacing}: {what}, HBM", hbm, k * b,
-                         spacing=spacing, memory="device"))
+        for memory, label, model_ms in (("mapped", "mapped", link), ("device", "HBM", hbm)):
+            rows.append(_row(PassKey("reread", f"{spacing} {memory}", reread_k=k, nbytes=b),
+                             f"{spacing}: {what}, {label}", model_ms, k * b, spacing=spacing, memory=memory))
     return {"nbytes": b, "k": k, "rows": rows}
+

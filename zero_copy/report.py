@@ -9,7 +9,7 @@ from typing import Any
 from labcore.record import PassTimes, Record
 from labcore.sizes import format_size
 from zero_copy import model
-from zero_copy.config import EXPERIMENTS
+from zero_copy.config import EXPERIMENTS, PassKey, Planned, planned_rows, read_key
 from zero_copy.support import MappingSupport
 
 CLOSE_MARGIN = 0.10  # the model calls a race closer than this a tie
@@ -46,11 +46,11 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return [line(headers), *(line(row) for row in rows)]
 
 
-def _pass(record: Record, key: str) -> PassTimes | None:
+def _pass(record: Record, key: PassKey) -> PassTimes | None:
     return record.pass_times(key) if record.has_pass(key) else None
 
 
-def _median(record: Record, key: str) -> float | None:
+def _median(record: Record, key: PassKey) -> float | None:
     found = _pass(record, key)
     return found.median_ms if found else None
 
@@ -67,10 +67,10 @@ def rates(record: Record) -> model.Rates:
     return model.Rates(**record.extra["probes"]["rates"])
 
 
-def _timed_row(record: Record, row: dict[str, Any], model_ms: float | None = None) -> list[str]:
-    found = _pass(record, row["key"])
-    predicted = row.get("model_ms") if model_ms is None else model_ms
-    return [row["label"], _ms(found.median_ms if found else None), _spread(found),
+def _timed_row(record: Record, row: Planned, model_ms: float | None = None) -> list[str]:
+    found = _pass(record, row.key)
+    predicted = row.model_ms if model_ms is None else model_ms
+    return [row.label, _ms(found.median_ms if found else None), _spread(found),
             _gbps(found.gbps() if found else None), _ms(predicted),
             _ratio(found.median_ms if found else None, predicted)]
 
@@ -101,10 +101,10 @@ def _header(record: Record) -> list[str]:
 def _probes(record: Record) -> list[str]:
     plan = record.extra["probes"]
     rows = []
-    for row in plan["rows"]:
-        found = _pass(record, row["key"])
-        size = format_size(row.get("copy_bytes", row["bytes"]))
-        rows.append([row["label"], size, _ms(found.median_ms if found else None), _spread(found),
+    for row in planned_rows(plan):
+        found = _pass(record, row.key)
+        size = format_size(row.params.get("copy_bytes", row.nbytes))
+        rows.append([row.label, size, _ms(found.median_ms if found else None), _spread(found),
                      _gbps(found.gbps() if found else None)])
     return ["link and HBM, the model's inputs",
             *_table(("probe", "copy", "median ms", "min..max ms", "GB/s"), rows)]
@@ -113,7 +113,7 @@ def _probes(record: Record) -> list[str]:
 def _streaming(record: Record) -> list[str]:
     plan = record.extra["streaming"]
     return [f"streaming: read {format_size(plan['nbytes'])} once (float32), result to HBM",
-            *_table(_TIMED_HEADERS, [_timed_row(record, row) for row in plan["rows"]]),
+            *_table(_TIMED_HEADERS, [_timed_row(record, row) for row in planned_rows(plan)]),
             "  model: zero-copy B/L; copy then kernel B/L + 2B/H; pipeline B/L + 2c/H (the last chunk's kernel)"]
 
 
@@ -140,11 +140,12 @@ def _reads(value: float | None) -> str:
 def _access(record: Record) -> list[str]:
     plan = record.extra["access"]
     rows = []
-    for row in plan["rows"]:
-        found = _pass(record, row["key"])
+    for row in planned_rows(plan):
+        found = _pass(record, row.key)
         measured = found.gbps() if found else None
-        rows.append([row["label"], _ms(found.median_ms if found else None), _spread(found), _gbps(measured),
-                     _gbps(row["model_gbps"]), _ratio(measured, row["model_gbps"])])
+        model_gbps = row.params["model_gbps"]
+        rows.append([row.label, _ms(found.median_ms if found else None), _spread(found), _gbps(measured),
+                     _gbps(model_gbps), _ratio(measured, model_gbps)])
     return [f"access shape: 4-byte loads from {format_size(plan['nbytes'])} of mapped memory",
             *_table(("pattern", "median ms", "min..max ms", "useful GB/s", "model GB/s", "meas/model"), rows),
             "  model: coalesced at L; scattered at most L·4/32, if each 4-byte load costs a 32-byte sector"]
@@ -152,17 +153,18 @@ def _access(record: Record) -> list[str]:
 
 def _gather(record: Record) -> list[str]:
     plan = record.extra["gather"]
-    take = _median(record, next(r["key"] for r in plan["rows"] if r["path"] == "cpu-take"))
+    planned = planned_rows(plan)
+    take = _median(record, next(r.key for r in planned if r.key.path == "cpu-take"))
     copy_model = model.transfer_ms(plan["batch_bytes"], rates(record).h2d_gbps)
     rows = []
-    for row in plan["rows"]:
-        predicted = take + copy_model if row["path"] == "cpu-take+copy" and take else None
+    for row in planned:
+        predicted = take + copy_model if row.key.path == "cpu-take+copy" and take else None
         rows.append(_timed_row(record, row, predicted))
     lines = [f"sparse gather: {plan['n_rows']:,} rows x {format_size(plan['row_bytes'])} "
              f"({plan['batch_bytes'] / 1e6:.1f} MB) from a {format_size(plan['table_bytes'])} mapped table",
              *_table(_TIMED_HEADERS, rows),
              "  model: the GPU gather takes the batch's copy time, batch/L; the CPU path adds its measured take"]
-    fill = _pass(record, plan["fill_key"])
+    fill = _pass(record, read_key(plan["fill_key"]))
     if fill and plan.get("pin_ms"):
         lines.append(f"  pinning the table took {plan['pin_ms'] / 1e3:.2f} s; the GPU filled it over the link at "
                      f"{_gbps(fill.gbps())} GB/s")
@@ -190,7 +192,7 @@ def _saxpy(record: Record) -> list[str]:
     flags = "cudaHostRegisterMapped" + ("|ReadOnly" if plan.get("read_only") else "")
     return [f"mapped SAXPY: {plan['n_floats']:,} floats (x, y in, a·x + y out; "
             f"{3 * plan['nbytes'] / 1e9:.2f} GB moved)",
-            *_table(_TIMED_HEADERS, [_timed_row(record, row) for row in plan["rows"]]),
+            *_table(_TIMED_HEADERS, [_timed_row(record, row) for row in planned_rows(plan)]),
             "  model: mapped 2B/L (writes overlap the reads); sync 2B/L + 3B/H + B/L_d2h; async 2B/L + c/L_d2h",
             f"  x and y are NumPy arrays registered with {flags}: 2 x {format_size(plan['nbytes'])} in "
             f"{plan.get('register_ms', 0):.0f} ms, done once and never per batch"]
@@ -198,7 +200,7 @@ def _saxpy(record: Record) -> list[str]:
 
 def _reread(record: Record) -> list[str]:
     plan = record.extra["reread"]
-    rows = [_timed_row(record, row) for row in plan["rows"]]
+    rows = [_timed_row(record, row) for row in planned_rows(plan)]
     return [f"failure mode: a loop re-reads each float4 k={plan['k']} times ({format_size(plan['nbytes'])}); "
             f"GB/s counts every load",
             *_table(_TIMED_HEADERS, rows),
@@ -216,8 +218,9 @@ def breakeven_verdict(record: Record) -> dict[str, Any]:
     plan, link = record.extra["breakeven"], rates(record)
     per_reads = []
     for row in plan["rows"]:
-        zc, cp = _median(record, row["zero_copy"]["key"]), _median(record, row["copy"]["key"])
-        zc_model, cp_model = row["zero_copy"]["model_ms"], row["copy"]["model_ms"]
+        zc_row, cp_row = Planned.from_dict(row["zero_copy"]), Planned.from_dict(row["copy"])
+        zc, cp = _median(record, zc_row.key), _median(record, cp_row.key)
+        zc_model, cp_model = zc_row.model_ms, cp_row.model_ms
         margin = abs(zc_model - cp_model) / min(zc_model, cp_model)
         per_reads.append({
             "reads": row["reads"], "zero_copy_ms": zc, "copy_ms": cp, "zero_copy_model_ms": zc_model,
@@ -245,7 +248,7 @@ def breakeven_verdict(record: Record) -> dict[str, Any]:
 def gather_verdict(record: Record) -> dict[str, Any]:
     """Sorted GPU gather against the pinned copy of the same batch (>= 0.85) and the CPU path (>= 10x)."""
     plan = record.extra["gather"]
-    by_path = {row["path"]: _pass(record, row["key"]) for row in plan["rows"]}
+    by_path = {row.key.path: _pass(record, row.key) for row in planned_rows(plan)}
     gathered, copied, cpu = by_path["sorted"], by_path["copy"], by_path["cpu-take+copy"]
     fraction = gathered.gbps() / copied.gbps()
     fraction_of_l = gathered.gbps() / rates(record).h2d_gbps
@@ -318,7 +321,7 @@ def _other_lines(record: Record, picked: Sequence[str]) -> list[str]:
     link = rates(record).h2d_gbps
     if "reread" in picked:
         plan = record.extra["reread"]
-        by = {(r["spacing"], r["memory"]): _pass(record, r["key"]) for r in plan["rows"]}
+        by = {(r.params["spacing"], r.params["memory"]): _pass(record, r.key) for r in planned_rows(plan)}
         far_mapped, far_device = by[("far", "mapped")], by[("far", "device")]
         fraction = far_mapped.gbps() / link
         low, high = LINK_SPEED_BAND
@@ -331,20 +334,18 @@ def _other_lines(record: Record, picked: Sequence[str]) -> list[str]:
                      f"over the link, so most never crossed it")
     if "access" in picked:
         plan = record.extra["access"]
-        coalesced, scattered = (_pass(record, r["key"]) for r in plan["rows"])
+        coalesced, scattered = (_pass(record, r.key) for r in planned_rows(plan))
         link_bytes = model.WORD_BYTES * link / scattered.gbps()
         lines.append(f"  access: scattered 4-byte loads delivered {scattered.gbps() / coalesced.gbps():.3f} of the "
                      f"coalesced rate (model {model.WORD_BYTES / model.SECTOR_BYTES:.3f}): each one held the link as "
                      f"long as {link_bytes:.0f} bytes at L, not {model.SECTOR_BYTES}")
     if "saxpy" in picked:
-        plan = record.extra["saxpy"]
-        by = {r["path"]: _pass(record, r["key"]) for r in plan["rows"]}
+        by = {r.key.path: _pass(record, r.key) for r in planned_rows(record.extra["saxpy"])}
         lines.append(f"  saxpy: mapped {by['mapped'].median_ms:.2f} ms; synchronous copies "
                      f"{by['sync-copies'].median_ms / by['mapped'].median_ms:.2f}x and asynchronous copies "
                      f"{by['async-copies'].median_ms / by['mapped'].median_ms:.2f}x as long")
     if "streaming" in picked:
-        plan = record.extra["streaming"]
-        by = {r["path"]: _pass(record, r["key"]) for r in plan["rows"]}
+        by = {r.key.path: _pass(record, r.key) for r in planned_rows(record.extra["streaming"])}
         best = min(by, key=lambda path: by[path].median_ms)
         lines.append(f"  streaming: fastest {best} ({by[best].median_ms:.2f} ms); zero-copy "
                      f"{by['zero-copy'].gbps() / link:.2f} of L, pipeline {by['pipeline'].gbps() / link:.2f} of L")

@@ -13,7 +13,7 @@ from labcore import plots
 from labcore.device import device_facts, gpu_available
 from labcore.record import Record
 from zero_copy import exercises, model
-from zero_copy.config import EXPERIMENTS, Config
+from zero_copy.config import EXPERIMENTS, Config, planned_rows, read_key
 from zero_copy.kernel import KERNEL_PATH
 from zero_copy.report import breakeven_verdict, gather_verdict, picked_experiments, rates, report
 from zero_copy.support import MappingSupport
@@ -75,8 +75,8 @@ def show(record: Record, only: str = "all") -> None:
 
 
 def _pass_ms(record: Record, section: str, **match: str) -> float:
-    row = next(r for r in record.extra[section]["rows"] if all(r.get(k) == v for k, v in match.items()))
-    return record.pass_times(row["key"]).median_ms
+    row = next(r for r in planned_rows(record.extra[section]) if all(r.params.get(k) == v for k, v in match.items()))
+    return record.pass_times(row.key).median_ms
 
 
 def _per_read(record: Record, reads: int | None = None) -> dict:
@@ -99,7 +99,7 @@ MEASURED: dict[str, tuple[str, Callable[[Record], float]]] = {
     "unsorted_over_sorted": ("unsorted / sorted gather time", lambda r: gather_verdict(r)["unsorted_over_sorted"]),
     "gather_speedup_over_cpu": ("CPU take + copy / GPU gather time", lambda r: gather_verdict(r)["speedup_over_cpu"]),
     "flag_latency_us": ("launch to flag seen by the host, us", lambda r: (
-        statistics.median(r.pass_times(r.extra["mailbox"]["key"]).times_ms) * 1e3)),
+        statistics.median(r.pass_times(read_key(r.extra["mailbox"]["key"])).times_ms) * 1e3)),
     "reread_mapped_over_hbm": ("re-read loop, mapped / HBM time", lambda r: (
         _pass_ms(r, "reread", spacing="far", memory="mapped") / _pass_ms(r, "reread", spacing="far",
                                                                          memory="device"))),
@@ -152,9 +152,10 @@ def plot_breakeven(record: Record) -> Figure:
 def plot_gather(record: Record) -> Figure:
     """GB/s of each way of getting the batch to the GPU, from the record's gather experiment."""
     plan = record.extra["gather"]
-    values = {row["label"]: record.pass_times(row["key"]).gbps() for row in plan["rows"]}
-    kinds = {row["label"]: "GPU reads mapped memory" if row["path"] in ("sorted", "unsorted") else
-             "copy engine" if row["path"] == "copy" else "CPU" for row in plan["rows"]}
+    rows = planned_rows(plan)
+    values = {row.label: record.pass_times(row.key).gbps() for row in rows}
+    kinds = {row.label: "GPU reads mapped memory" if row.key.path in ("sorted", "unsorted") else
+             "copy engine" if row.key.path == "copy" else "CPU" for row in rows}
     return plots.bars(values, kinds=kinds, unit="GB/s",
                       title=f"{plan['n_rows']:,} rows of {plan['row_bytes']} B on {record.device.name}")
 
