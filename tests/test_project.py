@@ -3,56 +3,115 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
-
-tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
-CONDA_NAMES = {"cupy-cuda13x": "cupy", "cupy-cuda12x": "cupy"}
+# pip name -> conda-forge name; matplotlib-base is matplotlib without the Qt backend
+CONDA_NAMES = {"cupy-cuda13x": "cupy", "cupy-cuda12x": "cupy", "matplotlib": "matplotlib-base"}
 CONDA_ONLY = {"python", "pip", "cuda-version"}
+ENVIRONMENTS = {"environment.yml": "cuda13", "environment-cuda12.yml": "cuda12"}  # file -> the extra it mirrors
 
 
-def _requirement(text: str) -> tuple[str, str]:
-    match = re.match(r"^\s*([A-Za-z0-9_.\-]+)\s*(.*)$", text)
-    assert match, text
-    return match.group(1).lower(), match.group(2).replace(" ", "")
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
-def pyproject_requirements() -> dict[str, str]:
-    """Base, cuda13, test and course requirements of pyproject.toml, under their conda-forge names."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+def pyproject_requirements(cuda_extra: str, project: dict | None = None) -> dict[str, str]:
+    """Base, `cuda_extra`, test and course requirements of pyproject.toml: conda-forge name -> version bounds."""
+    project = (project or _pyproject())["project"]
     extras = project["optional-dependencies"]
-    reqs = project["dependencies"] + extras["cuda13"] + extras["test"] + extras["course"]
-    named = dict(_requirement(r) for r in reqs)
-    return {CONDA_NAMES.get(name, name): spec for name, spec in named.items()}
-
-
-def environment_requirements() -> dict[str, str]:
-    """The conda dependencies of environment.yml (the pip section excluded)."""
     found = {}
-    text = (ROOT / "environment.yml").read_text()
-    for line in text[text.index("dependencies:"):].splitlines():
-        match = re.match(r"^  - ([A-Za-z0-9_.\-]+)(.*)$", line)
-        if match:
-            name, spec = _requirement(match.group(1) + match.group(2))
-            if name not in CONDA_ONLY:
-                found[name] = spec
+    for text in project["dependencies"] + extras[cuda_extra] + extras["test"] + extras["course"]:
+        req = Requirement(text)
+        found[CONDA_NAMES.get(req.name.lower(), req.name.lower())] = str(req.specifier)
     return found
 
 
-def test_environment_yml_names_the_same_dependencies_as_pyproject():
-    """Same packages, same version bounds (CuPy under its conda-forge name)."""
-    assert environment_requirements() == pyproject_requirements()
+def environment_dependencies(text: str) -> dict[str, str]:
+    """Every conda dependency of an environment file (the pip section excluded): name -> spec as written."""
+    found = {}
+    for line in text[text.index("dependencies:"):].splitlines():
+        match = re.match(r"^  - ([A-Za-z0-9_.\-]+)\s*([^\s:]*)$", line)  # not "  - pip:", the pip section
+        if match:
+            found[match.group(1).lower()] = match.group(2)
+    return found
 
 
-def test_each_cuda_extra_names_exactly_one_cupy_wheel():
-    """cuda12 -> cupy-cuda12x, cuda13 -> cupy-cuda13x, nothing else CuPy-like."""
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+def environment_requirements(text: str) -> dict[str, str]:
+    """The dependencies pyproject also names, with bounds in pip's canonical form so the two compare."""
+    return {name: str(Requirement(f"{name}{spec}").specifier)
+            for name, spec in environment_dependencies(text).items() if name not in CONDA_ONLY}
+
+
+@pytest.mark.parametrize("env_file", ENVIRONMENTS)
+def test_environment_names_the_same_dependencies_as_pyproject(env_file):
+    """Same packages, same version bounds, under conda-forge names (cupy, matplotlib-base)."""
+    text = (ROOT / env_file).read_text()
+    assert environment_requirements(text) == pyproject_requirements(ENVIRONMENTS[env_file])
+
+
+@pytest.mark.parametrize("env_file", ENVIRONMENTS)
+def test_environment_pins_the_cuda_major_of_its_extra(env_file):
+    """cuda-version spans exactly the CUDA major of the extra's cupy wheel and cuda-bindings."""
+    major = int(ENVIRONMENTS[env_file].removeprefix("cuda"))
+    deps = environment_dependencies((ROOT / env_file).read_text())
+    assert deps["cuda-version"] == f">={major},<{major + 1}"
+    assert Requirement(f"cuda-bindings{deps['cuda-bindings']}").specifier.contains(f"{major}.9")
+
+
+@pytest.mark.parametrize("env_file", ENVIRONMENTS)
+def test_environment_pins_the_python_ci_runs(env_file):
+    """Python is pinned to the floor of requires-python (the version CI runs), which ruff targets too."""
+    project = _pyproject()
+    floor = re.fullmatch(r">=3\.(\d+)", project["project"]["requires-python"])
+    assert floor, project["project"]["requires-python"]
+    assert environment_dependencies((ROOT / env_file).read_text())["python"] == f"=3.{floor.group(1)}"
+    assert project["tool"]["ruff"]["target-version"] == f"py3{floor.group(1)}"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("tqdm>=4.66", "tqdm>=4.60"),                  # a bound drifts
+    ("ruff>=0.17,<0.18", "ruff>=0.17"),            # an upper bound is lost
+    ("  - psutil>=5.9\n", ""),                     # a package goes missing
+    ("matplotlib-base>=3.8", "matplotlib>=3.8"),   # the Qt-pulling name comes back
+])
+def test_a_drifted_environment_is_caught(old, new):
+    """The comparison above fails for each kind of drift in environment.yml."""
+    text = (ROOT / "environment.yml").read_text()
+    assert old in text
+    assert environment_requirements(text.replace(old, new)) != pyproject_requirements("cuda13")
+
+
+def test_a_drifted_pyproject_is_caught():
+    """...and for a bound changed on the pyproject side."""
+    project = _pyproject()
+    base = project["project"]["dependencies"]
+    project["project"]["dependencies"] = [d.replace("numpy>=1.26", "numpy>=2.0") for d in base]
+    assert environment_requirements((ROOT / "environment.yml").read_text()) != pyproject_requirements("cuda13", project)
+
+
+def test_each_cuda_extra_names_exactly_one_cupy_wheel_with_nvrtc():
+    """cuda12 -> cupy-cuda12x[ctk], cuda13 -> cupy-cuda13x[ctk] (ctk brings NVRTC), nothing else CuPy-like."""
+    extras = _pyproject()["project"]["optional-dependencies"]
     for extra, wheel in (("cuda12", "cupy-cuda12x"), ("cuda13", "cupy-cuda13x")):
-        cupys = [_requirement(r)[0] for r in extras[extra] if r.lower().startswith("cupy")]
-        assert cupys == [wheel]
+        cupys = [Requirement(r) for r in extras[extra] if r.lower().startswith("cupy")]
+        assert [(r.name, r.extras) for r in cupys] == [(wheel, {"ctk"})]
+
+
+def test_ruff_is_pinned_to_one_minor_in_every_place_that_installs_it():
+    """pyproject's test extra, both environment files and the pre-commit hook agree on one ruff minor."""
+    test_extra = [Requirement(r) for r in _pyproject()["project"]["optional-dependencies"]["test"]]
+    spec = next(r.specifier for r in test_extra if r.name == "ruff")
+    floor = re.fullmatch(r"0\.(\d+)", next(s.version for s in spec if s.operator == ">="))
+    assert floor and str(spec) == f"<0.{int(floor.group(1)) + 1},>=0.{floor.group(1)}"
+    for env_file in ENVIRONMENTS:
+        assert environment_requirements((ROOT / env_file).read_text())["ruff"] == str(spec)
+    hook_rev = re.search(r"ruff-pre-commit\n\s+rev: v(\S+)", (ROOT / ".pre-commit-config.yaml").read_text())
+    assert hook_rev and spec.contains(hook_rev.group(1))
 
 
 def _readme_commands() -> list[str]:
