@@ -24,6 +24,8 @@ from labcore.record import Op, PassTimes
 
 WARMUP = "warmup "
 OP_KINDS = ("h2d", "kernel", "d2h")
+# Summaries nsys writes beside the traces; when present, they must describe the same run.
+SUMMARIES = ("nvtx_sum", "nvtx_pushpop_sum", "cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_api_sum")
 
 
 def timed_instances(pushpop: pd.DataFrame, domain: str) -> pd.DataFrame:
@@ -41,6 +43,41 @@ def ops_by_instance(trace: pd.DataFrame, instances: pd.DataFrame) -> list[pd.Dat
         lo, hi = np.searchsorted(starts, begin, "left"), np.searchsorted(starts, end, "right")
         result.append(trace.iloc[lo:hi])
     return result
+
+
+def summary_disagreement(report: str, summary: pd.DataFrame, pushpop: pd.DataFrame,
+                         trace: pd.DataFrame) -> str | None:
+    """What a summary export says that the traces contradict (counts and total times are exact), or None."""
+    if report in ("nvtx_sum", "nvtx_pushpop_sum"):
+        counted = pushpop.groupby([pushpop["domain"].fillna(""), "range"]).size()
+        for row in summary.itertuples(index=False):
+            have = int(counted.get((row.domain or "", row.range), 0))
+            if have != row.instances:
+                return f"range {row.range!r}: {row.instances} instances, the push/pop trace has {have}"
+        return None
+    if report == "cuda_gpu_kern_sum":
+        kernels = trace[trace["kind"] == "kernel"]
+        if (int(summary["instances"].sum()), int(summary["total_ns"].sum())) != \
+                (len(kernels), int(kernels["duration_ns"].sum())):
+            return (f"{int(summary['instances'].sum())} kernels in {int(summary['total_ns'].sum())} ns, the trace has "
+                    f"{len(kernels)} in {int(kernels['duration_ns'].sum())} ns")
+        return None
+    if report == "cuda_gpu_mem_time_sum":
+        for row in summary.itertuples(index=False):
+            ops = trace[trace["kind"] == row.operation]
+            if (row.count, row.total_ns) != (len(ops), int(ops["duration_ns"].sum())):
+                return (f"{row.count} {row.label} in {row.total_ns} ns, the trace has {len(ops)} "
+                        f"in {int(ops['duration_ns'].sum())} ns")
+        return None
+    calls = {prefix: int(summary.loc[summary["name"].str.startswith(prefix), "calls"].sum())
+             for prefix in ("cudaMemcpy", "cuMemcpy", "cudaLaunchKernel", "cuLaunchKernel")}
+    copy_calls = calls["cudaMemcpy"] + calls["cuMemcpy"]
+    launch_calls = calls["cudaLaunchKernel"] + calls["cuLaunchKernel"]
+    copies = int(trace["kind"].isin(("h2d", "d2h")).sum())
+    kernels = int((trace["kind"] == "kernel").sum())
+    if copy_calls < copies or launch_calls < kernels:
+        return f"{copy_calls} copy and {launch_calls} launch calls cannot enqueue {copies} copies and {kernels} kernels"
+    return None
 
 
 def span_ms(ops: pd.DataFrame) -> float:
@@ -77,6 +114,12 @@ class Exports:
         if self.instances.empty:
             raise nsys.NsysFormatError(self.ranges_path, None, f"no timed NVTX ranges in domain {domain!r}")
         self.trace = frames["cuda_gpu_trace"]
+        for report in SUMMARIES:
+            if report in files:
+                problem = summary_disagreement(report, nsys.read_report(files[report], report),
+                                               frames["nvtx_pushpop_trace"], self.trace)
+                if problem:
+                    raise nsys.NsysFormatError(files[report], None, f"{problem}: the exports are not of one run")
         grouped = ops_by_instance(self.trace, self.instances)
         self.by_key: dict[str, list[pd.DataFrame]] = {}
         self.nvtx_ms: dict[str, list[float]] = {}

@@ -12,6 +12,7 @@ from day54.replay import load_profile
 from day54.simulate import Rates, simulated_ms
 from day54.student import load_schedule
 from labcore.device import gpu_available
+from labcore.errors import UsageError
 
 from wrong_schedules import off_by_one
 
@@ -113,7 +114,12 @@ def test_exports_without_the_student_pass(tmp_path):
     """Exports whose student ranges were removed are named as such."""
     for path in STUDENT_RUN.glob("day54_run_*.csv"):
         shutil.copy(path, tmp_path / path.name)
-    ranges = tmp_path / "day54_run_nvtx_pushpop_trace.csv"
-    ranges.write_text("\n".join(line for line in ranges.read_text().splitlines() if "student w=64MiB b=2" not in line))
+    for name in ("nvtx_pushpop_trace", "nvtx_sum"):
+        ranges = tmp_path / f"day54_run_{name}.csv"
+        ranges.write_text("\n".join(line for line in ranges.read_text().splitlines()
+                                    if "student w=64MiB b=2" not in line))
+        if name == "nvtx_pushpop_trace":  # the summary still counts them: these exports are not of one run
+            with pytest.raises(UsageError, match="'student w=64MiB b=2': 5 instances, the push/pop trace has 0"):
+                checks.pipelined_ratio(my_pipelined, directory=tmp_path)
     with pytest.raises(AssertionError, match="have no 'student w=64MiB b=2' range"):
         checks.pipelined_ratio(my_pipelined, directory=tmp_path)

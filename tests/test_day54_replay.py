@@ -96,11 +96,16 @@ def test_pass_keys_round_trip():
 
 # -- consistency checks on the way in ------------------------------------------------------------
 
-def _copy_profile(tmp_path: Path, with_json: bool = True) -> Path:
+TRACES = ("day54_nvtx_pushpop_trace.csv", "day54_cuda_gpu_trace.csv")
+
+
+def _copy_profile(tmp_path: Path, with_json: bool = True, summaries: bool = False) -> Path:
+    """The shipped exports (the two traces; the summaries too when asked) in a folder of their own."""
     target = tmp_path / "profile"
     target.mkdir()
     for path in PROFILE.glob("day54_*.csv"):
-        shutil.copy(path, target / path.name)
+        if summaries or path.name in TRACES:
+            shutil.copy(path, target / path.name)
     if with_json:
         shutil.copy(PROFILE / "results.json", target / "results.json")
     return target
@@ -177,6 +182,36 @@ def test_exports_without_results_json_still_replay(tmp_path):
     assert replayed.config["total_bytes"] == 1 << 30 and replayed.checks == []
     assert report.ratio(replayed, 64 << 20, 2) <= 0.70
     assert "Predictions" in report.render(replayed)
+
+
+def test_summaries_of_the_same_run_agree_with_its_traces(tmp_path):
+    """The shipped profile's five summaries pass the cross-check (counts and total times equal the traces')."""
+    directory = _copy_profile(tmp_path, summaries=True)
+    assert len(list(directory.glob("*_sum.csv"))) == 4
+    assert report.ratio(load_profile(directory), 64 << 20, 2) <= 0.70
+
+
+def _edit_summary(directory: Path, name: str, column: str, row: int, value: str) -> None:
+    path = directory / f"day54_{name}.csv"
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame.loc[row, column] = value
+    frame.to_csv(path, index=False)
+
+
+@pytest.mark.parametrize(("name", "column", "value", "message"), [
+    ("cuda_gpu_kern_sum", "Instances", "8007", r"8007 kernels in 624684597 ns, the trace has 8008"),
+    ("cuda_gpu_kern_sum", "Total Time (ns)", "600000000", r"8008 kernels in 600000000 ns, the trace has 8008 in 6246"),
+    ("cuda_gpu_mem_time_sum", "Count", "8100", r"8100 \[CUDA memcpy Host-to-Device\] .* the trace has 8104"),
+    ("nvtx_sum", "Instances", "4", r"range 'pitfall pageable w=64MiB b=2': 4 instances, the push/pop trace has 5"),
+    ("cuda_api_sum", "Num Calls", "100", r"100 copy and 8008 launch calls cannot enqueue 16208 copies"),
+])
+def test_a_summary_that_contradicts_the_traces_is_refused(tmp_path, name, column, value, message):
+    """Summaries from another run, or edited ones, are refused naming the file and the disagreement."""
+    directory = _copy_profile(tmp_path, summaries=True)
+    row = 1 if name == "cuda_api_sum" else 0  # row 1 of the API summary is cudaMemcpyAsync
+    _edit_summary(directory, name, column, row, value)
+    with pytest.raises(nsys.NsysFormatError, match=rf"day54_{name}\.csv: {message}.*not of one run"):
+        load_profile(directory)
 
 
 def test_directory_without_a_profile(tmp_path):
