@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from day54 import DOMAIN, LESSON, pitfalls, schedules
 from day54.config import Config, MiB, PassKey
@@ -15,6 +14,8 @@ from day54.context import CupyContext, HostArrays
 from day54.verify import check_bit_exact, check_closed_form
 from labcore.device import available_host_bytes, cupy_or_none, device_facts, free_device_bytes
 from labcore.errors import UsageError
+from labcore.nvrtc import require_nvrtc
+from labcore.progress import progress
 from labcore.record import Record
 from labcore.sizes import format_size
 from labcore.timing import OpTracer, time_pass
@@ -66,15 +67,15 @@ def run_live(cfg: Config, student: Any = None) -> Record:
     check_memory(cfg)
     cp = cupy_or_none()
     record = Record(lesson=LESSON, mode="live", source="live", device=device_facts(), config=cfg.as_dict())
-    with tqdm(total=_steps(cfg), desc="day54", unit="step", file=sys.stderr, leave=False) as bar:
+    print(f"{LESSON}: kernels compile with {require_nvrtc()}", file=sys.stderr, flush=True)
+    with progress(_steps(cfg), LESSON) as bar:
         host = HostArrays(cfg.total_bytes)
         host.fill_random(cfg.seed)
         reference = np.empty_like(host.h_out)
         for window in cfg.all_windows:
             ctx = CupyContext(host, window, max([*cfg.buffers, 2]), cfg.fmas)
             for step in _measure_window(cfg, ctx, window, record, reference, student):
-                bar.set_postfix_str(step)
-                bar.update()
+                bar.update(step)
             del ctx
             cp.get_default_memory_pool().free_all_blocks()
     return record
