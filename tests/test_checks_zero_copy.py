@@ -12,7 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from zero_copy import checks, exercises, model, session
+from labcore import mode
+from zero_copy import checks, gather, mailbox, model, notebook, replay
+from zero_copy.kernel import KERNEL_PATH, launch_gather_rows
 
 REFERENCE_PUBLISH = r"""
 __device__ void publish(volatile int* box, int round) {
@@ -49,7 +51,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def record():
-    return exercises.load_profile()
+    return replay.load_profile()
 
 
 # -- the gather -------------------------------------------------------------------------------------------------
@@ -145,12 +147,12 @@ def test_the_cpu_model_of_the_kernel_matches_numpy_take(row_bytes):
     rng = np.random.default_rng(3)
     h_table = rng.integers(0, 2**32, size=(500, row_bytes // 4), dtype=np.uint32)
     ids = rng.integers(0, 500, 777)
-    out = np.full((777, row_bytes // 4), exercises.POISON, dtype=np.uint32)
-    exercises.simulate_gather(h_table, ids, *gather_launch(777), out)
+    out = np.full((777, row_bytes // 4), gather.POISON, dtype=np.uint32)
+    gather.simulate_gather(h_table, ids, *gather_launch(777), out)
     np.testing.assert_array_equal(out, np.take(h_table, ids, axis=0))
-    out[:] = exercises.POISON
-    exercises.simulate_gather(h_table, ids, 64, (32 * 777 + 63) // 64 - 1, out)  # one block short
-    assert (out[-1] == exercises.POISON).all() and (out[0] == h_table[ids[0]]).all()
+    out[:] = gather.POISON
+    gather.simulate_gather(h_table, ids, 64, (32 * 777 + 63) // 64 - 1, out)  # one block short
+    assert (out[-1] == gather.POISON).all() and (out[0] == h_table[ids[0]]).all()
 
 
 def test_reference_gather_bandwidth_offline_uses_the_recorded_sorted_gather(offline, capsys):
@@ -176,8 +178,6 @@ def test_the_bandwidth_check_refuses_a_wrong_gather_before_timing(offline):
 
 
 def test_a_package_launch_is_not_an_answer():
-    from zero_copy.kernel import launch_gather_rows
-
     def borrowed(n_rows):
         launch_gather_rows(None, None, n_rows, 1024, None, None)
 
@@ -276,23 +276,23 @@ __device__ void publish(volatile int* box, int round) {
     __threadfence_system();
     *(box + MB_FLAG) = round;
 }"""
-    assert exercises.publish_order_problem(source) is None
+    assert mailbox.publish_order_problem(source) is None
     swapped = source.replace("__threadfence_system();\n    *(box + MB_FLAG) = round;",
                              "*(box + MB_FLAG) = round;\n    __threadfence_system();")
-    assert "after the flag" in exercises.publish_order_problem(swapped)
+    assert "after the flag" in mailbox.publish_order_problem(swapped)
 
 
 def test_offline_mailbox_fails_when_the_recorded_rounds_failed(offline, monkeypatch, record):
     broken = copy.deepcopy(record)
     broken.extra["mailbox"]["results"][2]["running_when_read"] = False
-    monkeypatch.setattr(exercises, "load_profile", lambda path=None: broken)
+    monkeypatch.setattr(replay, "load_profile", lambda path=None: broken)
     with pytest.raises(AssertionError, match=r"offline: the recorded mailbox failed in 1 of 4 rounds"):
         checks.check_mailbox_publish(REFERENCE_PUBLISH)
 
 
 def test_exercise_kernel_reuses_the_lesson_wait_and_numbers_the_students_lines():
-    source = exercises.mailbox_source(REFERENCE_PUBLISH)
-    lesson = exercises.KERNEL_PATH.read_text()
+    source = mailbox.mailbox_source(REFERENCE_PUBLISH)
+    lesson = KERNEL_PATH.read_text()
     assert source.startswith(lesson)
     assert source.count("__device__ void wait_for_release(") == 1
     assert source.count("wait_for_release(box, round, t_publish, timeout_ns);") == 2  # lesson kernel and exercise
@@ -304,19 +304,19 @@ def test_publish_must_be_source_text(offline):
         checks.check_mailbox_publish(None)
 
 
-# -- the session helpers the notebook calls ------------------------------------------------------------------------
+# -- the notebook helpers the lesson cells call --------------------------------------------------------------------
 
 def test_offline_measure_says_it_replays_and_compare_puts_predictions_beside_measurements(monkeypatch, capsys):
-    monkeypatch.setattr(session, "gpu_available", lambda: False)
-    run = session.measure("gather")
-    session.compare({"gather_fraction_of_copy": 0.5, "unsorted_over_sorted": None}, run)
+    monkeypatch.setattr(mode, "gpu_available", lambda: False)
+    run = notebook.measure("gather")
+    notebook.compare({"gather_fraction_of_copy": 0.5, "unsorted_over_sorted": None}, run)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("zero_copy: replay of profiles/h200/zero_copy/results.json, recorded ")
     assert lines[0].endswith("no GPU here, so these are recorded numbers")
     assert lines[2].split()[0] == "gather_fraction_of_copy" and lines[2].split()[-3:] == ["0.5", "0.91", "1.82"]
     assert lines[3].split()[-3:] == ["-", "1.35", "-"]
     with pytest.raises(KeyError, match=r"no measurement called gather_gbps"):
-        session.compare({"gather_gbps": 40.0}, run)
+        notebook.compare({"gather_gbps": 40.0}, run)
 
 
 # -- live (GPU) --------------------------------------------------------------------------------------------------

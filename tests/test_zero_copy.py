@@ -13,15 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from labcore import mode
 from labcore.device import DeviceFacts
 from labcore.errors import UsageError, run_cli
 from labcore.profiles import PROFILES_DIR
 from labcore.record import Check, PassTimes, Record, load, validate
-from zero_copy import cli, hostmem, model
-from zero_copy.config import EXPERIMENTS, Config, PassKey, Planned, as_json, pinned_needs
+from zero_copy import live, model
+from zero_copy.__main__ import main
+from zero_copy.config import EXPERIMENTS, Config, PassKey, Planned, as_json, pinned_needs, planned_rows, read_key
 from zero_copy.hostmem import HostMemory, check_host_memory
+from zero_copy.mapped import MappingSupport, require_mapping
 from zero_copy.report import breakeven_verdict, gather_verdict, mailbox_verdict, report
-from zero_copy.support import MappingSupport, require_mapping
 
 GIB = 1 << 30
 REPO = Path(__file__).resolve().parents[1]
@@ -183,7 +185,7 @@ def test_gather_model_is_the_batch_copy_time():
 # -- the config and bad input ---------------------------------------------------
 
 def _exit_and_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    status = run_cli(cli.main, argv)
+    status = run_cli(main, argv)
     err = capsys.readouterr().err.strip().splitlines()
     return status, err[-1] if err else ""
 
@@ -246,8 +248,8 @@ def test_a_device_that_cannot_map_is_refused():
 def test_live_mode_refuses_a_device_that_cannot_map(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]):
     """With a GPU that cannot map, the command exits 2 before pinning anything."""
-    monkeypatch.setattr(cli, "gpu_available", lambda: True)
-    monkeypatch.setattr(cli, "device_facts", lambda: _facts(can_map=False))
+    monkeypatch.setattr(mode, "gpu_available", lambda: True)
+    monkeypatch.setattr(live, "device_facts", lambda: _facts(can_map=False))
     status, line = _exit_and_line([], capsys)
     assert status == 2 and "canMapHostMemory=0" in line
 
@@ -255,9 +257,9 @@ def test_live_mode_refuses_a_device_that_cannot_map(monkeypatch: pytest.MonkeyPa
 def test_live_mode_refuses_a_table_too_large_to_pin(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]):
     """The host memory check runs before the mode line and before any pinning."""
-    monkeypatch.setattr(cli, "gpu_available", lambda: True)
-    monkeypatch.setattr(cli, "device_facts", _facts)
-    monkeypatch.setattr(hostmem, "read_host_memory", lambda: HostMemory(32 * GIB, None, None))
+    monkeypatch.setattr(mode, "gpu_available", lambda: True)
+    monkeypatch.setattr(live, "device_facts", _facts)
+    monkeypatch.setattr(live, "read_host_memory", lambda: HostMemory(32 * GIB, None, None))
     status, line = _exit_and_line(["--table-size", "64GiB"], capsys)
     assert status == 2 and "would pin 64.05 GiB" in line
     assert "live on" not in capsys.readouterr().out
@@ -276,17 +278,35 @@ def test_record_round_trips_through_json_without_infinities(tmp_path: Path):
     assert data["lesson"] == "zero_copy"
 
 
+def _planned_without_a_pass(record: Record) -> list[str]:
+    """The keys the record's plans name (every section's rows, the break-even's pairs, the gather's table fill,
+    the mailbox) that no pass of the record carries."""
+    keys = [row.key for name in ("probes", "streaming", "access", "gather", "saxpy", "reread")
+            for row in planned_rows(record.extra[name])]
+    keys += [Planned.from_dict(row[path]).key for row in record.extra["breakeven"]["rows"]
+             for path in ("zero_copy", "copy")]
+    keys += [read_key(record.extra["gather"]["fill_key"]), read_key(record.extra["mailbox"]["key"])]
+    return [str(key) for key in keys if not record.has_pass(key)]
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped profile yet")
 def test_every_planned_row_has_a_pass():
-    """The report can find a pass for every key the plans name."""
-    record = fake_record()
+    """The report can find a pass for every key the shipped run's plans name; a record missing one names it."""
+    record = load(SHIPPED)
     for name in ("streaming", "access", "gather", "saxpy", "reread"):
         for row in record.extra[name]["rows"]:
             assert record.has_pass(row["key"]), row["key"]
+    assert _planned_without_a_pass(record) == []
+    assert len(record.passes) == 31
+    for index in (0, 7, 17, 23, 30):  # a probe, a break-even pass, the table fill, the mailbox, a re-read
+        shorter = load(SHIPPED)
+        removed = shorter.passes.pop(index)
+        assert _planned_without_a_pass(shorter) == [removed.key]
 
 
 def test_replay_prints_mode_line_then_tables(profile_dir: Path, capsys: pytest.CaptureFixture[str]):
     """The first line says replay, which file, when and on what; every section and verdict follows."""
-    assert run_cli(cli.main, ["--from-profile", str(profile_dir)]) == 0
+    assert run_cli(main, ["--from-profile", str(profile_dir)]) == 0
     out = capsys.readouterr().out
     first = out.splitlines()[0]
     assert first.startswith(f"zero_copy: replay of {profile_dir / 'results.json'} (--from-profile), recorded ")
@@ -297,15 +317,16 @@ def test_replay_prints_mode_line_then_tables(profile_dir: Path, capsys: pytest.C
     assert "break-even: HELD" in out and "gather: PASS" in out and "mailbox: PASS" in out
 
 
-def test_live_and_replay_print_the_same_report(tmp_path: Path):
-    """report() of a record and of the same record loaded back from JSON are identical."""
+def test_report_is_the_same_after_a_json_round_trip(tmp_path: Path):
+    """report() of a record and of the same record loaded back from JSON are identical (the live run and its
+    replay are compared on a GPU in test_zero_copy_gpu.py)."""
     record = fake_record()
     assert report(load(record.save(tmp_path / "r.json"))) == report(record)
 
 
 def test_only_limits_the_replayed_sections(profile_dir: Path, capsys: pytest.CaptureFixture[str]):
     """--only gather prints the gather table and verdict, not the break-even."""
-    assert run_cli(cli.main, ["--from-profile", str(profile_dir), "--only", "gather"]) == 0
+    assert run_cli(main, ["--from-profile", str(profile_dir), "--only", "gather"]) == 0
     out = capsys.readouterr().out
     assert "sparse gather:" in out and "gather: PASS" in out
     assert "break-even" not in out
@@ -360,7 +381,7 @@ def test_failed_checks_make_exit_status_1(tmp_path: Path, capsys: pytest.Capture
     record = fake_record()
     record.checks.append(Check("gather unsorted", False, "3 of 12,800,000 values differ"))
     record.save(tmp_path / "results.json")
-    assert run_cli(cli.main, ["--from-profile", str(tmp_path)]) == 1
+    assert run_cli(main, ["--from-profile", str(tmp_path)]) == 1
     assert "FAILED: gather unsorted" in capsys.readouterr().out
 
 

@@ -1,4 +1,5 @@
-"""GPU tests of the zero-copy lesson: gathers bit-exact, registered round trips, the mailbox, and cleanup."""
+"""GPU tests of the zero-copy lesson: gathers bit-exact, registered round trips, the mailbox, cleanup, and a live
+run against its own replay."""
 
 from __future__ import annotations
 
@@ -21,17 +22,16 @@ import cupy as cp  # noqa: E402
 from labcore.device import free_device_bytes  # noqa: E402
 from labcore.errors import run_cli  # noqa: E402
 from labcore.record import validate  # noqa: E402
-from zero_copy import cli  # noqa: E402
+from zero_copy.__main__ import main  # noqa: E402
 from zero_copy.config import EXPERIMENTS  # noqa: E402
 from zero_copy.kernel import (  # noqa: E402
     MAILBOX,
     launch_fill_words,
     launch_gather_rows,
     launch_publish_and_wait,
-    mix32,
     module,
 )
-from zero_copy.mailbox import expected_payload, one_round, round_ok  # noqa: E402
+from zero_copy.mailbox import expected_payload, one_round  # noqa: E402
 from zero_copy.mapped import (  # noqa: E402
     alloc_mapped,
     driver_memory_type,
@@ -40,6 +40,7 @@ from zero_copy.mapped import (  # noqa: E402
     page_aligned_empty,
     register_mapped,
 )
+from zero_copy.verify import mix32, round_ok  # noqa: E402
 
 MIB = 1 << 20
 SMALL_RUN = ["--table-size", "256MiB", "--rows", "5000", "--buffer-size", "16MiB", "--stream-size", "64MiB",
@@ -143,7 +144,7 @@ def test_mapped_memory_takes_no_device_memory_and_everything_is_freed(tmp_path: 
         host_ptr = buf.host_ptr
     assert driver_memory_type(host_ptr) == "cudaMemoryTypeUnregistered"
     path = tmp_path / "results.json"
-    assert run_cli(cli.main, [*SMALL_RUN, "--json", str(path)]) == 0
+    assert run_cli(main, [*SMALL_RUN, "--json", str(path)]) == 0
     assert live_buffers() == []
     cp.get_default_memory_pool().free_all_blocks()
     assert abs(baseline - free_device_bytes()) < 64 * MIB
@@ -151,3 +152,17 @@ def test_mapped_memory_takes_no_device_memory_and_everything_is_freed(tmp_path: 
     validate(data)
     assert set(data["extra"]["experiments"]) == set(EXPERIMENTS)
     assert all(check["ok"] for check in data["checks"]), [c for c in data["checks"] if not c["ok"]]
+
+
+def test_live_and_replay_print_the_same_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A small live run and the replay of the record it wrote print the same tables and verdicts, line for line,
+    below their mode lines."""
+    path = tmp_path / "results.json"
+    assert run_cli(main, [*SMALL_RUN, "--json", str(path)]) == 0
+    live_lines = capsys.readouterr().out.splitlines()
+    assert run_cli(main, ["--from-profile", str(path)]) == 0
+    replay_lines = capsys.readouterr().out.splitlines()
+    assert live_lines[0].startswith("zero_copy: live on ")
+    assert replay_lines[0].startswith(f"zero_copy: replay of {path} (--from-profile), recorded ")
+    assert len(live_lines) > 40
+    assert replay_lines[1:] == live_lines[1:]

@@ -1,9 +1,13 @@
 """The zero-copy lesson: mapped pinned host memory, what a load over the link costs, and when it beats copying.
 
-`zero_copy.mapped` is the API layer (allocate or register, ask for the device
-pointer, free only after the streams finish); `zero_copy.model` holds the
-arithmetic the experiments are judged by; `python -m zero_copy` runs the
-experiments live, or replays a recorded profile where there is no GPU.
+The shape every lesson shares: `config` (options, the Config, typed pass keys and planned rows), `kernel`
+(kernels/zero_copy.cu compiled and launched), `model` (the arithmetic the measurements are judged by), `live`
+(the measured run), `replay` (a record from a recorded profile), `verify` (bit-exact checks, poison, references),
+`report` (tables and verdicts) and `plots` (figures) from a record, `notebook` (what lesson cells call), `checks`
+(what graded cells call), `__main__` (`python -m zero_copy`). Zero-copy's own: `mapped` (the API layer: allocate
+or register, the device pointer, free after the streams; what the device supports), `hostmem` (how much may be
+pinned), `harness` (timing and checks for the live experiments), `experiments` (the dense ones), `gather` and
+`mailbox` (each an experiment and its graded exercise).
 """
 
 LESSON = "zero_copy"

@@ -1,6 +1,122 @@
-"""`python -m zero_copy`: see zero_copy.cli."""
+"""`python -m zero_copy`: run the experiments live on a GPU, or replay a recorded profile without one."""
 
-from labcore.errors import run_cli
-from zero_copy.cli import main
+from __future__ import annotations
 
-raise SystemExit(run_cli(main))
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from labcore.errors import UsageError, run_cli
+from labcore.mode import Mode, live_line
+from labcore.record import Record
+from labcore.sizes import parse_size
+from zero_copy import LESSON, live, replay
+from zero_copy.config import EXPERIMENTS, Config
+from zero_copy.report import report
+
+_SIZE_OPTIONS = {"table_size": "table_bytes", "row_bytes": "row_bytes", "buffer_size": "buffer_bytes",
+                 "stream_size": "stream_bytes", "chunk": "chunk_bytes", "saxpy_size": "saxpy_bytes"}
+_COUNT_OPTIONS = {"rows": "rows", "streams": "n_streams", "reread_k": "reread_k", "repeats": "repeats",
+                  "warmup": "warmup", "seed": "seed"}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line and exit 2 (through run_cli), not argparse's usage dump
+        raise UsageError(f"{message} (python -m zero_copy --help lists the options)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's options; sizes take 64MiB, 4GiB or a byte count."""
+    defaults = Config()
+    parser = _Parser(prog="python -m zero_copy", description=(
+        "Zero-copy (mapped pinned) memory, measured: streaming, break-even, access shape, sparse gather, "
+        "host-visible results, mapped SAXPY and the re-read failure mode. Without a GPU it replays the "
+        "recorded profile."))
+    add = parser.add_argument
+    add("--only", help=f"comma-separated experiments (default all): {','.join(EXPERIMENTS)}")
+    add("--table-size", help=f"gather: host table size (default {defaults.table_bytes >> 30}GiB)")
+    add("--rows", type=int, help=f"gather: rows per batch (default {defaults.rows})")
+    add("--row-bytes", help=f"gather: bytes per row, a multiple of 16 (default {defaults.row_bytes})")
+    add("--buffer-size", help="break-even, access, re-read: buffer size, a power of two (default 256MiB)")
+    add("--stream-size", help="streaming: bytes read once (default 1GiB)")
+    add("--chunk", help="pipeline chunk for streaming and asynchronous SAXPY (default 64MiB)")
+    add("--streams", type=int, help=f"streams of the pipelines (default {defaults.n_streams})")
+    add("--reads", help="break-even: reads per byte, comma-separated (default 1,2,4,8)")
+    add("--reread-k", type=int, help=f"re-read loop: loads per byte (default {defaults.reread_k})")
+    add("--saxpy-size", help="SAXPY: bytes per array (default 512MiB)")
+    add("--repeats", type=int, help=f"timed repeats per pass (default {defaults.repeats})")
+    add("--warmup", type=int, help=f"untimed runs before them (default {defaults.warmup})")
+    add("--seed", type=int, help="random seed of the inputs (default 0)")
+    add("--json", metavar="PATH", help="write the results record (labcore.record) here")
+    add("--from-profile", metavar="DIR", help="replay a recorded profile (a directory holding results.json, "
+                                              "or the file) instead of running live")
+    return parser
+
+
+def config_from(args: argparse.Namespace) -> Config:
+    """A validated Config from parsed options; UsageError names the bad option."""
+    values: dict[str, object] = {}
+    for option, field in _SIZE_OPTIONS.items():
+        if getattr(args, option) is not None:
+            values[field] = parse_size(getattr(args, option), option="--" + option.replace("_", "-"))
+    for option, field in _COUNT_OPTIONS.items():
+        if getattr(args, option) is not None:
+            values[field] = getattr(args, option)
+    if args.only is not None:
+        values["only"] = tuple(dict.fromkeys(name.strip() for name in args.only.split(",") if name.strip()))
+    if args.reads is not None:
+        try:
+            values["reads"] = tuple(int(part) for part in args.reads.split(",") if part.strip())
+        except ValueError:
+            raise UsageError(f"--reads {args.reads!r} is not a comma-separated list of whole numbers, "
+                             f"e.g. 1,2,4,8") from None
+    cfg = Config(**values)  # type: ignore[arg-type]
+    cfg.validate()
+    return cfg
+
+
+def _sized_options_given(args: argparse.Namespace) -> list[str]:
+    names = [*_SIZE_OPTIONS, *_COUNT_OPTIONS, "reads"]
+    return ["--" + name.replace("_", "-") for name in names if getattr(args, name) is not None]
+
+
+def _replay(args: argparse.Namespace, mode: Mode) -> Record:
+    """Load the recorded run and print its mode line; UsageError when it is not a zero-copy record."""
+    record = replay.load_profile(mode.profile)
+    print(f"{LESSON}: replay of {record.source} ({mode.reason}), recorded {record.recorded_at} on "
+          f"{record.device.summary()}", flush=True)
+    ignored = _sized_options_given(args)
+    if ignored:
+        print(f"note: a replay shows the recorded run; {', '.join(ignored)} ignored", file=sys.stderr)
+    return record
+
+
+def _live(cfg: Config, argv: Sequence[str]) -> Record:
+    """Check the device and host memory, print the mode line, and run."""
+    facts, host = live.check_machine(cfg)
+    print(live_line(LESSON), flush=True)
+    return live.run_live(cfg, facts, host, command=" ".join(["python -m zero_copy", *argv]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; 0 when every correctness check passed, 1 when one failed, 2 for bad input."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    cfg = config_from(args)
+    if args.json and Path(args.json).is_dir():
+        raise UsageError(f"--json {args.json} is a directory; give a file name such as "
+                         f"{Path(args.json) / 'results.json'}")
+    mode = Mode.decide(args.from_profile or None)
+    record = _live(cfg, argv) if mode.live else _replay(args, mode)
+    only = cfg.only if args.only else None
+    if only:
+        replay.require_experiments(record, only)
+    if args.json:
+        print(f"results record: {record.save(args.json)}", file=sys.stderr)
+    print(report(record, only))
+    return 0 if all(check.ok for check in record.checks) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_cli(main))

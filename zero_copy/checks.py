@@ -6,7 +6,7 @@ rows compared bit for bit with NumPy's take and its speed compared with the
 pinned copy of the same batch measured in the same run; the mailbox kernel
 compiled from the student's source, its payload read while it still runs.
 Without a GPU it runs what the CPU can run (the gather's launch thread by
-thread through `zero_copy.exercises.simulate_gather`; the order of the stores
+thread through `zero_copy.gather.simulate_gather`; the order of the stores
 in the publish source) and takes timings and mailbox rounds from the recorded
 H200 profile (`profiles/h200/zero_copy`), and says so. Checks return nothing:
 a number a test cell displays would count as partial credit.
@@ -26,11 +26,11 @@ from labcore.checking import assert_own_function, say
 from labcore.device import gpu_available
 from labcore.record import Record
 from labcore.sizes import format_size
-from zero_copy import exercises, model
-from zero_copy.config import planned_rows
+from zero_copy import gather, mailbox, model, replay
+from zero_copy.config import VECTOR_BYTES, planned_rows
 from zero_copy.kernel import THREADS
-from zero_copy.lab import compare
 from zero_copy.report import GATHER_LINK_FRACTION, gather_verdict, mailbox_verdict, rates
+from zero_copy.verify import compare
 
 GATHER_ROWS = 50_000
 ROW_BYTES = 1 << 10
@@ -71,12 +71,12 @@ def _student_plan(gather_launch: Callable[[int], Any], order_ids: Callable[[np.n
     assert isinstance(config, tuple) and len(config) == 2, \
         f"gather_launch({n}) should return (threads_per_block, blocks); got {config!r}"
     threads, blocks = config
-    problem = exercises.launch_problem(threads, blocks)
+    problem = gather.launch_problem(threads, blocks)
     assert problem is None, f"gather_launch({n}): {problem}"
     order = order_ids(ids.copy())
     assert isinstance(order, tuple) and len(order) == 2, \
         f"order_ids should return (sorted_ids, restore); got {type(order).__name__}"
-    problem = exercises.order_problem(ids, *order)
+    problem = gather.order_problem(ids, *order)
     assert problem is None, f"order_ids: {problem}"
     return int(threads), int(blocks), np.asarray(order[0], dtype=np.int64), np.asarray(order[1], dtype=np.int64)
 
@@ -86,26 +86,26 @@ def _simulated(ids: np.ndarray, threads: int, blocks: int, sorted_ids: np.ndarra
     """The kernel's writes for this grid computed on the CPU, put back with restore, against NumPy's take."""
     rng = np.random.default_rng(seed)
     h_table = rng.integers(0, 2**32, size=(OFFLINE_TABLE_ROWS, row_bytes // 4), dtype=np.uint32)
-    out = np.full((ids.size, row_bytes // 4), exercises.POISON, dtype=np.uint32)
-    exercises.simulate_gather(h_table, sorted_ids, threads, blocks, out)
+    out = np.full((ids.size, row_bytes // 4), gather.POISON, dtype=np.uint32)
+    gather.simulate_gather(h_table, sorted_ids, threads, blocks, out)
     return compare(out[restore], np.take(h_table, ids, axis=0))
 
 
 def _gather_verdict(gather_launch: Callable[[int], Any], order_ids: Callable[[np.ndarray], Any], *, n_rows: int,
-                    row_bytes: int, pattern: str, repeats: int) -> tuple[exercises.GatherRun | None, str, tuple]:
+                    row_bytes: int, pattern: str, repeats: int) -> tuple[gather.GatherRun | None, str, tuple]:
     """Run (live) or simulate (offline) the student's gather; AssertionError naming what went wrong."""
-    assert n_rows >= 1 and row_bytes % exercises.VEC_BYTES == 0, "rows >= 1 and a row a multiple of 16 bytes"
+    assert n_rows >= 1 and row_bytes % VECTOR_BYTES == 0, "rows >= 1 and a row a multiple of 16 bytes"
     seed = secrets.randbelow(2**31)
     live = gpu_available()
     table_rows = LIVE_TABLE_BYTES // row_bytes if live else OFFLINE_TABLE_ROWS
     ids = request_ids(n_rows, table_rows, pattern, seed)
     threads, blocks, sorted_ids, restore = plan = _student_plan(gather_launch, order_ids, ids)
-    idle = exercises.idle_blocks(threads, blocks, n_rows)
+    idle = gather.idle_blocks(threads, blocks, n_rows)
     assert idle == 0, (f"{blocks:,} blocks of {threads} threads for {n_rows:,} rows: {idle:,} whole block(s) have no "
                        f"row to copy; one warp per row needs ceil(32 x {n_rows:,} / {threads}) = {blocks - idle:,}")
     run = None
     if live:
-        run = exercises.run_gather(ids, threads, blocks, sorted_ids, restore, row_bytes=row_bytes,
+        run = gather.run_gather_exercise(ids, threads, blocks, sorted_ids, restore, row_bytes=row_bytes,
                                    table_bytes=table_rows * row_bytes, seed=seed, repeats=repeats)
         ok, detail = run.ok, run.detail
         how = (f"live: {n_rows:,} {pattern} ids, rows of {row_bytes} B gathered on the GPU from a "
@@ -115,7 +115,7 @@ def _gather_verdict(gather_launch: Callable[[int], Any], order_ids: Callable[[np
         how = (f"offline: {n_rows:,} {pattern} ids, rows of {row_bytes} B; what your grid makes the kernel write "
                f"was computed thread by thread on the CPU (no GPU to run it on)")
     if not ok:
-        diagnosis = exercises.mapping_problem(threads, blocks, n_rows)
+        diagnosis = gather.mapping_problem(threads, blocks, n_rows)
         raise AssertionError(f"grid of {blocks:,} blocks x {threads} threads, rows put back with your restore: "
                              f"{detail}" + (f". {diagnosis}" if diagnosis else ""))
     return run, how + f": {detail}", plan
@@ -137,9 +137,9 @@ def check_gather_launch(gather_launch: Callable[[int], Any], n_values: tuple[int
         config = gather_launch(n)
         assert isinstance(config, tuple) and len(config) == 2, \
             f"gather_launch({n}) should return (threads_per_block, blocks); got {config!r}"
-        problem = exercises.launch_problem(*config) or exercises.mapping_problem(int(config[0]), int(config[1]), n)
+        problem = gather.launch_problem(*config) or gather.mapping_problem(int(config[0]), int(config[1]), n)
         assert problem is None, f"gather_launch({n:,}): {problem}"
-        idle = exercises.idle_blocks(int(config[0]), int(config[1]), n)
+        idle = gather.idle_blocks(int(config[0]), int(config[1]), n)
         assert idle == 0, f"gather_launch({n:,}) = {config}: {idle:,} whole block(s) have no row to copy"
     say(f"gather_launch gives every row one warp and no idle block for {len(n_values)} batch sizes "
         f"({min(n_values):,} to {max(n_values):,} rows)")
@@ -147,9 +147,9 @@ def check_gather_launch(gather_launch: Callable[[int], Any], n_values: tuple[int
 
 def _recorded_gather(sorted_ids: np.ndarray, threads: int, threshold: float) -> None:
     """Offline: the recorded H200 gather with sorted or unsorted ids, whichever order the student's ids have."""
-    record = exercises.load_profile()
+    record = replay.load_profile()
     plan, verdict = record.extra["gather"], gather_verdict(record)
-    descent = exercises.first_descent(sorted_ids)
+    descent = gather.first_descent(sorted_ids)
     path = "sorted" if descent is None else "unsorted"
     found = record.pass_times(next(r.key for r in planned_rows(plan) if r.key.path == path))
     fraction = found.gbps() / verdict["copy_gbps"]
@@ -218,14 +218,12 @@ def check_break_even(break_even_reads: Callable[[float, float], float], record: 
 # -- the mailbox -----------------------------------------------------------------------------------------------
 
 def _round_problem(result: dict[str, Any]) -> str | None:
-    from zero_copy.mailbox import HOST_TIMEOUT_S, expected_payload
-
     n = result["round"]
     if not result["flag_seen"]:
-        return f"round {n}: the host never saw the flag {n} within {HOST_TIMEOUT_S:.0f} s"
+        return f"round {n}: the host never saw the flag {n} within {mailbox.HOST_TIMEOUT_S:.0f} s"
     if not result["payload_ok"]:
         return (f"round {n}: after seeing the flag the host read the payload {result['payload']}, "
-                f"expected {expected_payload(n)}")
+                f"expected {mailbox.expected_payload(n)}")
     if not result["running_when_read"]:
         return f"round {n}: the kernel had already finished when the host read the payload"
     if result["timed_out"] or not result["acked"]:
@@ -236,11 +234,11 @@ def _round_problem(result: dict[str, Any]) -> str | None:
 def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) -> None:
     """Payload stores, then __threadfence_system(), then the flag; the host reads the exact payload while it runs."""
     assert isinstance(publish_source, str), f"expected CUDA source as a str, got {type(publish_source).__name__}"
-    problem = exercises.publish_order_problem(publish_source)
+    problem = mailbox.publish_order_problem(publish_source)
     assert problem is None, problem
     order = "your source stores the payload, then calls __threadfence_system(), then stores the flag"
     if not gpu_available():
-        record = exercises.load_profile()
+        record = replay.load_profile()
         verdict = mailbox_verdict(record)
         failed = verdict["rounds"] - verdict["good_rounds"]
         assert verdict["passed"], f"offline: the recorded mailbox failed in {failed} of {verdict['rounds']} rounds"
@@ -249,8 +247,8 @@ def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) 
             f"{verdict['good_rounds']} of {verdict['rounds']} rounds")
         return
     try:
-        results = exercises.mailbox_rounds(publish_source, rounds)
-    except exercises.PublishCompileError as exc:
+        results = mailbox.mailbox_rounds(publish_source, rounds)
+    except mailbox.PublishCompileError as exc:
         raise AssertionError(f"your publish step does not compile: {exc}") from None
     problems = [p for p in map(_round_problem, results) if p]
     assert not problems, f"{len(problems)} of {rounds} rounds failed; first: {problems[0]}"

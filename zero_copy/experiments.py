@@ -17,20 +17,24 @@ import numpy as np
 
 from zero_copy import model
 from zero_copy.config import HBM_PROBE_BYTES, PROBE_BYTES, as_json
+from zero_copy.harness import Lab
 from zero_copy.kernel import launch_load_words, launch_reread, launch_saxpy
-from zero_copy.lab import Lab, compare, expected_reread, fill_small_ints
-from zero_copy.mapped import alloc_mapped, page_aligned_empty, register_mapped
-from zero_copy.support import MappingSupport
+from zero_copy.mapped import MappingSupport, alloc_mapped, page_aligned_empty, register_mapped
+from zero_copy.verify import compare, expected_reread, fill_small_ints
 
 SCATTER_STRIDE = 0x9E3779B1  # odd, so i -> i*stride mod 2^k is a permutation that scatters each warp
 NEAR_SHIFT_VEC = 32  # one warp's worth of float4: a re-read lands on a neighbouring warp's lines
 SAXPY_A = 2.5
 
 
-def _runtime() -> Any:
-    import cupy
+def _cupy() -> Any:
+    import cupy  # optional: only a live run reaches here, and offline readers need not install CuPy
 
-    return cupy.cuda.runtime
+    return cupy
+
+
+def _runtime() -> Any:
+    return _cupy().cuda.runtime
 
 
 def far_shift(n_vec: int, reads: int) -> int:
@@ -148,12 +152,10 @@ def run_access(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
 
 def _saxpy_sync(x_ptr: int, y_ptr: int, out_ptr: int, d_x: Any, d_y: Any, d_out: Any, nbytes: int) -> None:
     """cudaMemcpy in (the host waits for each), kernel, cudaMemcpy out: nothing overlaps."""
-    import cupy
-
     rt = _runtime()
     rt.memcpy(d_x.data.ptr, x_ptr, nbytes, rt.memcpyHostToDevice)
     rt.memcpy(d_y.data.ptr, y_ptr, nbytes, rt.memcpyHostToDevice)
-    launch_saxpy(d_x, d_y, d_out, SAXPY_A, nbytes // 4, cupy.cuda.Stream.null)
+    launch_saxpy(d_x, d_y, d_out, SAXPY_A, nbytes // 4, _cupy().cuda.Stream.null)
     rt.memcpy(out_ptr, d_out.data.ptr, nbytes, rt.memcpyDeviceToHost)
 
 

@@ -1,35 +1,55 @@
-"""Sparse row gathers from a host table too large to copy (seed 000, "Pattern 1").
+"""Sparse row gathers from a host table too large to copy.
 
-The table lives in mapped memory; the GPU gathers a batch with one warp per
-row straight into HBM, with sorted and with unsorted ids. The CPU path it is
-measured against gathers the same rows with NumPy into pinned staging and
-copies the batch. Every path is checked bit for bit against NumPy's take.
+Taught in solutions/zero_copy/zero_copy.ipynb, section 5 (the lesson) and
+section 6 (the exercise).
+
+The lesson's experiment: the table lives in mapped memory; the GPU gathers a
+batch with one warp per row straight into HBM, with sorted and with unsorted
+ids. The CPU path it is measured against gathers the same rows with NumPy into
+pinned staging and copies the batch. Every path is checked bit for bit against
+NumPy's take.
+
+The graded exercise: the student picks the launch configuration of
+`gather_rows` (threads per block, blocks; one warp per row) and the id order
+(sorted ids plus the permutation that puts rows back in request order).
+`run_gather_exercise` runs exactly that on the GPU from a mapped table;
+`simulate_gather` computes on the CPU what the same launch would write, thread
+by thread, as the kernel derives its warp and lane.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import numpy as np
 
 from labcore.sizes import format_size
+from labcore.timing import time_pass
 from zero_copy import model
-from zero_copy.config import Planned, as_json
-from zero_copy.kernel import launch_fill_words, launch_gather_rows, mix32
-from zero_copy.lab import Lab
-from zero_copy.mapped import alloc_mapped
-from zero_copy.support import MappingSupport
+from zero_copy.config import VECTOR_BYTES, PassKey, Planned, as_json
+from zero_copy.harness import Lab
+from zero_copy.kernel import gather_rows_with, launch_fill_words, launch_gather_rows
+from zero_copy.mapped import MappingSupport, alloc_mapped
+from zero_copy.verify import compare, mix32, poison
 
 FILL_SAMPLE = 4096
+WARP = 32
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCKS = 2**31 - 1
+POISON = np.uint32(0xFFFFFFFF)
 
 
 def _runtime() -> Any:
-    import cupy
+    import cupy  # optional: only a live run reaches here, and offline readers need not install CuPy
 
     return cupy.cuda.runtime
 
+
+# -- the lesson's experiment ---------------------------------------------------------------------------
 
 def _take_then_copy(h_table: np.ndarray, ids: np.ndarray, staging: Any, d_out: Any, stream: Any) -> None:
     """The CPU path: NumPy gathers the rows into pinned staging, then one copy sends the batch."""
@@ -87,3 +107,166 @@ def run_gather(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
             lab.time(cpu_path, rows["cpu-take+copy"], name="gather")
         plan["ids_unique"] = int(np.unique(ids["sorted"]).size)
     lab.record.extra["gather"] = as_json(plan)
+
+
+# -- the exercise: launch configuration and id order ----------------------------------------------------
+
+def launch_problem(threads: Any, blocks: Any) -> str | None:
+    """Why CUDA would refuse this launch (or None): whole numbers, 1..1024 threads, 1..2^31-1 blocks."""
+    for name, value, top in (("threads_per_block", threads, MAX_THREADS_PER_BLOCK), ("blocks", blocks, MAX_BLOCKS)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            return f"{name} must be a whole number, got {value!r} ({type(value).__name__})"
+        if not 1 <= int(value) <= top:
+            return f"{name} = {value} is outside what CUDA launches (1..{top})"
+    return None
+
+
+def mapping_problem(threads: int, blocks: int, n_rows: int) -> str | None:
+    """What is wrong with a grid meant to give each of n_rows rows one warp (None when nothing is)."""
+    total = threads * blocks
+    if total < WARP * n_rows:
+        return (f"{blocks:,} blocks x {threads} threads = {total:,} threads = {total // WARP:,} warps for "
+                f"{n_rows:,} rows; one warp per row needs {WARP * n_rows:,} threads")
+    if threads % WARP:
+        return (f"threads_per_block = {threads} is not a multiple of {WARP}: the kernel takes a thread's row from "
+                f"its global index / 32 but its lane from threadIdx.x % 32, so a warp that straddles two blocks "
+                f"gets some lanes twice and others never")
+    return None
+
+
+def idle_blocks(threads: int, blocks: int, n_rows: int) -> int:
+    """Whole blocks that have no row to copy (they launch, find warp >= n_ids, and return)."""
+    needed = -(-WARP * n_rows // threads)
+    return max(0, blocks - needed)
+
+
+def order_problem(ids: np.ndarray, sorted_ids: Any, restore: Any) -> str | None:
+    """Whether gathering `sorted_ids` and then taking rows `restore` gives the rows of `ids`, in order."""
+    n = ids.size
+    for name, value in (("sorted_ids", sorted_ids), ("restore", restore)):
+        arr = np.asarray(value)
+        if arr.shape != (n,) or arr.dtype.kind not in "iu":
+            return f"{name} should be {n:,} integers (shape ({n},)), got shape {arr.shape} of {arr.dtype}"
+    sorted_ids, restore = np.asarray(sorted_ids), np.asarray(restore)
+    if restore.min() < 0 or restore.max() >= n:
+        return f"restore holds positions outside 0..{n - 1} (min {restore.min()}, max {restore.max()})"
+    back = sorted_ids[restore]
+    wrong = np.flatnonzero(back != ids)
+    if wrong.size:
+        i = int(wrong[0])
+        return (f"{wrong.size:,} of {n:,} rows come back in the wrong place: result row {i} would hold table row "
+                f"{int(back[i])} (sorted_ids[restore[{i}]]), but request {i} asked for row {int(ids[i])}; "
+                f"restore must undo the sort")
+    return None
+
+
+def first_descent(ids: Any) -> int | None:
+    """The first position where ids go down (None when they are in ascending order)."""
+    arr = np.asarray(ids)
+    down = np.flatnonzero(np.diff(arr) < 0)
+    return int(down[0]) if down.size else None
+
+
+def simulate_gather(h_table: np.ndarray, ids: np.ndarray, threads: int, blocks: int, out: np.ndarray) -> None:
+    """What gather_rows writes into `out` for this grid, computed on the CPU thread by thread.
+
+    The kernel's own arithmetic: global thread t = blockIdx.x * blockDim.x + threadIdx.x,
+    warp = t / 32, lane = threadIdx.x % 32; warp w (< n_ids) copies 16-byte words lane,
+    lane + 32, ... of table row ids[w] into out row w. Threads past 32 * n_ids do nothing.
+    """
+    n_ids, row_vecs = ids.size, h_table.shape[1] * h_table.itemsize // VECTOR_BYTES
+    table_vecs = h_table.view(np.uint32).reshape(h_table.shape[0], row_vecs, 4)
+    out_vecs = out.view(np.uint32).reshape(n_ids, row_vecs, 4)
+    t = np.arange(min(threads * blocks, WARP * n_ids), dtype=np.int64)
+    warp, lane = t // WARP, (t % threads) % WARP
+    rows = ids[warp]
+    for first in range(0, row_vecs, WARP):
+        j = lane + first
+        live = j < row_vecs
+        out_vecs[warp[live], j[live]] = table_vecs[rows[live], j[live]]
+
+
+@dataclasses.dataclass
+class GatherRun:
+    """One live run of a student's gather: the verdict and, when timed, the medians of the same run."""
+
+    ok: bool
+    detail: str
+    n_rows: int
+    row_bytes: int
+    table_bytes: int
+    gather_ms: float | None = None
+    copy_ms: float | None = None
+    restore_ms: float | None = None
+
+    @property
+    def batch_bytes(self) -> int:
+        return self.n_rows * self.row_bytes
+
+    @property
+    def fraction_of_copy(self) -> float | None:
+        """The gather's GB/s over the pinned copy's GB/s for the same bytes."""
+        return None if not self.gather_ms or not self.copy_ms else self.copy_ms / self.gather_ms
+
+    def gbps(self, ms: float | None) -> float | None:
+        return None if not ms else self.batch_bytes / (ms * 1e6)
+
+
+def run_gather_exercise(ids: np.ndarray, threads: int, blocks: int, sorted_ids: np.ndarray, restore: np.ndarray, *,
+                        row_bytes: int, table_bytes: int, seed: int, repeats: int = 0) -> GatherRun:
+    """Gather `sorted_ids` from a mapped table with this grid, put rows back with `restore`, compare with NumPy.
+
+    With repeats > 0 it then times, in the same run, the gather kernel, the restore (an HBM pass) and the pinned
+    copy of the same batch from staging, each a median of `repeats` after a warm-up.
+    """
+    import cupy as cp  # optional: only a live check reaches here, and offline graders need not install CuPy
+
+    n, row_words = ids.size, row_bytes // 4
+    table_rows = table_bytes // row_bytes
+    stream = cp.cuda.Stream(non_blocking=False)  # blocking: the timing's legacy-stream events wait for it
+    with alloc_mapped((table_rows, row_words), np.uint32) as table:
+        table.use(stream)
+        launch_fill_words(table.d, table.nbytes // 4, seed, stream)
+        stream.synchronize()
+        expected = np.take(table.h, ids, axis=0)
+        d_ids = cp.asarray(np.asarray(sorted_ids, dtype=np.int64))
+        d_restore = cp.asarray(np.asarray(restore, dtype=np.int64))
+        d_sorted = cp.empty((n, row_words), dtype=np.uint32)
+        d_out = cp.empty_like(d_sorted)
+
+        def gather() -> None:
+            gather_rows_with(table.d, d_ids, n, row_bytes, d_sorted, threads, blocks, stream)
+
+        def put_back() -> None:
+            with stream:
+                cp.take(d_sorted, d_restore, axis=0, out=d_out)
+
+        poison(d_sorted)
+        poison(d_out)
+        cp.cuda.Device().synchronize()
+        gather()
+        put_back()
+        stream.synchronize()
+        ok, detail = compare(cp.asnumpy(d_out), expected)
+        run = GatherRun(ok, detail, n, row_bytes, table_rows * row_bytes)
+        if ok and repeats:
+            _time_gather_exercise(run, gather, put_back, d_sorted, stream, repeats)
+    return run
+
+
+def _time_gather_exercise(run: GatherRun, gather: Callable[[], None], put_back: Callable[[], None],
+                          d_dst: Any, stream: Any, repeats: int) -> None:
+    """Medians of the gather, the restore and the pinned H2D copy of the same batch, all in this run."""
+    rt = _runtime()
+    with alloc_mapped(d_dst.shape, np.uint32) as staging:
+        staging.use(stream)  # its bytes do not matter: a copy's speed does not depend on them
+
+        def copy() -> None:
+            rt.memcpyAsync(d_dst.data.ptr, staging.host_ptr, staging.nbytes, rt.memcpyHostToDevice, stream.ptr)
+
+        timed = {}
+        for name, fn in (("gather", gather), ("restore", put_back), ("copy", copy)):
+            found = time_pass(fn, key=str(PassKey("exercise", name, rows=run.n_rows)), name=f"exercise {name}",
+                              params={}, domain="grader", repeats=repeats, bytes_moved=run.batch_bytes)
+            timed[name] = found.median_ms
+    run.gather_ms, run.restore_ms, run.copy_ms = timed["gather"], timed["restore"], timed["copy"]

@@ -1,4 +1,4 @@
-"""How much host memory this run may pin, checked before anything is pinned (seed: "Over-pinning").
+"""How much host memory this run may pin, checked before anything is pinned.
 
 Pinned pages cannot be reclaimed by the OS, so a table larger than what is free
 does not fail gracefully: the machine swaps or the OOM killer picks a process.

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from zero_copy.config import VECTOR_BYTES
+
 KERNEL_PATH = Path(__file__).with_name("kernels") / "zero_copy.cu"
 THREADS = 256
 FILL_BLOCKS = 4096
@@ -26,7 +28,7 @@ def compile_options() -> tuple[str, ...]:
 @functools.cache
 def module() -> Any:
     """Compile the kernels once per process (CuPy also caches the binary on disk)."""
-    import cupy
+    import cupy  # optional: only a live run compiles, and offline readers need not install CuPy
 
     return cupy.RawModule(code=KERNEL_PATH.read_text(), options=compile_options())
 
@@ -50,21 +52,28 @@ def launch_load_words(d_in: Any, d_out: Any, n_words: int, stride: int, stream: 
 
 def launch_gather_rows(d_table: Any, d_ids: Any, n_ids: int, row_bytes: int, d_out: Any, stream: Any) -> None:
     """One warp per id: copy row ids[w] of the table into row w of out."""
-    module().get_function("gather_rows")((_blocks(32 * n_ids),), (THREADS,),
-                                         (d_table, d_ids, np.int32(n_ids), np.int32(row_bytes // 16), d_out),
+    gather_rows_with(d_table, d_ids, n_ids, row_bytes, d_out, THREADS, _blocks(32 * n_ids), stream)
+
+
+def gather_rows_with(d_table: Any, d_ids: Any, n_ids: int, row_bytes: int, d_out: Any, threads: int, blocks: int,
+                     stream: Any) -> None:
+    """Launch gather_rows with a grid of the caller's choosing (launch_gather_rows picks its own)."""
+    module().get_function("gather_rows")((int(blocks),), (int(threads),),
+                                         (d_table, d_ids, np.int32(n_ids), np.int32(row_bytes // VECTOR_BYTES), d_out),
                                          stream=stream)
 
 
 def launch_fill_words(d_out: Any, n_words: int, seed: int, stream: Any) -> None:
-    """Fill n_words uint32 with mix32(i + seed)."""
+    """Fill n_words uint32 with the hash of (i + seed) that zero_copy.verify.mix32 computes on the CPU."""
     module().get_function("fill_words")((min(FILL_BLOCKS, _blocks(n_words)),), (THREADS,),
                                         (d_out, np.int64(n_words), np.uint64(seed)), stream=stream)
 
 
-def launch_publish_and_wait(d_box: Any, round_no: int, timeout_ns: int, stream: Any) -> None:
-    """One thread: payload, system fence, flag, then spin until the host releases it."""
-    module().get_function("publish_and_wait")((1,), (32,), (d_box, np.int32(round_no), np.int64(timeout_ns)),
-                                              stream=stream)
+def launch_publish_and_wait(d_box: Any, round_no: int, timeout_ns: int, stream: Any, kernel: Any = None) -> None:
+    """One thread: payload, system fence, flag, then spin until the host releases it. `kernel` is another
+    compiled kernel of the same signature (the mailbox exercise's); by default the lesson's publish_and_wait."""
+    kernel = kernel or module().get_function("publish_and_wait")
+    kernel((1,), (32,), (d_box, np.int32(round_no), np.int64(timeout_ns)), stream=stream)
 
 
 def launch_saxpy(d_x: Any, d_y: Any, d_out: Any, a: float, n_floats: int, stream: Any) -> None:
@@ -73,13 +82,3 @@ def launch_saxpy(d_x: Any, d_y: Any, d_out: Any, a: float, n_floats: int, stream
     module().get_function("saxpy")((_blocks(n_vec),), (THREADS,),
                                    (d_x, d_y, d_out, np.float32(a), np.int64(n_vec)), stream=stream)
 
-
-def mix32(index: np.ndarray, seed: int) -> np.ndarray:
-    """The fill kernel's hash in NumPy: splitmix64's finaliser of (index + seed), low 32 bits."""
-    x = index.astype(np.uint64) + np.uint64(seed)
-    x ^= x >> np.uint64(30)
-    x *= np.uint64(0xBF58476D1CE4E5B9)
-    x ^= x >> np.uint64(27)
-    x *= np.uint64(0x94D049BB133111EB)
-    x ^= x >> np.uint64(31)
-    return x.astype(np.uint32)

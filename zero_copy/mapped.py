@@ -1,4 +1,4 @@
-"""Mapped pinned host memory: allocate or register it, ask for its device pointer, free it last.
+"""Mapped pinned host memory: what the device says about mapping, allocate or register, the device pointer, free last.
 
 Two calls make host memory that a kernel can load from: cudaHostAlloc with
 cudaHostAllocMapped (new pages) and cudaHostRegister with cudaHostRegisterMapped
@@ -12,22 +12,83 @@ A MappedBuffer is freed (or unregistered) only after the streams that use it
 have finished: declare each with `use(stream)`; the legacy default stream,
 which waits for all blocking streams, is always waited for too. Views taken
 from a buffer (`h`, `d`) must not outlive it.
+
+MappingSupport holds the device attributes that decide how (and whether)
+zero-copy works on this machine, and what the lesson does about each answer.
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import math
 import mmap
 from typing import Any
 
 import numpy as np
 
-from labcore.device import cupy_or_none
+from labcore.device import DeviceFacts, cupy_or_none
 from labcore.errors import UsageError
 from labcore.sizes import format_size
 
 _LIVE: dict[int, MappedBuffer] = {}  # host pointer -> open buffer: the host pinned bookkeeping
+
+
+@dataclasses.dataclass
+class MappingSupport:
+    """The device attributes that decide how (and whether) zero-copy works here."""
+
+    can_map_host_memory: bool
+    integrated: bool
+    can_use_host_pointer_for_registered_mem: bool
+    pageable_memory_access: bool
+    host_register_read_only: bool
+    device_map_host: bool
+    registered_pointers_equal: bool | None = None  # observed once a buffer is registered
+
+    def line(self) -> str:
+        """The attributes on one line, as the CUDA names spell them."""
+        def flag(value: bool | None) -> str:
+            return "?" if value is None else str(int(value))
+        return (f"canMapHostMemory={flag(self.can_map_host_memory)} integrated={flag(self.integrated)} "
+                f"canUseHostPointerForRegisteredMem={flag(self.can_use_host_pointer_for_registered_mem)} "
+                f"pageableMemoryAccess={flag(self.pageable_memory_access)} "
+                f"hostRegisterReadOnly={flag(self.host_register_read_only)} "
+                f"cudaDeviceMapHost={flag(self.device_map_host)}")
+
+    def notes(self) -> list[str]:
+        """What each answer means for this run."""
+        notes = [
+            "integrated GPU: host and device share DRAM, so a mapped load is a local load and zero-copy is "
+            "often the right default; the 'link' rates below are memory-system rates"
+            if self.integrated else
+            "discrete GPU: every mapped load crosses the link (PCIe here), so L, not H, bounds zero-copy",
+        ]
+        ptr = ("device pointer = host pointer for registered memory here" if self.registered_pointers_equal
+               else "device pointer differs from the host pointer for registered memory here"
+               if self.registered_pointers_equal is False else "")
+        notes.append("device pointers come from cudaHostGetDevicePointer, never assumed "
+                     f"(canUseHostPointerForRegisteredMem={int(self.can_use_host_pointer_for_registered_mem)}"
+                     f"{'; ' + ptr if ptr else ''})")
+        notes.append("registered inputs are marked cudaHostRegisterReadOnly" if self.host_register_read_only
+                     else "the device cannot mark registered memory read-only; inputs are registered writable")
+        if self.pageable_memory_access:
+            notes.append("the GPU can also read pageable memory (pageableMemoryAccess=1), but through the OS's "
+                         "page tables; the lesson still pins and maps, which is what runs at link speed")
+        return notes
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MappingSupport:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def require_mapping(facts: DeviceFacts) -> None:
+    """UsageError when the device cannot map host memory: nothing in this lesson can run there."""
+    if not facts.can_map_host_memory:
+        raise UsageError(f"{facts.name} cannot map host memory (canMapHostMemory=0), so no kernel can load "
+                         f"from pinned host memory; replay the recorded profile instead: "
+                         f"python -m zero_copy --from-profile profiles/h200/zero_copy")
 
 
 class CudaCallError(RuntimeError):
@@ -41,7 +102,7 @@ class CudaCallError(RuntimeError):
 def cudart() -> Any:
     """NVIDIA's cuda-bindings runtime module; UsageError naming the extra to install when it is missing."""
     try:
-        from cuda.bindings import runtime
+        from cuda.bindings import runtime  # optional: the cuda12/cuda13 extras install it, offline readers need not
     except ImportError:
         raise UsageError("zero-copy needs NVIDIA's cuda-bindings for cudaHostGetDevicePointer (CuPy 14 lacks it); "
                          "install the extra that matches your CuPy: pip install '.[cuda13]' or '.[cuda12]'") from None
@@ -218,11 +279,6 @@ def live_buffers() -> list[MappedBuffer]:
     return list(_LIVE.values())
 
 
-def live_pinned_bytes() -> int:
-    """Bytes this process holds pinned through this module."""
-    return sum(buf.nbytes for buf in _LIVE.values())
-
-
 def driver_memory_type(host_ptr: int) -> str:
     """What the driver says an address is now: 'cudaMemoryTypeHost' while pinned, 'cudaMemoryTypeUnregistered' after."""
     attributes = call("cudaPointerGetAttributes", cudart().cudaPointerGetAttributes(host_ptr))
@@ -240,3 +296,15 @@ def device_map_host_flag() -> bool:
     """Whether the current context carries cudaDeviceMapHost (implicit for runtime-created contexts)."""
     rt = cudart()
     return bool(call("cudaGetDeviceFlags", rt.cudaGetDeviceFlags()) & rt.cudaDeviceMapHost)
+
+
+def read_support(facts: DeviceFacts, device: int = 0) -> MappingSupport:
+    """The facts plus what only cuda-bindings can ask: read-only registration and the context's flags."""
+    return MappingSupport(
+        can_map_host_memory=facts.can_map_host_memory,
+        integrated=facts.integrated,
+        can_use_host_pointer_for_registered_mem=facts.can_use_host_pointer_for_registered_mem,
+        pageable_memory_access=facts.pageable_memory_access,
+        host_register_read_only=host_register_read_only_supported(device),
+        device_map_host=device_map_host_flag(),
+    )

@@ -10,7 +10,8 @@ from labcore.record import PassTimes, Record
 from labcore.sizes import format_size
 from zero_copy import model
 from zero_copy.config import EXPERIMENTS, PassKey, Planned, planned_rows, read_key
-from zero_copy.support import MappingSupport
+from zero_copy.mapped import MappingSupport
+from zero_copy.verify import round_ok
 
 CLOSE_MARGIN = 0.10  # the model calls a race closer than this a tie
 CROSSOVER_TOLERANCE = 0.25  # measured crossover within this (relative, or absolute reads) of the model's
@@ -262,8 +263,6 @@ def gather_verdict(record: Record) -> dict[str, Any]:
 
 def mailbox_verdict(record: Record) -> dict[str, Any]:
     """Every round: payload exact and read while the kernel ran, kernel ended by the host's release."""
-    from zero_copy.mailbox import round_ok
-
     results = record.extra["mailbox"]["results"]
     good = sum(round_ok(r) for r in results)
     return {"passed": good == len(results), "good_rounds": good, "rounds": len(results)}

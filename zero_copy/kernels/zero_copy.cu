@@ -83,7 +83,7 @@ extern "C" __global__ void fill_words(unsigned int* __restrict__ out, long long 
 
 // Spin until the host writes `round` into the release word (or timeout_ns has passed since
 // t_publish, which keeps a lost release from hanging the GPU), then stamp the release time and
-// acknowledge. The lesson kernel below and the mailbox exercise (zero_copy/exercises.py) share it.
+// acknowledge. The lesson kernel below and the mailbox exercise (zero_copy/mailbox.py) share it.
 __device__ void wait_for_release(volatile int* box, int round, unsigned long long t_publish, long long timeout_ns) {
     while (box[MB_RELEASE] != round) {
         if (global_ns() - t_publish > static_cast<unsigned long long>(timeout_ns)) {

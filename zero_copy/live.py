@@ -1,4 +1,5 @@
-"""The live run: probes first (the model's inputs), then each experiment picked, into one results record."""
+"""The live run: the machine checked first, then the probes (the model's inputs), then each experiment picked,
+into one results record."""
 
 from __future__ import annotations
 
@@ -6,19 +7,20 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
-from labcore.device import DeviceFacts
+from tqdm import tqdm
+
+from labcore.device import DeviceFacts, device_facts
 from labcore.record import Record
 from zero_copy import LESSON
 from zero_copy.config import Config
 from zero_copy.experiments import run_access, run_breakeven, run_probes, run_reread, run_saxpy, run_streaming
 from zero_copy.gather import run_gather
-from zero_copy.hostmem import HostMemory
-from zero_copy.lab import Lab
+from zero_copy.harness import Lab
+from zero_copy.hostmem import HostMemory, check_host_memory, read_host_memory
+from zero_copy.kernel import module
 from zero_copy.mailbox import run_mailbox
-from zero_copy.mapped import live_buffers
-from zero_copy.support import read_support
+from zero_copy.mapped import live_buffers, read_support, require_mapping
 
 RUNNERS: dict[str, Callable[..., None]] = {
     "streaming": run_streaming, "breakeven": run_breakeven, "access": run_access, "gather": run_gather,
@@ -26,12 +28,18 @@ RUNNERS: dict[str, Callable[..., None]] = {
 }
 
 
+def check_machine(cfg: Config) -> tuple[DeviceFacts, HostMemory]:
+    """The device's facts and the host's memory, once the device can map and the host can pin what cfg needs
+    (UsageError otherwise); nothing is pinned yet."""
+    facts = device_facts()
+    require_mapping(facts)
+    host = read_host_memory()
+    check_host_memory(cfg, host)
+    return facts, host
+
+
 def run_live(cfg: Config, facts: DeviceFacts, host: HostMemory, *, command: str) -> Record:
     """Run the picked experiments on the GPU; progress goes to stderr, results into the record."""
-    from tqdm import tqdm
-
-    from zero_copy.kernel import module
-
     record = Record(lesson=LESSON, mode="live", source=command, device=facts, config=cfg.to_dict())
     support = read_support(facts)
     record.extra["host_memory"] = {**dataclasses.asdict(host), "pinnable_bytes": host.pinnable_bytes}
@@ -46,7 +54,7 @@ def run_live(cfg: Config, facts: DeviceFacts, host: HostMemory, *, command: str)
             try:
                 RUNNERS[name](lab, rates, support)
             finally:
-                _free_device_pool()
+                _free_device_pool(lab)
             bar.update()
     record.extra["support"] = dataclasses.asdict(support)
     record.extra["experiments"] = list(cfg.only)
@@ -55,15 +63,13 @@ def run_live(cfg: Config, facts: DeviceFacts, host: HostMemory, *, command: str)
     return record
 
 
-def _free_device_pool() -> None:
-    import cupy
-
-    cupy.cuda.Device().synchronize()
-    cupy.get_default_memory_pool().free_all_blocks()
+def _free_device_pool(lab: Lab) -> None:
+    lab.sync()
+    lab.cp.get_default_memory_pool().free_all_blocks()
 
 
 def _check_nothing_pinned(lab: Lab) -> None:
     """Every buffer an experiment allocated or registered was freed or unregistered by its end."""
-    left: list[Any] = live_buffers()
+    left = live_buffers()
     lab.check("every mapped buffer freed or unregistered", not left,
               "none left pinned" if not left else f"still pinned: {', '.join(map(repr, left))}")

@@ -1,4 +1,8 @@
-"""What the zero-copy notebook calls: one record per section, live on a GPU or replayed, saying which."""
+"""What the zero-copy notebook's lesson cells call: one record per section, live on a GPU or replayed, saying which.
+
+The cells also read `zero_copy.report` (verdicts), `zero_copy.plots` (figures)
+and, in graded cells, `zero_copy.checks`.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 
-from labcore import plots
-from labcore.device import device_facts, gpu_available
+from labcore.mode import FROM_PROFILE, Mode, live_line
 from labcore.record import Record
-from zero_copy import exercises, model
+from zero_copy import LESSON, live, replay
 from zero_copy.config import EXPERIMENTS, Config, planned_rows, read_key
 from zero_copy.kernel import KERNEL_PATH
-from zero_copy.report import breakeven_verdict, gather_verdict, picked_experiments, rates, report
-from zero_copy.support import MappingSupport
+from zero_copy.mapped import (
+    MappingSupport,
+    alloc_mapped,
+    driver_memory_type,
+    page_aligned_empty,
+    register_mapped,
+)
+from zero_copy.report import breakeven_verdict, gather_verdict, rates, report
 
 
 def _shown(path: Path) -> str:
@@ -46,27 +54,19 @@ def _picked(only: str) -> tuple[str, ...]:
 def measure(only: str = "all", *, repeats: int = 5, profile: str | Path | None = None) -> Record:
     """Run the picked experiments live when a GPU is here (printing which), else replay the recorded profile."""
     picked = _picked(only)
-    if profile is not None or not gpu_available():
-        record = exercises.load_profile(profile)
-        missing = [name for name in picked if name not in picked_experiments(record)]
-        if missing:
-            raise ValueError(f"the recorded run has no {', '.join(missing)} experiment")
-        why = "" if profile else "; no GPU here, so these are recorded numbers"
-        print(f"zero_copy: replay of {_shown(exercises.profile_path(profile))}, recorded {record.recorded_at} on "
+    mode = Mode.decide(profile)
+    if not mode.live:
+        record = replay.load_profile(mode.profile)
+        replay.require_experiments(record, picked)
+        why = "" if mode.reason == FROM_PROFILE else f"; {mode.reason}, so these are recorded numbers"
+        print(f"{LESSON}: replay of {_shown(Path(record.source))}, recorded {record.recorded_at} on "
               f"{record.device.summary()}{why}")
         return record
-    from zero_copy.hostmem import check_host_memory, read_host_memory
-    from zero_copy.run import run_live
-    from zero_copy.support import require_mapping
-
     cfg = Config(only=picked, repeats=repeats)
     cfg.validate()
-    facts = device_facts()
-    require_mapping(facts)
-    host = read_host_memory()
-    check_host_memory(cfg, host)
-    print(f"zero_copy: live on {facts.summary()}")
-    return run_live(cfg, facts, host, command=f"zero_copy.session.measure({only!r}, repeats={repeats})")
+    facts, host = live.check_machine(cfg)
+    print(live_line(LESSON))
+    return live.run_live(cfg, facts, host, command=f"zero_copy.notebook.measure({only!r}, repeats={repeats})")
 
 
 def show(record: Record, only: str = "all") -> None:
@@ -122,58 +122,18 @@ def compare(predictions: dict[str, float | None], record: Record) -> None:
         print(f"{key:<30}{what:<42}{shown[0]:>10}{shown[1]:>10}{ratio:>16}")
 
 
-def plot_breakeven(record: Record) -> Figure:
-    """Time against reads per byte: measured points and the model's lines, both crossovers marked."""
-    plan, verdict, link = record.extra["breakeven"], breakeven_verdict(record), rates(record)
-    nbytes = plan["nbytes"]
-    fig = Figure(figsize=(7, 4.2), layout="constrained")
-    ax = fig.subplots()
-    per = verdict["per_reads"]
-    reads = [p["reads"] for p in per]
-    r_axis = np.linspace(0, max(reads), 200)
-    ax.plot(r_axis, [model.zero_copy_ms(nbytes, r, link.h2d_gbps) for r in r_axis], "--", color="C0",
-            label="zero-copy model r·B/L")
-    ax.plot(r_axis, [model.copy_path_ms(nbytes, r, link) for r in r_axis], "--", color="C1",
-            label="copy model B/L + r·B/H")
-    ax.plot(reads, [p["zero_copy_ms"] for p in per], "o", color="C0", label="zero-copy measured")
-    ax.plot(reads, [p["copy_ms"] for p in per], "s", color="C1", label="copy then kernel measured")
-    for value, style, label in ((verdict["crossover_model"], "--", "model r*"),
-                                (verdict["crossover_measured"], ":", "measured r*")):
-        if value is not None:
-            ax.axvline(value, color="grey", linestyle=style, label=f"{label} = {value:.2f}")
-    ax.set_xlabel("reads per byte r")
-    ax.set_ylabel(f"ms for {nbytes >> 20} MiB")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(f"break-even on {record.device.name}: L {link.h2d_gbps:.1f} GB/s, H {link.hbm_gbps:.0f} GB/s")
-    return fig
-
-
-def plot_gather(record: Record) -> Figure:
-    """GB/s of each way of getting the batch to the GPU, from the record's gather experiment."""
-    plan = record.extra["gather"]
-    rows = planned_rows(plan)
-    values = {row.label: record.pass_times(row.key).gbps() for row in rows}
-    kinds = {row.label: "GPU reads mapped memory" if row.key.path in ("sorted", "unsorted") else
-             "copy engine" if row.key.path == "copy" else "CPU" for row in rows}
-    return plots.bars(values, kinds=kinds, unit="GB/s",
-                      title=f"{plan['n_rows']:,} rows of {plan['row_bytes']} B on {record.device.name}")
-
-
 def api_demo() -> None:
     """Live: allocate, register, ask for device pointers, let the GPU write host memory. Offline: the recorded facts."""
-    if not gpu_available():
-        record = exercises.load_profile()
+    if not Mode.decide().live:
+        record = replay.load_profile()
         support = MappingSupport.from_dict(record.extra["support"])
         print(f"zero_copy: no GPU here; the mapping facts of the recorded {record.device.name} run "
               f"({record.recorded_at}):\n{support.line()}")
         print("\n".join(f"  - {note}" for note in support.notes()))
         return
-    import cupy as cp
+    import cupy as cp  # optional: only a live demo reaches here, and offline readers need not install CuPy
 
-    from zero_copy.mapped import alloc_mapped, driver_memory_type, page_aligned_empty, register_mapped
-
-    print(f"zero_copy: live on {device_facts().summary()}")
+    print(live_line(LESSON))
     with alloc_mapped(1 << 20, np.float32) as buf:
         buf.h[:] = 1.0
         d_view = buf.d

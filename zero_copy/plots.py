@@ -1,0 +1,50 @@
+"""The lesson's figures (matplotlib), drawn from a results record alone, live or replayed."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from labcore.plots import bars
+from labcore.record import Record
+from zero_copy import model
+from zero_copy.config import planned_rows
+from zero_copy.report import breakeven_verdict, rates
+
+
+def breakeven(record: Record) -> Figure:
+    """Time against reads per byte: measured points and the model's lines, both crossovers marked."""
+    plan, verdict, link = record.extra["breakeven"], breakeven_verdict(record), rates(record)
+    nbytes = plan["nbytes"]
+    fig = Figure(figsize=(7, 4.2), layout="constrained")
+    ax = fig.subplots()
+    per = verdict["per_reads"]
+    reads = [p["reads"] for p in per]
+    r_axis = np.linspace(0, max(reads), 200)
+    ax.plot(r_axis, [model.zero_copy_ms(nbytes, r, link.h2d_gbps) for r in r_axis], "--", color="C0",
+            label="zero-copy model r·B/L")
+    ax.plot(r_axis, [model.copy_path_ms(nbytes, r, link) for r in r_axis], "--", color="C1",
+            label="copy model B/L + r·B/H")
+    ax.plot(reads, [p["zero_copy_ms"] for p in per], "o", color="C0", label="zero-copy measured")
+    ax.plot(reads, [p["copy_ms"] for p in per], "s", color="C1", label="copy then kernel measured")
+    for value, style, label in ((verdict["crossover_model"], "--", "model r*"),
+                                (verdict["crossover_measured"], ":", "measured r*")):
+        if value is not None:
+            ax.axvline(value, color="grey", linestyle=style, label=f"{label} = {value:.2f}")
+    ax.set_xlabel("reads per byte r")
+    ax.set_ylabel(f"ms for {nbytes >> 20} MiB")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(f"break-even on {record.device.name}: L {link.h2d_gbps:.1f} GB/s, H {link.hbm_gbps:.0f} GB/s")
+    return fig
+
+
+def gather(record: Record) -> Figure:
+    """GB/s of each way of getting the batch to the GPU, from the record's gather experiment."""
+    plan = record.extra["gather"]
+    rows = planned_rows(plan)
+    values = {row.label: record.pass_times(row.key).gbps() for row in rows}
+    kinds = {row.label: "GPU reads mapped memory" if row.key.path in ("sorted", "unsorted") else
+             "copy engine" if row.key.path == "copy" else "CPU" for row in rows}
+    return bars(values, kinds=kinds, unit="GB/s",
+                title=f"{plan['n_rows']:,} rows of {plan['row_bytes']} B on {record.device.name}")
