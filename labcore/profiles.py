@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import os
 from pathlib import Path
 
 from labcore.errors import UsageError
 from labcore.record import Record, load
 
-PROFILES_DIR = Path(os.environ.get("COURSE_PROFILES", Path(__file__).resolve().parents[1] / "profiles"))
+
+def _shipped() -> Path:
+    """The profiles this install carries: the package `course_profiles` (the checkout's profiles/ folder)."""
+    try:
+        return Path(str(importlib.resources.files("course_profiles")))
+    except ModuleNotFoundError:  # a checkout on sys.path that was never installed: the folder beside the packages
+        return Path(__file__).resolve().parents[1] / "profiles"
+
+
+PROFILES_DIR = Path(os.environ["COURSE_PROFILES"]) if os.environ.get("COURSE_PROFILES") else _shipped()
 DEFAULT_GPU = "h200"
 RESULTS = "results.json"
 
