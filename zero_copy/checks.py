@@ -106,7 +106,7 @@ def _gather_verdict(gather_launch: Callable[[int], Any], order_ids: Callable[[np
     run = None
     if live:
         run = gather.run_gather_exercise(ids, threads, blocks, sorted_ids, restore, row_bytes=row_bytes,
-                                   table_bytes=table_rows * row_bytes, seed=seed, repeats=repeats)
+                                         table_bytes=table_rows * row_bytes, seed=seed, repeats=repeats)
         ok, detail = run.ok, run.detail
         how = (f"live: {n_rows:,} {pattern} ids, rows of {row_bytes} B gathered on the GPU from a "
                f"{format_size(run.table_bytes)} mapped table, put back with your restore")
