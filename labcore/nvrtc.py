@@ -2,7 +2,7 @@
 
 The lessons' kernels are CUDA source compiled at run time (CuPy `RawKernel`, `RawModule`). A lab
 machine with only the NVIDIA driver has no NVRTC unless CuPy's CUDA-toolkit extra brought it;
-this package's `cuda12`/`cuda13` extras do, through `cupy-cuda12x[ctk]`/`cupy-cuda13x[ctk]`.
+this package's `cuda12`/`cuda13` extras bring it as NVIDIA's wheels (`cuda-toolkit[nvrtc,cudart]`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from labcore.errors import UsageError
 
-INSTALL = ("pip install 'cupy-cuda13x[ctk]' (CUDA 12 driver: 'cupy-cuda12x[ctk]'); "
+INSTALL = ("pip install 'cuda-toolkit[nvrtc,cudart]==13.*' (CUDA 12 driver: 'cuda-toolkit[nvrtc,cudart]==12.*'); "
            "the course's [cuda13] and [cuda12] extras include it")
 PROC_MAPS = Path("/proc/self/maps")  # where Linux lists the files mapped into this process
 

@@ -66,7 +66,7 @@ def test_missing_library_is_one_line_naming_the_extra(monkeypatch, maps):
     assert "\n" not in message
     assert message.startswith("NVRTC (CUDA's run-time compiler) not found (CuPy failed to load libnvrtc.so.13: ")
     assert "second line" not in message
-    assert "'cupy-cuda13x[ctk]'" in message and "'cupy-cuda12x[ctk]'" in message
+    assert "'cuda-toolkit[nvrtc,cudart]==13.*'" in message and "'cuda-toolkit[nvrtc,cudart]==12.*'" in message
 
 
 def test_long_reason_is_cut_to_fit_one_line(monkeypatch, maps):
@@ -102,7 +102,8 @@ def test_no_cupy_says_so_and_names_the_extra(monkeypatch):
     with pytest.raises(UsageError) as caught:
         nvrtc.require_nvrtc()
     message = str(caught.value)
-    assert message.startswith("CuPy is not installed") and "'cupy-cuda13x[ctk]'" in message and "\n" not in message
+    assert message.startswith("CuPy is not installed") and "\n" not in message
+    assert "'cuda-toolkit[nvrtc,cudart]==13.*'" in message
 
 
 def test_command_exits_2_with_one_line(monkeypatch, capsys):

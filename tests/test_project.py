@@ -18,6 +18,7 @@ from labcore.device import gpu_available
 ROOT = Path(__file__).resolve().parents[1]
 # pip name -> conda-forge name; matplotlib-base is matplotlib without the Qt backend
 CONDA_NAMES = {"cupy-cuda13x": "cupy", "cupy-cuda12x": "cupy", "matplotlib": "matplotlib-base"}
+PIP_ONLY = {"cuda-toolkit"}  # NVRTC as pip wheels; conda-forge's cupy depends on cuda-nvrtc itself
 CONDA_ONLY = {"python", "pip", "cuda-version"}
 ENVIRONMENTS = {"environment.yml": "cuda13", "environment-cuda12.yml": "cuda12"}  # file -> the extra it mirrors
 
@@ -33,6 +34,8 @@ def pyproject_requirements(cuda_extra: str, project: dict | None = None) -> dict
     found = {}
     for text in project["dependencies"] + extras[cuda_extra] + extras["test"] + extras["course"]:
         req = Requirement(text)
+        if req.name.lower() in PIP_ONLY:
+            continue
         found[CONDA_NAMES.get(req.name.lower(), req.name.lower())] = str(req.specifier)
     return found
 
@@ -101,11 +104,13 @@ def test_a_drifted_pyproject_is_caught():
 
 
 def test_each_cuda_extra_names_exactly_one_cupy_wheel_with_nvrtc():
-    """cuda12 -> cupy-cuda12x[ctk], cuda13 -> cupy-cuda13x[ctk] (ctk brings NVRTC), nothing else CuPy-like."""
+    """cuda12 -> cupy-cuda12x and NVRTC of CUDA 12, cuda13 -> cupy-cuda13x and NVRTC of CUDA 13, nothing else."""
     extras = _pyproject()["project"]["optional-dependencies"]
-    for extra, wheel in (("cuda12", "cupy-cuda12x"), ("cuda13", "cupy-cuda13x")):
+    for extra, wheel, major in (("cuda12", "cupy-cuda12x", "12"), ("cuda13", "cupy-cuda13x", "13")):
         cupys = [Requirement(r) for r in extras[extra] if r.lower().startswith("cupy")]
-        assert [(r.name, r.extras) for r in cupys] == [(wheel, {"ctk"})]
+        assert [r.name for r in cupys] == [wheel]
+        toolkit = [Requirement(r) for r in extras[extra] if r.startswith("cuda-toolkit")]
+        assert [(r.extras, str(r.specifier)) for r in toolkit] == [({"nvrtc", "cudart"}, f"=={major}.*")]
 
 
 def test_ruff_is_pinned_to_one_minor_in_every_place_that_installs_it():
