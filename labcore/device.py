@@ -13,7 +13,7 @@ from typing import Any
 def cupy_or_none() -> Any:
     """CuPy if it imports and sees a GPU, else None (the replay mode)."""
     try:
-        import cupy
+        import cupy  # CuPy is an optional extra: without it every command replays
     except Exception:  # not installed, or a broken CUDA install: both mean no live GPU
         return None
     try:

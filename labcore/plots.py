@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -19,8 +20,6 @@ ROW_ORDER = ("h2d", "kernel", "d2h")
 
 
 def _chunk_colour(chunk: int) -> tuple[float, float, float, float]:
-    from matplotlib import colormaps
-
     return colormaps["tab20"](chunk % 20)
 
 
