@@ -8,9 +8,9 @@ import sys
 import time
 from collections.abc import Callable
 
-from tqdm import tqdm
-
 from labcore.device import DeviceFacts, device_facts
+from labcore.nvrtc import require_nvrtc
+from labcore.progress import progress
 from labcore.record import Record
 from zero_copy import LESSON
 from zero_copy.config import Config
@@ -44,18 +44,18 @@ def run_live(cfg: Config, facts: DeviceFacts, host: HostMemory, *, command: str)
     support = read_support(facts)
     record.extra["host_memory"] = {**dataclasses.asdict(host), "pinnable_bytes": host.pinnable_bytes}
     t0 = time.perf_counter()
-    with tqdm(total=1 + len(cfg.only), file=sys.stderr, unit="exp", desc="probes") as bar:
-        lab = Lab(cfg, record, progress=bar.set_postfix_str)
+    print(f"{LESSON}: kernels compile with {require_nvrtc()}", file=sys.stderr, flush=True)
+    with progress(1 + len(cfg.only), LESSON, unit="exp") as bar:
+        lab = Lab(cfg, record, progress=bar.status)
         module().get_function("reread")  # compiles the whole module before anything is timed
         rates = run_probes(lab)
-        bar.update()
+        bar.update("probes")
         for name in cfg.only:
-            bar.set_description(name)
             try:
                 RUNNERS[name](lab, rates, support)
             finally:
                 _free_device_pool(lab)
-            bar.update()
+            bar.update(name)
     record.extra["support"] = dataclasses.asdict(support)
     record.extra["experiments"] = list(cfg.only)
     record.extra["wall_s"] = time.perf_counter() - t0
