@@ -8,10 +8,11 @@ and nbgrader then drops that submission. So grading runs in two phases:
    process in a scratch course root: DIR/source and the student's DIR/submitted/S/A linked in, and a private
    COPY of the gradebook, so no two processes ever share a sqlite file. This is the slow part (kernels,
    GPU runs, replays of the student's exports), and the only parallel one.
-2. Record, serially (one process). `nbgrader autograde A --force` in DIR, where ExecuteOrReplay (configured
-   in DIR/nbgrader_config.py) copies phase 1's outputs into each sanitized notebook instead of executing
-   it. nbgrader's own code then writes every grade, comment and late penalty into DIR/gradebook.db, one
-   submission after another. The writer lock DIR/.grader.lock keeps a second `python -m grader` out.
+2. Record, serially (one process). `nbgrader autograde A --force` in DIR, where ExecuteOrReplay
+   (grader.preprocessors, installed by DIR/nbgrader_config.py) copies phase 1's outputs into each sanitized
+   notebook instead of executing it. nbgrader's own code then writes every grade, comment and late penalty
+   into DIR/gradebook.db, one submission after another. The writer lock DIR/.grader.lock keeps a second
+   `python -m grader` out.
 
 With a GPU, submissions executed side by side share it and disturb each other's timings: use --jobs 1 for
 live grading (the default there), more jobs when the checks read the students' exports.
@@ -35,58 +36,18 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-import nbformat
-from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import Execute
-from traitlets import Unicode
-
-from grader.config import COURSE_ID, GRADEBOOK
 from grader.grading import GradingDir
+from grader.layout import COURSE_ID, GRADEBOOK
 from grader.runner import KILLED, last_error, nbgrader
+
+if TYPE_CHECKING:
+    from nbformat.notebooknode import NotebookNode
 
 KERNEL_START_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
 KERNEL_START_RETRIES = 2
 STARTUP_S = 120  # nbgrader start-up, kernel start (nbclient's startup_timeout is 60 s) and shutdown
-NOT_GRADED = "GradingError"
-
-
-class ExecuteOrReplay(Execute):
-    """nbgrader's Execute; with replay_root set, copies the outputs phase 1 recorded instead of executing."""
-
-    replay_root = Unicode("", help="Scratch folder of phase 1: <root>/<student>/autograded/... and reason.txt"
-                          ).tag(config=True)
-
-    def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
-        """Execute as nbgrader does, or replay phase 1's outputs (or the reason it has none)."""
-        if not self.replay_root:
-            return super().preprocess(nb, resources)
-        info = resources["nbgrader"]
-        scratch = Path(self.replay_root) / info["student"]
-        done = scratch / "autograded" / info["student"] / info["assignment"] / f"{info['notebook']}.ipynb"
-        if done.is_file():
-            ran = nbformat.read(done, as_version=nbformat.NO_CONVERT)
-            if [c.source for c in ran.cells] == [c.source for c in nb.cells]:
-                for cell, ran_cell in zip(nb.cells, ran.cells, strict=True):
-                    if cell.cell_type == "code":
-                        cell.outputs, cell.execution_count = ran_cell.outputs, ran_cell.execution_count
-                return nb, resources
-            reason = "the executed notebook does not match the submission"
-        else:
-            reason_file = scratch / "reason.txt"
-            reason = reason_file.read_text().strip() if reason_file.is_file() else "it was not executed"
-        mark_not_graded(nb, reason)
-        return nb, resources
-
-
-def mark_not_graded(nb: NotebookNode, reason: str) -> None:
-    """Give every code cell an error naming why the notebook has no outputs: each autograded cell scores 0."""
-    text = f"this notebook could not be graded: {reason}; every autograded cell scores 0"
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = [nbformat.v4.new_output("error", ename=NOT_GRADED, evalue=text,
-                                                   traceback=[f"{NOT_GRADED}: {text}"])]
 
 
 @dataclasses.dataclass
@@ -102,10 +63,17 @@ class Outcome:
     recorded: bool = True
 
 
+def _notebooks(folder: Path) -> list[tuple[str, NotebookNode]]:
+    """(name, notebook) of every notebook in a folder, by name."""
+    import nbformat  # seconds to import (jsonschema's format checks): --help and bad options do not wait for it
+
+    return [(path.stem, nbformat.read(path, as_version=4)) for path in sorted(folder.glob("*.ipynb"))]
+
+
 def code_cells(grading: GradingDir, assignment: str) -> int:
     """Code cells in the assignment's source notebooks: they set a submission's time budget."""
-    return sum(sum(c.cell_type == "code" for c in nbformat.read(p, as_version=4).cells)
-               for p in (grading.root / "source" / assignment).glob("*.ipynb"))
+    notebooks = _notebooks(grading.root / "source" / assignment)
+    return sum(sum(c.cell_type == "code" for c in nb.cells) for _, nb in notebooks)
 
 
 def scratch_root(grading: GradingDir, scratch: Path, assignment: str, student: str) -> Path:
@@ -176,17 +144,17 @@ def autograde(grading: GradingDir, assignment: str, *, jobs: int, timeout_s: int
 def graded_cells(grading: GradingDir, assignment: str) -> dict[tuple[str, str], float]:
     """{(notebook, grade_id): points} of the autograded test cells in the assignment's source."""
     cells = {}
-    for path in sorted((grading.root / "source" / assignment).glob("*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
+    for name, nb in _notebooks(grading.root / "source" / assignment):
+        for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
             if meta.get("grade") and not meta.get("solution"):
-                cells[(path.stem, meta["grade_id"])] = float(meta.get("points", 0))
+                cells[(name, meta["grade_id"])] = float(meta.get("points", 0))
     return cells
 
 
 def scores(grading: GradingDir, assignment: str, student: str) -> dict[str, float | None]:
     """{grade_id: autograded score} of one submission's test cells (None where the gradebook has none)."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook, MissingEntry  # seconds to import: only once there is a gradebook to read
 
     found: dict[str, float | None] = {}
     with Gradebook(grading.db_url, COURSE_ID) as gb:
@@ -201,8 +169,8 @@ def scores(grading: GradingDir, assignment: str, student: str) -> dict[str, floa
 def _cell_errors(grading: GradingDir, assignment: str, student: str) -> tuple[list[str], list[str]]:
     """Grade ids of test cells that timed out, and of those that failed otherwise, from the autograded notebooks."""
     timed_out, failed = [], []
-    for path in sorted((grading.root / "autograded" / student / assignment).glob("*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
+    for _, nb in _notebooks(grading.root / "autograded" / student / assignment):
+        for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
             if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
                 continue

@@ -21,7 +21,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from grader.config import CELL_TIMEOUT_S, RELEASE_DIR, SOURCE_DIR
+from grader.autograde import Outcome, autograde
+from grader.course import Course, check, generate
+from grader.feedback import write_feedback
+from grader.grading import GradingDir, collect, export, new_grading_dir, setup
+from grader.layout import CELL_TIMEOUT_S, RELEASE_DIR, SOURCE_DIR
+from grader.runner import REPO
+from grader.validate import validate_release, validate_solution
+from labcore.device import device_facts, gpu_available
 from labcore.errors import UsageError
 
 PROG = "python -m grader"
@@ -51,21 +58,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     gen = sub.add_parser("generate", help=f"regenerate {RELEASE_DIR}/ from {SOURCE_DIR}/")
     gen.add_argument("--check", action="store_true", help="regenerate into a temp folder; exit 1 on any difference")
     val = sub.add_parser("validate", help="solutions pass, release stubs fail cleanly")
-    setup = sub.add_parser("setup", help="make a grading directory outside the checkout")
-    setup.add_argument("dir", metavar="DIR")
-    collect = sub.add_parser("collect", help="copy students' folders into DIR/submitted")
-    collect.add_argument("dir", metavar="DIR")
-    collect.add_argument("submissions", metavar="SUBMISSIONS")
+    setup_cmd = sub.add_parser("setup", help="make a grading directory outside the checkout")
+    setup_cmd.add_argument("dir", metavar="DIR")
+    collect_cmd = sub.add_parser("collect", help="copy students' folders into DIR/submitted")
+    collect_cmd.add_argument("dir", metavar="DIR")
+    collect_cmd.add_argument("submissions", metavar="SUBMISSIONS")
     auto = sub.add_parser("autograde", help="grade all submitted notebooks")
     auto.add_argument("dir", metavar="DIR")
     auto.add_argument("--jobs", type=_positive, default=None,
                       help="submissions executed at once (default: 1 with a GPU, else up to 4)")
     feedback = sub.add_parser("feedback", help="HTML feedback without hidden tests")
     feedback.add_argument("dir", metavar="DIR")
-    export = sub.add_parser("export", help="grades as CSV")
-    export.add_argument("dir", metavar="DIR")
-    export.add_argument("--to", metavar="CSV", help="where to write (default DIR/grades.csv; not inside the checkout)")
-    for command in (val, setup, auto, feedback):
+    export_cmd = sub.add_parser("export", help="grades as CSV")
+    export_cmd.add_argument("dir", metavar="DIR")
+    export_cmd.add_argument("--to", metavar="CSV",
+                            help="where to write (default DIR/grades.csv; not inside the checkout)")
+    for command in (val, setup_cmd, auto, feedback):
         command.add_argument("--assignment", metavar="A", help="only this assignment (default: all)")
     for command in (val, auto):
         command.add_argument("--timeout", type=_positive, default=CELL_TIMEOUT_S, metavar="SECONDS",
@@ -80,19 +88,13 @@ def _bar(total: int, desc: str) -> tqdm:
 
 def _machine() -> str:
     """Where notebooks' kernels run: live on a GPU, or replaying."""
-    from labcore.device import gpu_available
-
     if gpu_available():
-        from labcore.device import device_facts
-
         return f"kernels run live on {device_facts().summary()}"
     return "no GPU here: the notebooks replay recorded profiles and students' exports"
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Regenerate course/ (or check it)."""
-    from grader.course import Course, check, generate
-
     course = Course.at(args.repo)
     names = course.pick(None)
     if args.check:
@@ -116,9 +118,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate solutions (must pass) and release notebooks (must fail cleanly)."""
-    from grader.course import Course
-    from grader.validate import validate_release, validate_solution
-
     course = Course.at(args.repo)
     names = course.pick(args.assignment)
     jobs = [(validate_solution, p) for n in names for p in course.notebooks(course.source / n)]
@@ -146,9 +145,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     """Make a grading directory and print what to do next."""
-    from grader.course import Course
-    from grader.grading import new_grading_dir, setup
-
     course = Course.at(args.repo)
     names = course.pick(args.assignment)
     grading = new_grading_dir(course, args.dir)
@@ -173,8 +169,6 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 def cmd_collect(args: argparse.Namespace) -> int:
     """Copy students' folders into the grading directory."""
-    from grader.grading import GradingDir, collect
-
     grading = GradingDir(args.dir)
     print(f"grader collect: {Path(args.submissions).expanduser().resolve()} -> {grading.root}/submitted "
           f"(assignments: {', '.join(grading.assignments())})", flush=True)
@@ -190,12 +184,10 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 def _default_jobs() -> int:
     """One at a time on a GPU (side-by-side runs disturb timings), else up to 4."""
-    from labcore.device import gpu_available
-
     return 1 if gpu_available() else max(1, min(4, os.cpu_count() or 1))
 
 
-def _notes(outcome) -> str:
+def _notes(outcome: Outcome) -> str:
     """The notes column of the autograde table."""
     notes = []
     if outcome.timed_out:
@@ -209,11 +201,7 @@ def _notes(outcome) -> str:
 
 def cmd_autograde(args: argparse.Namespace) -> int:
     """Autograde every submission, several at once, and print a table per assignment."""
-    from grader.grading import GradingDir
-
     grading = GradingDir(args.dir)
-    from grader.autograde import autograde  # nbgrader: a few seconds, so after the cheap checks
-
     names = grading.pick(args.assignment)
     jobs = args.jobs or _default_jobs()
     counts = {n: len(grading.submitted(n)) for n in names}
@@ -242,11 +230,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
 
 def cmd_feedback(args: argparse.Namespace) -> int:
     """Generate feedback HTML and make sure no hidden test reached it."""
-    from grader.grading import GradingDir
-
     grading = GradingDir(args.dir)
-    from grader.feedback import write_feedback
-
     names = grading.pick(args.assignment)
     print(f"grader feedback: {grading.root}/feedback for {', '.join(names)}; hidden tests removed, "
           "outputs of their cells reduced to a verdict", flush=True)
@@ -264,9 +248,6 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Export grades as CSV, outside the checkout."""
-    from grader.grading import GradingDir, export
-    from grader.runner import REPO
-
     grading = GradingDir(args.dir)
     to = Path(args.to).expanduser().resolve() if args.to else grading.root / "grades.csv"
     repo = Path(args.repo).resolve() if args.repo else REPO

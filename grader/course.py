@@ -14,9 +14,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import nbformat
-
-from grader.config import GRADING_CONFIG, RELEASE_DIR, SOURCE_DIR, run_files_glob
+from grader.layout import GRADING_CONFIG, RELEASE_DIR, SOURCE_DIR, run_files_glob
 from grader.runner import REPO, nbgrader_or_fail
 from labcore.errors import UsageError
 
@@ -76,6 +74,8 @@ def generate(course: Course, assignment: str, into: Path | None = None) -> Path:
 
 def outputs_in(path: Path) -> list[str]:
     """What in a notebook is not clean: cells with outputs or execution counts."""
+    import nbformat  # seconds to import (jsonschema's format checks): --help and bad options do not wait for it
+
     try:
         nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
     except Exception as exc:  # a broken notebook is reported, not raised: the check lists every problem

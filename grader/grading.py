@@ -1,6 +1,7 @@
 """An instructor's grading directory, outside the checkout: nbgrader's layout with its own gradebook.
 
-    DIR/nbgrader_config.py    calls grader.config.configure_grading (root DIR, gradebook DIR/gradebook.db)
+    DIR/nbgrader_config.py    calls grader.config.configure_grading (root DIR, gradebook DIR/gradebook.db);
+                              written by `grading_config_text` below
     DIR/gradebook.db          the only gradebook; one writer at a time (DIR/.grader.lock)
     DIR/source/<a>/           a COPY of the checkout's solutions/<a>/ made by setup (commit noted in the config)
     DIR/release/<a>/          generated from source/ by setup; equals the checkout's course/<a>/ when that is current
@@ -29,8 +30,8 @@ import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from grader.config import COURSE_ID, GRADEBOOK, GRADING_CONFIG, db_url, grading_config_text, run_files_glob
 from grader.course import Course, run_file_clashes, tree_differences
+from grader.layout import COURSE_ID, GRADEBOOK, GRADING_CONFIG, db_url, run_files_glob
 from grader.runner import REPO, nbgrader_or_fail
 from labcore.errors import UsageError
 
@@ -83,6 +84,19 @@ class GradingDir:
                 yield
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def grading_config_text(root: Path, code: Path, provenance: str) -> str:
+    """The nbgrader_config.py written into a grading directory; code is the checkout holding grader/."""
+    return (
+        f'"""nbgrader configuration of the grading directory {root} (made by `python -m grader setup`)."""\n\n'
+        f"# {provenance}\n"
+        "import sys\n\n"
+        f"sys.path.insert(0, {str(code)!r})  # the course checkout: grader, day54, zero_copy\n\n"
+        "from grader.config import configure_grading  # noqa: E402\n\n"
+        f"configure_grading(get_config(), root={str(root)!r}, repo={str(code)!r})  # noqa: F821\n"
+        "# Local overrides go below, e.g. c = get_config(); c.Execute.timeout = 300\n"
+    )
 
 
 def _inside(path: Path, parent: Path) -> bool:
@@ -185,7 +199,7 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
 
 def add_students(grading: GradingDir, students: list[str]) -> None:
     """Create the students' gradebook entries (existing ones are kept)."""
-    from nbgrader.api import Gradebook
+    from nbgrader.api import Gradebook  # seconds to import: --help and bad options do not wait for it
 
     with Gradebook(grading.db_url, COURSE_ID) as gb:
         for student in students:
@@ -194,8 +208,8 @@ def add_students(grading: GradingDir, students: list[str]) -> None:
 
 def export(grading: GradingDir, to: Path) -> Path:
     """Write nbgrader's CSV of grades (one row per student and assignment) to `to`."""
-    from nbgrader.api import Gradebook
-    from nbgrader.plugins import CsvExportPlugin
+    from nbgrader.api import Gradebook  # seconds to import: --help and bad options do not wait for it
+    from nbgrader.plugins import CsvExportPlugin  # nbgrader too: loaded only to export
 
     to.parent.mkdir(parents=True, exist_ok=True)
     with Gradebook(grading.db_url, COURSE_ID) as gb:

@@ -1,0 +1,28 @@
+"""Names the course checkout and the instructors' grading directories share, and the per-cell time limit.
+
+The checkout's own `nbgrader_config.py` (repo root) makes `solutions/` the source and `course/` the
+release and keeps every gradebook out of the repository. A grading directory has its own
+`nbgrader_config.py` and gradebook (see grader.grading). Importing this module costs nothing: every command,
+`python -m grader --help` included, reads these names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SOURCE_DIR = "solutions"  # in the checkout: nbgrader source notebooks
+RELEASE_DIR = "course"  # in the checkout: the generated student release
+COURSE_ID = "datamove"
+CELL_TIMEOUT_S = 120  # per-cell limit while grading; live GPU cells of the labs take well under a minute
+GRADEBOOK = "gradebook.db"
+GRADING_CONFIG = "nbgrader_config.py"
+
+
+def run_files_glob(assignment: str) -> str:
+    """Names of the files a student's run leaves beside the notebook (kept by grading: see grader.grading)."""
+    return f"{assignment}_run*"
+
+
+def db_url(root: Path) -> str:
+    """The sqlite URL of a grading directory's gradebook."""
+    return f"sqlite:///{Path(root).resolve() / GRADEBOOK}"
