@@ -1,1 +1,2 @@
-"""nbgrader configuration, the checks autograded cells call, and `python -m grader` (issue 5)."""
+"""The course's nbgrader plumbing: `python -m grader` generates the student release, validates it, and
+sets up, autogrades, gives feedback on and exports an instructor's grading directory (see grader.cli)."""

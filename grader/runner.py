@@ -32,16 +32,16 @@ def _prepend(variable: str, first: str) -> str:
     return os.pathsep.join([first, *parts])
 
 
-def course_env(repo: Path = REPO) -> dict[str, str]:
+def course_env() -> dict[str, str]:
     """The environment for nbgrader and its kernels: the checkout first on PYTHONPATH, this Python's scripts on PATH."""
     # nbgrader runs the `alembic` script when it creates a gradebook, also from a venv that is not activated
-    return {**os.environ, "PYTHONPATH": _prepend("PYTHONPATH", str(repo)),
+    return {**os.environ, "PYTHONPATH": _prepend("PYTHONPATH", str(REPO)),
             "PATH": _prepend("PATH", str(Path(sys.executable).parent))}
 
 
 def kill_tree(pid: int) -> None:
     """Kill a process and everything it started (kernels run in sessions of their own)."""
-    import psutil
+    import psutil  # comes with the course extra, like nbgrader; needed only when a command overruns
 
     try:
         parent = psutil.Process(pid)
@@ -73,7 +73,7 @@ def _nbgrader_main(args: list[str], cwd: str, env: dict[str, str], log: str) -> 
     os.environ.clear()
     os.environ.update(env)
     sys.argv = ["nbgrader", *args]
-    from nbgrader.apps.nbgraderapp import NbGraderApp
+    from nbgrader.apps.nbgraderapp import NbGraderApp  # preloaded by the forkserver; the parent never imports it
 
     NbGraderApp.launch_instance(argv=args)
 

@@ -16,24 +16,14 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-
-from nbformat.notebooknode import NotebookNode
-from nbgrader.validator import Validator
-from traitlets.config import Config
+from typing import TYPE_CHECKING
 
 from grader.runner import ANSI, course_env
 
+if TYPE_CHECKING:
+    from nbformat.notebooknode import NotebookNode
+
 STUB_FAILURES = ("AssertionError", "NotImplementedError", "NameError")
-
-
-class _Validator(Validator):
-    """nbgrader's Validator, keeping the executed notebook to inspect every cell's errors."""
-
-    executed: NotebookNode | None = None
-
-    def _preprocess(self, nb: NotebookNode) -> NotebookNode:
-        self.executed = super()._preprocess(nb)
-        return self.executed
 
 
 @dataclasses.dataclass
@@ -77,17 +67,28 @@ def _first_line(error: NotebookNode) -> str:
 
 def run_validator(path: Path, *, invert: bool, timeout_s: int) -> tuple[dict, NotebookNode | None]:
     """nbgrader's verdict on one notebook and the executed notebook, run in a copy of its folder."""
-    # a copy, because the labs' notebooks write their run files beside themselves: the checkout stays clean
+    from nbgrader.validator import Validator  # seconds to import: --help and bad options do not wait for it
+    from traitlets.config import Config  # comes with nbgrader, an optional extra of this package
+
+    executed: list[NotebookNode] = []
+
+    class KeepingValidator(Validator):
+        """nbgrader's Validator, keeping the executed notebook to inspect every cell's errors."""
+
+        def _preprocess(self, nb: NotebookNode) -> NotebookNode:
+            executed.append(super()._preprocess(nb))
+            return executed[-1]
+
     cfg = Config()
     cfg.Execute.timeout = timeout_s
     cfg.Validator.invert = invert
-    validator = _Validator(config=cfg)
+    # a copy, because the labs' notebooks write their run files beside themselves: the checkout stays clean
     with tempfile.TemporaryDirectory(prefix="grader-validate-") as tmp:
         folder = Path(tmp) / path.parent.name
         shutil.copytree(path.parent, folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
         with _kernel_env():
-            results = validator.validate(str(folder / path.name))
-    return results, validator.executed
+            results = KeepingValidator(config=cfg).validate(str(folder / path.name))
+    return results, executed[-1] if executed else None
 
 
 def _is_test(cell: NotebookNode) -> bool:
