@@ -85,17 +85,27 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="cupy_vs_cpp.py",
         description="Compare the day-54 naive and pipelined schedules timed through CuPy with the same "
-                    "schedules in CUDA C++ (benchmarks/double_buffer.cu), interleaved on one GPU.")
+        "schedules in CUDA C++ (benchmarks/double_buffer.cu), interleaved on one GPU.",
+    )
     parser.add_argument("--total", type=_size, default="1GiB", help="host array size (default 1GiB)")
-    parser.add_argument("--windows", type=_sizes, default="4MiB,64MiB,256MiB",
-                        help="chunk sizes, each dividing --total (default 4MiB,64MiB,256MiB)")
-    parser.add_argument("--buffers", type=_counts, default="2,3",
-                        help="buffer pairs of the pipelined schedule (default 2,3)")
+    parser.add_argument(
+        "--windows",
+        type=_sizes,
+        default="4MiB,64MiB,256MiB",
+        help="chunk sizes, each dividing --total (default 4MiB,64MiB,256MiB)",
+    )
+    parser.add_argument(
+        "--buffers", type=_counts, default="2,3", help="buffer pairs of the pipelined schedule (default 2,3)"
+    )
     parser.add_argument("--fmas", type=int, default=512, help="chained FMAs per element (default 512)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per pass and round (default 5)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of both sides (default 3)")
-    parser.add_argument("--build-dir", type=Path, default=ROOT / "build",
-                        help="where the C++ program is built (default build/ in the repo root)")
+    parser.add_argument(
+        "--build-dir",
+        type=Path,
+        default=ROOT / "build",
+        help="where the C++ program is built (default build/ in the repo root)",
+    )
     parser.add_argument("--nvcc", default=_default_nvcc(), help="the nvcc to build with (default: nvcc on PATH)")
     parser.add_argument("--out", type=Path, help="also write the printed report to this file")
     return parser.parse_args(argv)
@@ -110,8 +120,10 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--total {args.total} must be a positive multiple of 4 bytes")
     for window in args.windows:
         if window <= 0 or window % 4 or args.total % window:
-            raise UsageError(f"window {format_size(window)} must be a multiple of 4 bytes "
-                             f"that divides --total {format_size(args.total)}")
+            raise UsageError(
+                f"window {format_size(window)} must be a multiple of 4 bytes "
+                f"that divides --total {format_size(args.total)}"
+            )
     if args.fmas < 0 or args.repeats < 1 or args.rounds < 1:
         raise UsageError("--fmas must be at least 0, --repeats and --rounds at least 1")
 
@@ -143,9 +155,19 @@ def build(nvcc: str, build_dir: Path) -> Path:
 
 def run_cpp(binary: Path, args: argparse.Namespace) -> Times:
     """Run the C++ program once over every window; its stderr passes through."""
-    cmd = [str(binary), "--total", str(args.total), "--fmas", str(args.fmas),
-           "--windows", ",".join(map(str, args.windows)), "--buffers", ",".join(map(str, args.buffers)),
-           "--repeats", str(args.repeats)]
+    cmd = [
+        str(binary),
+        "--total",
+        str(args.total),
+        "--fmas",
+        str(args.fmas),
+        "--windows",
+        ",".join(map(str, args.windows)),
+        "--buffers",
+        ",".join(map(str, args.buffers)),
+        "--repeats",
+        str(args.repeats),
+    ]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{binary} exited with status {done.returncode} (its message is above)")
@@ -225,10 +247,12 @@ def report(summary: str, args: argparse.Namespace, cupy_times: Times, cpp_times:
     """The printed text: GPU line, settings, table of medians and ratios, verdict line."""
     from labcore.sizes import format_size
 
-    lines = [summary,
-             f"total {format_size(args.total)}, fmas {args.fmas}, {args.rounds} rounds x {args.repeats} repeats "
-             f"per side; medians over all repeats, in ms",
-             f"{'window':>8}  {'schedule':<9}  {'buffers':>7}  {'CuPy ms':>9}  {'C++ ms':>9}  {'CuPy/C++':>8}"]
+    lines = [
+        summary,
+        f"total {format_size(args.total)}, fmas {args.fmas}, {args.rounds} rounds x {args.repeats} repeats "
+        f"per side; medians over all repeats, in ms",
+        f"{'window':>8}  {'schedule':<9}  {'buffers':>7}  {'CuPy ms':>9}  {'C++ ms':>9}  {'CuPy/C++':>8}",
+    ]
     ratios = []
     for key in expected_keys(args):
         if key not in cupy_times or key not in cpp_times:
@@ -236,8 +260,10 @@ def report(summary: str, args: argparse.Namespace, cupy_times: Times, cpp_times:
         window, schedule, buffers = key
         cupy_ms, cpp_ms = statistics.median(cupy_times[key]), statistics.median(cpp_times[key])
         ratios.append(cupy_ms / cpp_ms)
-        lines.append(f"{format_size(window):>8}  {schedule:<9}  {buffers:>7}  {cupy_ms:>9.3f}  {cpp_ms:>9.3f}  "
-                     f"{ratios[-1]:>8.3f}")
+        lines.append(
+            f"{format_size(window):>8}  {schedule:<9}  {buffers:>7}  {cupy_ms:>9.3f}  {cpp_ms:>9.3f}  "
+            f"{ratios[-1]:>8.3f}"
+        )
     worst = max(ratios)
     verdict = "held" if worst <= TARGET_RATIO else "failed"
     lines.append(f"max ratio {worst:.3f} (target <= {TARGET_RATIO:.2f}): {verdict}")

@@ -43,10 +43,15 @@ def config_from(args: argparse.Namespace) -> Config:
         depths = [int(b) for b in str(args.buffers).split(",") if b.strip()]
     except ValueError:
         raise UsageError(f"--buffers {args.buffers!r} is not a list of integers such as 2,3") from None
-    cfg = Config(total_bytes=parse_size(args.total, option="--total"),
-                 window_bytes=parse_size(args.window or "64MiB", option="--window"),
-                 windows=parse_sizes(args.windows, option="--windows"), buffers=depths,
-                 fmas=args.fmas, repeats=args.repeats, pitfalls=not args.no_pitfalls)
+    cfg = Config(
+        total_bytes=parse_size(args.total, option="--total"),
+        window_bytes=parse_size(args.window or "64MiB", option="--window"),
+        windows=parse_sizes(args.windows, option="--windows"),
+        buffers=depths,
+        fmas=args.fmas,
+        repeats=args.repeats,
+        pitfalls=not args.no_pitfalls,
+    )
     if args.seed is not None:
         cfg.seed = args.seed
     cfg.validate()
@@ -63,16 +68,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         window = cfg.window_bytes
     else:
         record = load_profile(mode.profile)
-        print(f"{LESSON}: {describe(record)}" + ("" if mode.reason == FROM_PROFILE else f"; {mode.reason}"),
-              flush=True)
+        print(f"{LESSON}: {describe(record)}" + ("" if mode.reason == FROM_PROFILE else f"; {mode.reason}"), flush=True)
         window = cfg.window_bytes if args.window else None
     if args.json:
         print(f"results record: {record.save(args.json)}", file=sys.stderr)
     failed = [c for c in record.checks if not c.ok]
     if failed:
         print(report.checks_text(record))
-        print(f"\nerror: {failed[0].name} failed at chunk {failed[0].first_bad_chunk}; timing skipped",
-              file=sys.stderr)
+        print(f"\nerror: {failed[0].name} failed at chunk {failed[0].first_bad_chunk}; timing skipped", file=sys.stderr)
         return 1
     print(report.render(record, window))
     if args.plot:

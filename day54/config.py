@@ -72,8 +72,10 @@ class Config:
             if window > self.total_bytes:
                 raise UsageError(f"--window {format_size(window)} exceeds --total {format_size(self.total_bytes)}")
             if self.total_bytes % window:
-                raise UsageError(f"--window {format_size(window)} does not divide --total "
-                                 f"{format_size(self.total_bytes)}; pick a window that divides it, e.g. 64MiB")
+                raise UsageError(
+                    f"--window {format_size(window)} does not divide --total "
+                    f"{format_size(self.total_bytes)}; pick a window that divides it, e.g. 64MiB"
+                )
         if any(b < 1 for b in self.buffers) or not self.buffers:
             raise UsageError(f"--buffers {','.join(map(str, self.buffers))}: each depth must be at least 1")
         if self.fmas < 0:

@@ -26,7 +26,6 @@ class HostArrays:
     def __init__(self, total_bytes: int, *, pinned: bool = True) -> None:
         import cupyx  # CuPy is optional: only a live run gets here
 
-
         n = total_bytes // 4
         alloc = cupyx.empty_pinned if pinned else np.empty
         self.h_in: np.ndarray = alloc(n, dtype=np.float32)
@@ -45,8 +44,9 @@ class HostArrays:
 class CupyContext:
     """Real work on the GPU: n_buffers device pairs of window_bytes, and n_streams blocking streams."""
 
-    def __init__(self, host: HostArrays, window_bytes: int, n_buffers: int, fmas: int, *,
-                 n_streams: int | None = None) -> None:
+    def __init__(
+        self, host: HostArrays, window_bytes: int, n_buffers: int, fmas: int, *, n_streams: int | None = None
+    ) -> None:
         cp = cupy_or_none()
         if cp is None:
             raise RuntimeError("CupyContext needs a GPU")
@@ -96,18 +96,37 @@ class CupyContext:
 
     def copy_in(self, k: int, pair: int, stream: int | None = None) -> None:
         """Enqueue cudaMemcpyAsync of host chunk k into d_in[pair]."""
-        self._run("h2d", k, pair, stream, lambda s: self._cp.cuda.runtime.memcpyAsync(
-            self.d_in[pair].data.ptr, self._host_ptr(self.h_in, k), self.window_bytes, _H2D, s.ptr))
+        self._run(
+            "h2d",
+            k,
+            pair,
+            stream,
+            lambda s: self._cp.cuda.runtime.memcpyAsync(
+                self.d_in[pair].data.ptr, self._host_ptr(self.h_in, k), self.window_bytes, _H2D, s.ptr
+            ),
+        )
 
     def launch(self, k: int, pair: int, stream: int | None = None) -> None:
         """Enqueue the FMA kernel from d_in[pair] to d_out[pair] (k only labels the trace)."""
-        self._run("kernel", k, pair, stream, lambda s: launch_fma_chain(
-            self.d_in[pair], self.d_out[pair], self.chunk_elems, self.fmas, s))
+        self._run(
+            "kernel",
+            k,
+            pair,
+            stream,
+            lambda s: launch_fma_chain(self.d_in[pair], self.d_out[pair], self.chunk_elems, self.fmas, s),
+        )
 
     def copy_out(self, k: int, pair: int, stream: int | None = None) -> None:
         """Enqueue cudaMemcpyAsync of d_out[pair] into host chunk k."""
-        self._run("d2h", k, pair, stream, lambda s: self._cp.cuda.runtime.memcpyAsync(
-            self._host_ptr(self.h_out, k), self.d_out[pair].data.ptr, self.window_bytes, _D2H, s.ptr))
+        self._run(
+            "d2h",
+            k,
+            pair,
+            stream,
+            lambda s: self._cp.cuda.runtime.memcpyAsync(
+                self._host_ptr(self.h_out, k), self.d_out[pair].data.ptr, self.window_bytes, _D2H, s.ptr
+            ),
+        )
 
     def synchronize(self) -> None:
         """cudaDeviceSynchronize: the host waits for every stream."""

@@ -28,8 +28,9 @@ def fma_kernel() -> Any:
 def launch_fma_chain(d_in: Any, d_out: Any, n_elems: int, fmas: int, stream: Any) -> None:
     """Enqueue the kernel over n_elems floats on `stream`."""
     blocks = (n_elems + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
-    fma_kernel()((blocks,), (THREADS_PER_BLOCK,),
-                 (d_in, d_out, np.int64(n_elems), np.int32(fmas), FMA_A, FMA_B), stream=stream)
+    fma_kernel()(
+        (blocks,), (THREADS_PER_BLOCK,), (d_in, d_out, np.int64(n_elems), np.int32(fmas), FMA_A, FMA_B), stream=stream
+    )
 
 
 def closed_form(x: np.ndarray, fmas: int) -> np.ndarray:

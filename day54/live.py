@@ -27,13 +27,17 @@ def check_memory(cfg: Config) -> None:
     host_need = (5 if cfg.pitfalls else 3) * cfg.total_bytes
     host_free = available_host_bytes()
     if host_free is not None and host_need > host_free:
-        raise UsageError(f"--total {format_size(cfg.total_bytes)} needs {host_need / 2**30:.1f} GiB of host memory "
-                         f"(input, output, reference, pitfalls); {host_free / 2**30:.1f} GiB is available")
+        raise UsageError(
+            f"--total {format_size(cfg.total_bytes)} needs {host_need / 2**30:.1f} GiB of host memory "
+            f"(input, output, reference, pitfalls); {host_free / 2**30:.1f} GiB is available"
+        )
     device_need = 2 * max([*cfg.buffers, 2]) * max(cfg.all_windows) + 64 * MiB
     device_free = free_device_bytes()
     if device_need > device_free:
-        raise UsageError(f"windows up to {format_size(max(cfg.all_windows))} with {max(cfg.buffers)} buffer pairs "
-                         f"need {device_need / 2**30:.2f} GiB of device memory; {device_free / 2**30:.2f} GiB is free")
+        raise UsageError(
+            f"windows up to {format_size(max(cfg.all_windows))} with {max(cfg.buffers)} buffer pairs "
+            f"need {device_need / 2**30:.2f} GiB of device memory; {device_free / 2**30:.2f} GiB is free"
+        )
 
 
 def run_schedule(ctx: Any, schedule: Any) -> None:
@@ -81,8 +85,9 @@ def run_live(cfg: Config, student: Any = None) -> Record:
     return record
 
 
-def _measure_window(cfg: Config, ctx: Any, window: int, record: Record, reference: np.ndarray,
-                    student: Any = None) -> Iterator[str]:
+def _measure_window(
+    cfg: Config, ctx: Any, window: int, record: Record, reference: np.ndarray, student: Any = None
+) -> Iterator[str]:
     """Correctness, then timings, for one window. Yields a label after each step."""
     host, chunk = ctx.host, ctx.chunk_elems
     if not record.checks:  # the first window sets the reference every other output must match
@@ -105,25 +110,47 @@ def _measure_window(cfg: Config, ctx: Any, window: int, record: Record, referenc
     one = ctx.with_buffers(1)
     for name, schedule in schedules.COMPONENTS.items():
         moved = None if name == "kernel" else cfg.total_bytes
-        record.passes.append(time_pass(lambda s=schedule: s(one), key=PassKey(name, window, 1), name=name,
-                                       params={"window_bytes": window, "buffers": 1}, bytes_moved=moved, **timed))
+        record.passes.append(
+            time_pass(
+                lambda s=schedule: s(one),
+                key=PassKey(name, window, 1),
+                name=name,
+                params={"window_bytes": window, "buffers": 1},
+                bytes_moved=moved,
+                **timed,
+            )
+        )
         yield f"{name} {format_size(window)}"
     runs = [("naive", schedules.naive, 1)] + [("pipelined", schedules.pipelined, b) for b in cfg.buffers]
     runs += [("student", student, b) for b in cfg.buffers] if student else []
     for name, schedule, b in runs:
         view = ctx.with_buffers(b)
         key = PassKey(name, window, b)
-        record.passes.append(time_pass(lambda s=schedule, v=view: s(v), key=key, name=name,
-                                       params={"window_bytes": window, "buffers": b},
-                                       bytes_moved=2 * cfg.total_bytes, **timed))
+        record.passes.append(
+            time_pass(
+                lambda s=schedule, v=view: s(v),
+                key=key,
+                name=name,
+                params={"window_bytes": window, "buffers": b},
+                bytes_moved=2 * cfg.total_bytes,
+                **timed,
+            )
+        )
         if window == cfg.window_bytes:
             record.trace.extend(trace_pass(view, schedule, key))
         yield f"{name} {format_size(window)} b={b}"
     if window == cfg.window_bytes:
         two = ctx.with_buffers(2)
-        record.passes.append(time_pass(lambda: schedules.duplex(two), key=PassKey("duplex", window, 2),
-                                       name="duplex", params={"window_bytes": window, "buffers": 2},
-                                       bytes_moved=2 * cfg.total_bytes, **timed))
+        record.passes.append(
+            time_pass(
+                lambda: schedules.duplex(two),
+                key=PassKey("duplex", window, 2),
+                name="duplex",
+                params={"window_bytes": window, "buffers": 2},
+                bytes_moved=2 * cfg.total_bytes,
+                **timed,
+            )
+        )
         yield "duplex link"
         if cfg.pitfalls:
             yield from pitfalls.measure(cfg, ctx, reference, record)

@@ -60,8 +60,10 @@ class Prediction:
     def explain(self) -> str:
         """One line: the three bounds and the one that sets the prediction."""
         link = "n/a" if self.link_floor_ms is None else f"{self.link_floor_ms:.2f}"
-        return (f"fill+drain {self.fill_drain_ms:.2f}, per-stream chain {self.chain_ms:.2f}, "
-                f"link floor {link} ms: {self.binding} binds at {self.bound_ms:.2f} ms")
+        return (
+            f"fill+drain {self.fill_drain_ms:.2f}, per-stream chain {self.chain_ms:.2f}, "
+            f"link floor {link} ms: {self.binding} binds at {self.bound_ms:.2f} ms"
+        )
 
 
 def fill_drain_ms(stages: Stages) -> float:
@@ -79,8 +81,9 @@ def chain_ms(stages: Stages, n_buffers: int) -> float:
     """
     h_c = stages.per_chunk()[0]
     trip = sum(stages.per_chunk())
-    return max(j * h_c + math.ceil((stages.n_chunks - j) / n_buffers) * trip
-               for j in range(min(n_buffers, stages.n_chunks)))
+    return max(
+        j * h_c + math.ceil((stages.n_chunks - j) / n_buffers) * trip for j in range(min(n_buffers, stages.n_chunks))
+    )
 
 
 def predict(stages: Stages, n_buffers: int, link_floor_ms: float | None = None) -> Prediction:

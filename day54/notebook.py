@@ -21,9 +21,17 @@ from labcore.record import Record
 from labcore.sizes import parse_size, parse_sizes
 
 
-def measure(*, total: str = "1GiB", window: str = "64MiB", windows: str = "4MiB,64MiB,256MiB",
-            buffers: str = "2,3", fmas: int = 512, repeats: int = 5, pitfalls: bool = True,
-            profile: str | Path | None = None) -> Record:
+def measure(
+    *,
+    total: str = "1GiB",
+    window: str = "64MiB",
+    windows: str = "4MiB,64MiB,256MiB",
+    buffers: str = "2,3",
+    fmas: int = 512,
+    repeats: int = 5,
+    pitfalls: bool = True,
+    profile: str | Path | None = None,
+) -> Record:
     """Measure live when a GPU is here (printing which), else replay the recorded profile (saying so)."""
     mode = Mode.decide(profile)
     if not mode.live:
@@ -32,8 +40,15 @@ def measure(*, total: str = "1GiB", window: str = "64MiB", windows: str = "4MiB,
         print(f"{LESSON}: {describe(record)}{why}")
         return record
     print(live_line(LESSON))
-    cfg = Config(total_bytes=parse_size(total), window_bytes=parse_size(window), windows=parse_sizes(windows),
-                 buffers=[int(b) for b in buffers.split(",")], fmas=fmas, repeats=repeats, pitfalls=pitfalls)
+    cfg = Config(
+        total_bytes=parse_size(total),
+        window_bytes=parse_size(window),
+        windows=parse_sizes(windows),
+        buffers=[int(b) for b in buffers.split(",")],
+        fmas=fmas,
+        repeats=repeats,
+        pitfalls=pitfalls,
+    )
     return run_live(cfg)
 
 
@@ -81,16 +96,32 @@ def record_my_run(schedule, directory: str | Path = ".") -> list[Path]:
     command = [sys.executable, "-m", "day54.student", source.name, schedule.__name__, "--json", "day54_run.json"]
     nsys = os.environ.get("NSYS") or shutil.which("nsys")
     if nsys:
-        command = [nsys, "profile", "-t", "cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite",
-                   "true", "-o", "day54_run", *command]
+        command = [
+            nsys,
+            "profile",
+            "-t",
+            "cuda,nvtx",
+            "--sample=none",
+            "--cpuctxsw=none",
+            "--force-overwrite",
+            "true",
+            "-o",
+            "day54_run",
+            *command,
+        ]
     root = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     if subprocess.run(command, cwd=directory, env=env).returncode != 0:
         print("recording your run failed (see the lines above): fix the schedule and run this cell again")
         return []
     if nsys:
-        subprocess.run([nsys, "stats", "--report", RUN_REPORTS, "--format", "csv", "--output", "day54_run",
-                        "day54_run.nsys-rep"], cwd=directory, env=env, check=True, capture_output=True)
+        subprocess.run(
+            [nsys, "stats", "--report", RUN_REPORTS, "--format", "csv", "--output", "day54_run", "day54_run.nsys-rep"],
+            cwd=directory,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         for leftover in ("day54_run.sqlite", "day54_run.nsys-rep"):
             (directory / leftover).unlink(missing_ok=True)
     else:

@@ -26,8 +26,13 @@ def pitfall_key(name: str, window_bytes: int) -> PassKey:
 
 def _verdict(name: str, key: PassKey, out: np.ndarray, reference: np.ndarray, chunk_elems: int) -> dict[str, Any]:
     check = check_bit_exact(name, out, reference, chunk_elems)
-    return {"name": name, "key": str(key), "ok": check.ok, "detail": check.detail,
-            "first_bad_chunk": check.first_bad_chunk}
+    return {
+        "name": name,
+        "key": str(key),
+        "ok": check.ok,
+        "detail": check.detail,
+        "first_bad_chunk": check.first_bad_chunk,
+    }
 
 
 def measure(cfg: Any, ctx: Any, reference: np.ndarray, record: Record) -> Iterator[str]:
@@ -37,8 +42,11 @@ def measure(cfg: Any, ctx: Any, reference: np.ndarray, record: Record) -> Iterat
     cases: list[tuple[str, Any, Any]] = [
         ("legacy-launch", schedules.pitfall_legacy_launch, ctx.with_buffers(DEPTH)),
         ("sync-in-loop", schedules.pitfall_sync_in_loop, ctx.with_buffers(DEPTH)),
-        ("more-streams-than-buffers", schedules.pitfall_more_streams_than_buffers,
-         ctx.with_buffers(DEPTH, n_streams=DEPTH + 1)),
+        (
+            "more-streams-than-buffers",
+            schedules.pitfall_more_streams_than_buffers,
+            ctx.with_buffers(DEPTH, n_streams=DEPTH + 1),
+        ),
     ]
     pageable = HostArrays(cfg.total_bytes, pinned=False)
     np.copyto(pageable.h_in, ctx.host.h_in)
@@ -49,8 +57,15 @@ def measure(cfg: Any, ctx: Any, reference: np.ndarray, record: Record) -> Iterat
         schedule(view)
         view.synchronize()
         found.append(_verdict(name, key, view.host.h_out, reference, view.chunk_elems))
-        record.passes.append(time_pass(lambda s=schedule, v=view: s(v), key=key, name=f"pitfall {name}",
-                                       params={"window_bytes": ctx.window_bytes, "buffers": DEPTH}, **timed))
+        record.passes.append(
+            time_pass(
+                lambda s=schedule, v=view: s(v),
+                key=key,
+                name=f"pitfall {name}",
+                params={"window_bytes": ctx.window_bytes, "buffers": DEPTH},
+                **timed,
+            )
+        )
         yield f"pitfall {name}"
     record.extra["pitfalls"] = found
     record.extra["enqueue_ms"] = enqueue_times(ctx.with_buffers(DEPTH), cfg.repeats)

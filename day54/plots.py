@@ -20,7 +20,8 @@ def timeline(record: Record, window: int | None = None, *, by: str = "op") -> Fi
     """Naive above pipelined (every depth) on one time axis, rows per engine, colour per chunk."""
     window = report.main_window(record, window)
     keys = [("naive", PassKey("naive", window, 1))] + [
-        (f"pipelined, {b} buffers", PassKey("pipelined", window, b)) for b in report.buffers(record)]
+        (f"pipelined, {b} buffers", PassKey("pipelined", window, b)) for b in report.buffers(record)
+    ]
     panels = [(label, record.ops(key)) for label, key in keys if record.ops(key)]
     if not panels:
         raise UsageError(f"the record from {record.source} has no per-op trace at {format_size(window)}")
@@ -31,11 +32,21 @@ def sweep(record: Record) -> Figure:
     """Pipelined/naive against window for each depth, with the 0.70 line and the model's ratios."""
     windows = report.windows(record)
     measured = {f"{b} buffers": [report.ratio(record, w, b) for w in windows] for b in report.buffers(record)}
-    model = {f"{b} buffers": [report.model_for(record, w, b).bound_ms / report.measured(record, "naive", w, 1)
-                              for w in windows] for b in report.buffers(record)}
-    return plots.ratio_plot([format_size(w) for w in windows], measured, model, threshold=THRESHOLD,
-                            xlabel="window (chunk size)", ylabel="pipelined / naive",
-                            title=f"window sweep on {record.device.name} (lower is better)")
+    model = {
+        f"{b} buffers": [
+            report.model_for(record, w, b).bound_ms / report.measured(record, "naive", w, 1) for w in windows
+        ]
+        for b in report.buffers(record)
+    }
+    return plots.ratio_plot(
+        [format_size(w) for w in windows],
+        measured,
+        model,
+        threshold=THRESHOLD,
+        xlabel="window (chunk size)",
+        ylabel="pipelined / naive",
+        title=f"window sweep on {record.device.name} (lower is better)",
+    )
 
 
 def stages(record: Record, window: int | None = None) -> Figure:
@@ -59,6 +70,8 @@ def write_all(record: Record, directory: str | Path, window: int | None = None) 
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"--plot {directory} is a file; give a directory")
-    return [plots.save(timeline(record, window), directory / "day54_timeline.png"),
-            plots.save(sweep(record), directory / "day54_sweep.png"),
-            plots.save(stages(record, window), directory / "day54_stages.png")]
+    return [
+        plots.save(timeline(record, window), directory / "day54_timeline.png"),
+        plots.save(sweep(record), directory / "day54_sweep.png"),
+        plots.save(stages(record, window), directory / "day54_stages.png"),
+    ]

@@ -34,8 +34,9 @@ class Recorded:
 class RecordingContext:
     """Same interface as CupyContext; does no work, remembers everything."""
 
-    def __init__(self, n_chunks: int, n_buffers: int, *, n_streams: int | None = None,
-                 window_bytes: int = 64 << 20) -> None:
+    def __init__(
+        self, n_chunks: int, n_buffers: int, *, n_streams: int | None = None, window_bytes: int = 64 << 20
+    ) -> None:
         self.n_chunks = n_chunks
         self.n_buffers = n_buffers
         self.n_streams = n_streams or n_buffers
@@ -105,9 +106,12 @@ class RecordingContext:
             for i, (late, late_writes) in enumerate(touches):
                 for early, early_writes in touches[:i]:
                     if (early_writes or late_writes) and not self.ordered(early, late):
-                        found.append(Problem(min(early.chunk, late.chunk),
-                                             f"race on {buf}[{pair}]: {late.describe()} is not ordered "
-                                             f"after {early.describe()}"))
+                        found.append(
+                            Problem(
+                                min(early.chunk, late.chunk),
+                                f"race on {buf}[{pair}]: {late.describe()} is not ordered after {early.describe()}",
+                            )
+                        )
                         break
         return found
 

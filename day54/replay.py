@@ -38,8 +38,9 @@ def load_profile(path: str | Path | None = None) -> rec.Record:
         return from_exports(path, companion if companion.is_file() else None)
     if companion.is_file():
         return load_results(companion, LESSON)
-    raise UsageError(f"--from-profile {path}: neither nsys CSV exports (nvtx_pushpop_trace, cuda_gpu_trace) "
-                     f"nor a results.json there")
+    raise UsageError(
+        f"--from-profile {path}: neither nsys CSV exports (nvtx_pushpop_trace, cuda_gpu_trace) nor a results.json there"
+    )
 
 
 def _has_exports(directory: Path) -> bool:
@@ -65,8 +66,10 @@ def _validator(name: str, window: int, n_chunks: int):
         for kind in ("h2d", "kernel", "d2h"):
             want = n_chunks if kind in kinds else 0
             if counts.get(kind, 0) != want:
-                return (f"{counts.get(kind, 0)} {kind} operations, expected {want} "
-                        f"({n_chunks} chunks of {format_size(window)})")
+                return (
+                    f"{counts.get(kind, 0)} {kind} operations, expected {want} "
+                    f"({n_chunks} chunks of {format_size(window)})"
+                )
         sizes = ops.loc[ops["kind"] != "kernel", "bytes"]
         off = sizes[(sizes - window).abs() > COPY_SLACK_BYTES]
         if len(off):
@@ -88,8 +91,11 @@ def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
     for text in exports.by_key:
         key = PassKey.parse(text)
         if key is None:
-            raise nsys.NsysFormatError(exports.ranges_path, None, f"range {text!r} is not a day54 pass "
-                                       f"(expected '<pass> w=<window> b=<buffers>')")
+            raise nsys.NsysFormatError(
+                exports.ranges_path,
+                None,
+                f"range {text!r} is not a day54 pass (expected '<pass> w=<window> b=<buffers>')",
+            )
         parsed[text] = key
     keys = set(parsed.values())
     windows = sorted({k.window_bytes for k in keys if k.name == "h2d"})
@@ -99,11 +105,13 @@ def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
     for window in windows:
         for needed in ("h2d", "kernel", "d2h", "naive"):
             if PassKey(needed, window, 1) not in keys:
-                raise nsys.NsysFormatError(exports.ranges_path, None,
-                                           f"no {needed!r} range for window {format_size(window)}")
+                raise nsys.NsysFormatError(
+                    exports.ranges_path, None, f"no {needed!r} range for window {format_size(window)}"
+                )
         if not any(k.name == "pipelined" and k.window_bytes == window for k in keys):
-            raise nsys.NsysFormatError(exports.ranges_path, None,
-                                       f"no 'pipelined' range for window {format_size(window)}")
+            raise nsys.NsysFormatError(
+                exports.ranges_path, None, f"no 'pipelined' range for window {format_size(window)}"
+            )
         first_h2d = exports.by_key[str(PassKey("h2d", window, 1))][0]
         totals[window] = len(first_h2d) * window
     if len(set(totals.values())) != 1:
@@ -114,29 +122,54 @@ def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
     passes = []
     for text, key in parsed.items():
         exports.check(text, _validator(key.name, key.window_bytes, total // key.window_bytes))
-        passes.append(exports.pass_times(text, key.name, {"window_bytes": key.window_bytes, "buffers": key.buffers},
-                                         copy_bytes=key.window_bytes))
+        passes.append(
+            exports.pass_times(
+                text, key.name, {"window_bytes": key.window_bytes, "buffers": key.buffers}, copy_bytes=key.window_bytes
+            )
+        )
     base = rec.load(companion) if companion else None
     config = dict(base.config) if base else {}
     depths = sorted({k.buffers for k in keys if k.name == "pipelined"})
     config.update(total_bytes=total, windows=windows, buffers=depths)
-    main = config.get("window_bytes") if config.get("window_bytes") in windows else \
-        (64 << 20 if (64 << 20) in windows else windows[len(windows) // 2])
+    main = (
+        config.get("window_bytes")
+        if config.get("window_bytes") in windows
+        else (64 << 20 if (64 << 20) in windows else windows[len(windows) // 2])
+    )
     config["window_bytes"] = main
-    trace = [op for text, key in parsed.items()
-             if key.window_bytes == main and key.name in ("naive", "pipelined") for op in exports.ops(text)]
+    trace = [
+        op
+        for text, key in parsed.items()
+        if key.window_bytes == main and key.name in ("naive", "pipelined")
+        for op in exports.ops(text)
+    ]
     source = f"nsys exports in {directory}" + (f" with {companion.name}" if companion else "")
     return rec.Record(
-        lesson=LESSON, mode="replay", source=source,
+        lesson=LESSON,
+        mode="replay",
+        source=source,
         device=base.device if base else DeviceFacts(name=exports.device_name),
-        config=config, passes=passes, trace=trace, checks=base.checks if base else [],
-        extra=base.extra if base else {}, recorded_at=base.recorded_at if base else "unknown")
+        config=config,
+        passes=passes,
+        trace=trace,
+        checks=base.checks if base else [],
+        extra=base.extra if base else {},
+        recorded_at=base.recorded_at if base else "unknown",
+    )
 
 
 def describe(record: rec.Record) -> str:
     """Where a replay's numbers came from, for the mode line."""
     d = record.device
-    versions = ", ".join(f"{k} {v}" for k, v in (("driver", d.driver), ("driver CUDA", d.driver_cuda),
-                                                       ("CUDA runtime", d.cuda_runtime), ("CuPy", d.cupy)) if v)
+    versions = ", ".join(
+        f"{k} {v}"
+        for k, v in (
+            ("driver", d.driver),
+            ("driver CUDA", d.driver_cuda),
+            ("CUDA runtime", d.cuda_runtime),
+            ("CuPy", d.cupy),
+        )
+        if v
+    )
     versions = f"; {versions}" if versions else ""
     return f"replay of {record.source} (recorded {record.recorded_at} on {d.summary()}{versions})"

@@ -47,8 +47,7 @@ def main_window(record: Record, window: int | None = None) -> int:
     chosen = window if window is not None else record.config.get("window_bytes", have[len(have) // 2])
     if chosen not in have:
         listed = ", ".join(format_size(w) for w in have) or "none"
-        raise UsageError(f"--window {format_size(chosen)} is not in the record from {record.source} "
-                         f"(it has {listed})")
+        raise UsageError(f"--window {format_size(chosen)} is not in the record from {record.source} (it has {listed})")
     return chosen
 
 
@@ -94,23 +93,35 @@ def table(record: Record, window: int) -> str:
     link = link_floor_ms(record)
     if link is not None:
         duplex = next(p for p in record.passes if p.name == "duplex")
-        rows.append(("link floor (duplex)", duplex.mean_ms, link, "{:.3f}-{:.3f}".format(*duplex.spread_ms),
-                     2 * total / (link * 1e-3) / 1e9))
+        rows.append(
+            (
+                "link floor (duplex)",
+                duplex.mean_ms,
+                link,
+                "{:.3f}-{:.3f}".format(*duplex.spread_ms),
+                2 * total / (link * 1e-3) / 1e9,
+            )
+        )
     for label, name, depth in [("measured naive", "naive", 1)] + [
-            (f"measured pipelined, {b} buffers", "pipelined", b) for b in buffers(record)]:
+        (f"measured pipelined, {b} buffers", "pipelined", b) for b in buffers(record)
+    ]:
         p = record.pass_times(PassKey(name, window, depth))
         rows.append((label, p.mean_ms, p.median_ms, "{:.3f}-{:.3f}".format(*p.spread_ms), None))
     head = f"{'Pass':<32}{'Mean ms':>10}{'Median ms':>11}{'Spread ms':>17}{'GB/s':>8}"
-    lines = [f"Window {format_size(window)}: {st.n_chunks} chunks of {format_size(window)}, "
-             f"{format_size(total)} each way", head, "-" * len(head)]
+    lines = [
+        f"Window {format_size(window)}: {st.n_chunks} chunks of {format_size(window)}, {format_size(total)} each way",
+        head,
+        "-" * len(head),
+    ]
     for label, mean, median, spread, gbps in rows:
         lines.append(f"{label:<32}{_fmt(mean):>10}{_fmt(median):>11}{spread:>17}{_fmt(gbps, '.2f'):>8}")
     lines.append("")
     for b in buffers(record):
         model = model_for(record, window, b)
         got = measured(record, "pipelined", window, b)
-        lines.append(f"model, {b} buffers: {model.explain()}; measured {got:.2f} ms "
-                     f"({(got / model.bound_ms - 1) * 100:+.0f}%)")
+        lines.append(
+            f"model, {b} buffers: {model.explain()}; measured {got:.2f} ms ({(got / model.bound_ms - 1) * 100:+.0f}%)"
+        )
     return "\n".join(lines)
 
 
@@ -118,21 +129,26 @@ def sweep_table(record: Record) -> str:
     """Pipelined-to-naive ratios for every window and depth, beside the model's."""
     depths = buffers(record)
     head = f"{'Window':>8}{'Chunks':>8}{'Naive ms':>10}" + "".join(
-        f"{f'b={b} ms':>10}{f'ratio b={b}':>11}{f'model b={b}':>11}" for b in depths)
+        f"{f'b={b} ms':>10}{f'ratio b={b}':>11}{f'model b={b}':>11}" for b in depths
+    )
     lines = ["Window sweep (pipelined / naive; lower is better)", head, "-" * len(head)]
     for window in windows(record):
         naive = measured(record, "naive", window, 1)
         line = f"{format_size(window):>8}{record.config['total_bytes'] // window:>8}{naive:>10.3f}"
         for b in depths:
-            line += (f"{measured(record, 'pipelined', window, b):>10.3f}{ratio(record, window, b):>11.3f}"
-                     f"{model_for(record, window, b).bound_ms / naive:>11.3f}")
+            line += (
+                f"{measured(record, 'pipelined', window, b):>10.3f}{ratio(record, window, b):>11.3f}"
+                f"{model_for(record, window, b).bound_ms / naive:>11.3f}"
+            )
         lines.append(line)
     if len(windows(record)) > 1:
         lines.append("")
         for b in depths:
             worst = max(windows(record), key=lambda w, b=b: ratio(record, w, b))
-            lines.append(f"worst window at {b} buffers: {format_size(worst)} "
-                         f"(ratio {ratio(record, worst, b):.3f}); the model's edge argument expects the largest")
+            lines.append(
+                f"worst window at {b} buffers: {format_size(worst)} "
+                f"(ratio {ratio(record, worst, b):.3f}); the model's edge argument expects the largest"
+            )
     return "\n".join(lines)
 
 
@@ -146,44 +162,68 @@ def predictions(record: Record, window: int) -> list[Verdict]:
     verdicts = []
 
     off = naive / st.sum_ms - 1
-    verdicts.append(Verdict(
-        1, "measured naive lands within 10% of the sum of the three components",
-        "held" if abs(off) <= NAIVE_TOLERANCE else "failed",
-        f"naive {naive:.3f} ms vs sum {st.sum_ms:.3f} ms ({off * 100:+.1f}%)",
-        "one stream serializes its copies and kernels exactly" if abs(off) <= NAIVE_TOLERANCE else
-        "something in the naive pass overlapped or stalled; capture a timeline"))
+    verdicts.append(
+        Verdict(
+            1,
+            "measured naive lands within 10% of the sum of the three components",
+            "held" if abs(off) <= NAIVE_TOLERANCE else "failed",
+            f"naive {naive:.3f} ms vs sum {st.sum_ms:.3f} ms ({off * 100:+.1f}%)",
+            "one stream serializes its copies and kernels exactly"
+            if abs(off) <= NAIVE_TOLERANCE
+            else "something in the naive pass overlapped or stalled; capture a timeline",
+        )
+    )
 
     ceiling = st.max_ms + h_c + d_c
     model = model_for(record, window, depth)
     inside = st.max_ms <= pipe <= ceiling
-    verdicts.append(Verdict(
-        2, f"pipelined ({depth} buffers) lands between the slowest stage and it plus one chunk in and one out",
-        "held" if inside else "failed",
-        f"pipelined {pipe:.3f} ms; window [{st.max_ms:.3f}, {ceiling:.3f}] ms; {model.explain()}",
-        "the edges are the only serial residue" if inside else
-        f"the max-plus-edges model misses what {depth} buffers cannot hide: the {model.binding} "
-        f"({model.bound_ms:.3f} ms) sits above the max floor"))
+    verdicts.append(
+        Verdict(
+            2,
+            f"pipelined ({depth} buffers) lands between the slowest stage and it plus one chunk in and one out",
+            "held" if inside else "failed",
+            f"pipelined {pipe:.3f} ms; window [{st.max_ms:.3f}, {ceiling:.3f}] ms; {model.explain()}",
+            "the edges are the only serial residue"
+            if inside
+            else f"the max-plus-edges model misses what {depth} buffers cannot hide: the {model.binding} "
+            f"({model.bound_ms:.3f} ms) sits above the max floor",
+        )
+    )
 
     copies_slowest = min(st.h2d_ms, st.d2h_ms) > st.kernel_ms
     times = min(st.h2d_ms, st.d2h_ms) / st.kernel_ms if st.kernel_ms else float("inf")
     outcome = "held" if copies_slowest and times >= SEVERAL else "half held" if copies_slowest else "failed"
-    verdicts.append(Verdict(
-        3, f"the copies are the two slowest stages, each several (>= {SEVERAL:g}x) times the kernel pass",
-        outcome, f"h2d {st.h2d_ms:.3f}, d2h {st.d2h_ms:.3f}, kernel {st.kernel_ms:.3f} ms "
-        f"(copies {times:.1f}x the kernel)",
-        {"held": "this link is slow next to this kernel", "half held":
-         "the copies are slowest but the kernel is heavier relative to this link",
-         "failed": "the kernel is a slowest stage here; overlap hides copies behind it"}[outcome]))
+    verdicts.append(
+        Verdict(
+            3,
+            f"the copies are the two slowest stages, each several (>= {SEVERAL:g}x) times the kernel pass",
+            outcome,
+            f"h2d {st.h2d_ms:.3f}, d2h {st.d2h_ms:.3f}, kernel {st.kernel_ms:.3f} ms (copies {times:.1f}x the kernel)",
+            {
+                "held": "this link is slow next to this kernel",
+                "half held": "the copies are slowest but the kernel is heavier relative to this link",
+                "failed": "the kernel is a slowest stage here; overlap hides copies behind it",
+            }[outcome],
+        )
+    )
 
     speedup = naive / pipe
     engines = record.device.async_engine_count
-    verdicts.append(Verdict(
-        4, f"pipelined ({depth} buffers) beats naive by at least {SPEEDUP_BAR}x (needs 2+ copy engines)",
-        "held" if speedup >= SPEEDUP_BAR else "failed",
-        f"speed-up {speedup:.2f}x; asyncEngineCount {engines}",
-        "copy in of one chunk overlaps copy out of another" if speedup >= SPEEDUP_BAR else
-        ("one copy engine: both directions share a lane" if engines < 2 else
-         "the overlap is smaller than the bet; see prediction 2's bounds")))
+    verdicts.append(
+        Verdict(
+            4,
+            f"pipelined ({depth} buffers) beats naive by at least {SPEEDUP_BAR}x (needs 2+ copy engines)",
+            "held" if speedup >= SPEEDUP_BAR else "failed",
+            f"speed-up {speedup:.2f}x; asyncEngineCount {engines}",
+            "copy in of one chunk overlaps copy out of another"
+            if speedup >= SPEEDUP_BAR
+            else (
+                "one copy engine: both directions share a lane"
+                if engines < 2
+                else "the overlap is smaller than the bet; see prediction 2's bounds"
+            ),
+        )
+    )
     return verdicts
 
 
@@ -211,8 +251,11 @@ def pitfalls_table(record: Record) -> str | None:
     window, depth = first.params["window_bytes"], first.params["buffers"]
     good = measured(record, "pipelined", window, depth)
     head = f"{'Pitfall':<28}{'Median ms':>11}{'x pipelined':>13}  {'CUDA ordering':<22}Output on this run"
-    lines = [f"Pitfalls at {format_size(window)}, {depth} buffers (correct pipelined: {good:.3f} ms)", head,
-             "-" * (len(head) + 30)]
+    lines = [
+        f"Pitfalls at {format_size(window)}, {depth} buffers (correct pipelined: {good:.3f} ms)",
+        head,
+        "-" * (len(head) + 30),
+    ]
     for item in found:
         median = record.pass_times(item["key"]).median_ms
         verdict = "bit-identical to naive" if item["ok"] else f"WRONG: {item['detail']}"
@@ -221,10 +264,13 @@ def pitfalls_table(record: Record) -> str | None:
     enqueue = record.extra.get("enqueue_ms")
     if enqueue:
         enq = sorted(enqueue)[len(enqueue) // 2]
-        lines.append(f"{'timing the enqueue':<28}{enq:>11.3f}{enq / good:>13.2f}  "
-                     f"{'-':<22}host clock without a synchronize: {good / enq:.0f}x too fast")
-    lines.append("A race that leaves the output intact on one run is still a race: the fake shows what CUDA "
-                 "does not promise.")
+        lines.append(
+            f"{'timing the enqueue':<28}{enq:>11.3f}{enq / good:>13.2f}  "
+            f"{'-':<22}host clock without a synchronize: {good / enq:.0f}x too fast"
+        )
+    lines.append(
+        "A race that leaves the output intact on one run is still a race: the fake shows what CUDA does not promise."
+    )
     return "\n".join(lines)
 
 
@@ -234,6 +280,8 @@ def render(record: Record, window: int | None = None) -> str:
     parts = [checks_text(record), table(record, window), sweep_table(record)]
     if (text := pitfalls_table(record)) is not None:
         parts.append(text)
-    parts += [f"Predictions at {format_size(window)} (the lesson's four, on this run's numbers)",
-              "\n".join(v.line() for v in predictions(record, window))]
+    parts += [
+        f"Predictions at {format_size(window)} (the lesson's four, on this run's numbers)",
+        "\n".join(v.line() for v in predictions(record, window)),
+    ]
     return "\n\n".join(parts)

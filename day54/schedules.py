@@ -66,6 +66,7 @@ COMPONENTS: dict[str, Schedule] = {"h2d": h2d_only, "kernel": kernel_only, "d2h"
 
 # Pitfalls, shown rather than told. Each one is the pipelined schedule with one mistake.
 
+
 def pitfall_legacy_launch(ctx: Any) -> None:
     """One launch on the legacy default stream, mid-loop: it drains and blocks every worker stream."""
     middle = ctx.n_chunks // 2

@@ -77,9 +77,17 @@ def simulate(ctx: RecordingContext, rates: Rates, key: str = "simulated") -> lis
             if left <= 1e-12:
                 del running[engine]
                 done.add(rec.index)
-                timeline.append(Op(key=key, op=rec.op, chunk=rec.chunk, stream=max(rec.stream, 0),
-                                   start_ns=round(start * 1e6), duration_ns=round((now - start) * 1e6),
-                                   buffer=rec.pair))
+                timeline.append(
+                    Op(
+                        key=key,
+                        op=rec.op,
+                        chunk=rec.chunk,
+                        stream=max(rec.stream, 0),
+                        start_ns=round(start * 1e6),
+                        duration_ns=round((now - start) * 1e6),
+                        buffer=rec.pair,
+                    )
+                )
             else:
                 running[engine] = (rec, start, left)
     return sorted(timeline, key=lambda o: o.start_ns)

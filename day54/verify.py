@@ -23,8 +23,12 @@ def check_closed_form(h_in: np.ndarray, h_out: np.ndarray, fmas: int, chunk_elem
         error = np.abs(h_out[part].astype(np.float64) - closed_form(h_in[part], fmas))
         err = float(np.max(error)) if np.all(np.isfinite(error)) else float("inf")
         if err > tol:
-            return Check("naive vs float64 closed form", False,
-                         f"chunk {k}: max error {err:.3g} > tolerance {tol:.3g}", first_bad_chunk=k)
+            return Check(
+                "naive vs float64 closed form",
+                False,
+                f"chunk {k}: max error {err:.3g} > tolerance {tol:.3g}",
+                first_bad_chunk=k,
+            )
         worst = max(worst, err)
     return Check("naive vs float64 closed form", True, f"max error {worst:.3g} <= tolerance {tol:.3g}")
 
@@ -33,8 +37,10 @@ def check_bit_exact(name: str, out: np.ndarray, reference: np.ndarray, chunk_ele
     """A schedule's output against naive's, bit for bit."""
     bad = bad_chunks(out, reference, chunk_elems)
     if bad.size:
-        return Check(name, False, f"{bad.size} of {out.size // chunk_elems} chunks differ from naive; "
-                     f"first bad chunk {int(bad[0])}", first_bad_chunk=int(bad[0]))
+        return Check(
+            name,
+            False,
+            f"{bad.size} of {out.size // chunk_elems} chunks differ from naive; first bad chunk {int(bad[0])}",
+            first_bad_chunk=int(bad[0]),
+        )
     return Check(name, True, f"all {out.size // chunk_elems} chunks bit-identical to naive")
-
-

@@ -86,12 +86,19 @@ def scratch_root(grading: GradingDir, scratch: Path, assignment: str, student: s
     return root
 
 
-def execute_one(grading: GradingDir, scratch: Path, assignment: str, student: str, timeout_s: int,
-                budget_s: float) -> str:
+def execute_one(
+    grading: GradingDir, scratch: Path, assignment: str, student: str, timeout_s: int, budget_s: float
+) -> str:
     """Phase 1 for one submission; '' when it ran, else the reason it did not (also left in reason.txt)."""
     root = scratch / student
-    args = ["autograde", assignment, f"--student={student}", f"--CourseDirectory.root={root}",
-            f"--CourseDirectory.db_url=sqlite:///{root / GRADEBOOK}", f"--Execute.timeout={timeout_s}"]
+    args = [
+        "autograde",
+        assignment,
+        f"--student={student}",
+        f"--CourseDirectory.root={root}",
+        f"--CourseDirectory.db_url=sqlite:///{root / GRADEBOOK}",
+        f"--Execute.timeout={timeout_s}",
+    ]
     for _ in range(1 + KERNEL_START_RETRIES):
         done = nbgrader(args, cwd=grading.root, limit_s=budget_s)
         if not any(sign in done.stdout for sign in KERNEL_START_FAILURES):
@@ -110,17 +117,16 @@ def execute_one(grading: GradingDir, scratch: Path, assignment: str, student: st
 
 def record_all(grading: GradingDir, scratch: Path, assignment: str) -> dict[str, str]:
     """Phase 2: nbgrader writes every submission's grades from the replayed outputs; {student: error}."""
-    done = nbgrader(["autograde", assignment, "--force", f"--ExecuteOrReplay.replay_root={scratch}"],
-                    cwd=grading.root)
-    failed = re.findall(rf"error processing assignment '{re.escape(assignment)}' for student '([^']+)'",
-                        done.stdout)
+    done = nbgrader(["autograde", assignment, "--force", f"--ExecuteOrReplay.replay_root={scratch}"], cwd=grading.root)
+    failed = re.findall(rf"error processing assignment '{re.escape(assignment)}' for student '([^']+)'", done.stdout)
     if done.returncode != 0 and not failed:
         return {"*": last_error(done.stdout)}
     return {student: last_error(done.stdout) for student in failed}
 
 
-def autograde(grading: GradingDir, assignment: str, *, jobs: int, timeout_s: int,
-              progress: Callable[[str], None] | None = None) -> list[Outcome]:
+def autograde(
+    grading: GradingDir, assignment: str, *, jobs: int, timeout_s: int, progress: Callable[[str], None] | None = None
+) -> list[Outcome]:
     """Grade every submitted notebook of one assignment; one Outcome per student."""
     students = grading.submitted(assignment)
     budget_s = timeout_s * (code_cells(grading, assignment) + 1) + STARTUP_S
@@ -130,15 +136,17 @@ def autograde(grading: GradingDir, assignment: str, *, jobs: int, timeout_s: int
         for student in students:
             scratch_root(grading, scratch, assignment, student)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            running = {pool.submit(execute_one, grading, scratch, assignment, s, timeout_s, budget_s): s
-                       for s in students}
+            running = {
+                pool.submit(execute_one, grading, scratch, assignment, s, timeout_s, budget_s): s for s in students
+            }
             for future in as_completed(running):
                 reasons[running[future]] = future.result()
                 if progress:
                     progress(running[future])
         unrecorded = record_all(grading, scratch, assignment)
-    return [outcome(grading, assignment, s, reasons.get(s, ""), unrecorded.get(s) or unrecorded.get("*"))
-            for s in students]
+    return [
+        outcome(grading, assignment, s, reasons.get(s, ""), unrecorded.get(s) or unrecorded.get("*")) for s in students
+    ]
 
 
 def graded_cells(grading: GradingDir, assignment: str) -> dict[tuple[str, str], float]:
@@ -189,5 +197,11 @@ def outcome(grading: GradingDir, assignment: str, student: str, reason: str, unr
         return Outcome(student, max_score=sum(points.values()), reason=unrecorded, recorded=False)
     got = scores(grading, assignment, student)
     timed_out, failed = _cell_errors(grading, assignment, student)
-    return Outcome(student, score=sum(v or 0.0 for v in got.values()), max_score=sum(points.values()),
-                   timed_out=timed_out, failed=failed, reason=reason)
+    return Outcome(
+        student,
+        score=sum(v or 0.0 for v in got.values()),
+        max_score=sum(points.values()),
+        timed_out=timed_out,
+        failed=failed,
+        reason=reason,
+    )

@@ -65,19 +65,29 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     collect_cmd.add_argument("submissions", metavar="SUBMISSIONS")
     auto = sub.add_parser("autograde", help="grade all submitted notebooks")
     auto.add_argument("dir", metavar="DIR")
-    auto.add_argument("--jobs", type=_positive, default=None,
-                      help="submissions executed at once (default: 1 with a GPU, else up to 4)")
+    auto.add_argument(
+        "--jobs",
+        type=_positive,
+        default=None,
+        help="submissions executed at once (default: 1 with a GPU, else up to 4)",
+    )
     feedback = sub.add_parser("feedback", help="HTML feedback without hidden tests")
     feedback.add_argument("dir", metavar="DIR")
     export_cmd = sub.add_parser("export", help="grades as CSV")
     export_cmd.add_argument("dir", metavar="DIR")
-    export_cmd.add_argument("--to", metavar="CSV",
-                            help="where to write (default DIR/grades.csv; not inside the checkout)")
+    export_cmd.add_argument(
+        "--to", metavar="CSV", help="where to write (default DIR/grades.csv; not inside the checkout)"
+    )
     for command in (val, setup_cmd, auto, feedback):
         command.add_argument("--assignment", metavar="A", help="only this assignment (default: all)")
     for command in (val, auto):
-        command.add_argument("--timeout", type=_positive, default=CELL_TIMEOUT_S, metavar="SECONDS",
-                             help=f"limit per notebook cell (default {CELL_TIMEOUT_S})")
+        command.add_argument(
+            "--timeout",
+            type=_positive,
+            default=CELL_TIMEOUT_S,
+            metavar="SECONDS",
+            help=f"limit per notebook cell (default {CELL_TIMEOUT_S})",
+        )
     return parser.parse_args(argv)
 
 
@@ -98,15 +108,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
     course = Course.at(args.repo)
     names = course.pick(None)
     if args.check:
-        print(f"grader generate --check: {SOURCE_DIR}/ -> temporary release compared with {course.release} "
-              f"({', '.join(names)})", flush=True)
+        print(
+            f"grader generate --check: {SOURCE_DIR}/ -> temporary release compared with {course.release} "
+            f"({', '.join(names)})",
+            flush=True,
+        )
         with _bar(len(names), "generate") as bar:
             problems = check(course, names, progress=lambda _: bar.update())
         for problem in problems:
             print(problem)
         if problems:
-            print(f"{RELEASE_DIR}/ is not what {SOURCE_DIR}/ generates: run `{PROG} generate` and commit",
-                  file=sys.stderr)
+            print(
+                f"{RELEASE_DIR}/ is not what {SOURCE_DIR}/ generates: run `{PROG} generate` and commit", file=sys.stderr
+            )
             return 1
         print(f"{RELEASE_DIR}/ matches {SOURCE_DIR}/ and no notebook carries outputs")
         return 0
@@ -122,8 +136,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     names = course.pick(args.assignment)
     jobs = [(validate_solution, p) for n in names for p in course.notebooks(course.source / n)]
     jobs += [(validate_release, p) for n in names for p in course.notebooks(course.release / n)]
-    print(f"grader validate: {SOURCE_DIR}/ must pass, {RELEASE_DIR}/ stubs must fail cleanly; "
-          f"{len(jobs)} notebooks, {args.timeout} s per cell; {_machine()}", flush=True)
+    print(
+        f"grader validate: {SOURCE_DIR}/ must pass, {RELEASE_DIR}/ stubs must fail cleanly; "
+        f"{len(jobs)} notebooks, {args.timeout} s per cell; {_machine()}",
+        flush=True,
+    )
     missing = [n for n in names if not course.notebooks(course.release / n)]
     failures = 0
     with _bar(len(jobs), "validate") as bar:
@@ -132,9 +149,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             bar.update()
             where = path.relative_to(course.root)
             kind = "passes" if check is validate_solution else "fails with stubs, cleanly"
-            tqdm.write(f"{'ok  ' if verdict.ok else 'FAIL'} {where}: "
-                       f"{kind if verdict.ok else verdict.problems[0]} ({verdict.test_cells} test cells)",
-                       file=sys.stdout)
+            tqdm.write(
+                f"{'ok  ' if verdict.ok else 'FAIL'} {where}: "
+                f"{kind if verdict.ok else verdict.problems[0]} ({verdict.test_cells} test cells)",
+                file=sys.stdout,
+            )
             for problem in verdict.problems[1:]:
                 tqdm.write(f"     {problem}", file=sys.stdout)
             failures += not verdict.ok
@@ -148,8 +167,10 @@ def cmd_setup(args: argparse.Namespace) -> int:
     course = Course.at(args.repo)
     names = course.pick(args.assignment)
     grading = new_grading_dir(course, args.dir)
-    print(f"grader setup: grading directory {grading.root} for {', '.join(names)}; "
-          f"source/ is a copy of {course.source}", flush=True)
+    print(
+        f"grader setup: grading directory {grading.root} for {', '.join(names)}; source/ is a copy of {course.source}",
+        flush=True,
+    )
     with _bar(len(names), "setup") as bar:
         stale = setup(course, grading, names, progress=lambda _: bar.update())
     for line in stale:
@@ -157,8 +178,10 @@ def cmd_setup(args: argparse.Namespace) -> int:
     root = grading.root
     print(f"wrote {root}/nbgrader_config.py, gradebook.db, source/ (copied), release/")
     print("next steps:")
-    print(f"  1. students get {course.release}/<assignment>/ and hand back a folder <student>/ holding "
-          "<assignment>.ipynb and the <assignment>_run* files their run left beside it")
+    print(
+        f"  1. students get {course.release}/<assignment>/ and hand back a folder <student>/ holding "
+        "<assignment>.ipynb and the <assignment>_run* files their run left beside it"
+    )
     print(f"  2. {PROG} collect {root} SUBMISSIONS     (SUBMISSIONS/<student>/...)")
     print(f"  3. {PROG} autograde {root} [--jobs N] [--timeout SECONDS]")
     print(f"  4. written answers: cd {root} && jupyter lab   (nbgrader's Formgrader)")
@@ -170,8 +193,11 @@ def cmd_setup(args: argparse.Namespace) -> int:
 def cmd_collect(args: argparse.Namespace) -> int:
     """Copy students' folders into the grading directory."""
     grading = GradingDir(args.dir)
-    print(f"grader collect: {Path(args.submissions).expanduser().resolve()} -> {grading.root}/submitted "
-          f"(assignments: {', '.join(grading.assignments())})", flush=True)
+    print(
+        f"grader collect: {Path(args.submissions).expanduser().resolve()} -> {grading.root}/submitted "
+        f"(assignments: {', '.join(grading.assignments())})",
+        flush=True,
+    )
     with grading.writer():
         taken, skipped = collect(grading, args.submissions)
     for student, names in taken.items():
@@ -205,8 +231,11 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     names = grading.pick(args.assignment)
     jobs = args.jobs or _default_jobs()
     counts = {n: len(grading.submitted(n)) for n in names}
-    print(f"grader autograde: {grading.root}, {', '.join(f'{n} ({c} submitted)' for n, c in counts.items())}; "
-          f"{jobs} at once, {args.timeout} s per cell; {_machine()}", flush=True)
+    print(
+        f"grader autograde: {grading.root}, {', '.join(f'{n} ({c} submitted)' for n, c in counts.items())}; "
+        f"{jobs} at once, {args.timeout} s per cell; {_machine()}",
+        flush=True,
+    )
     unrecorded = 0
     with grading.writer():
         for name in names:
@@ -214,8 +243,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
                 print(f"{name}: nothing submitted")
                 continue
             with _bar(counts[name], name) as bar:
-                outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout,
-                                     progress=lambda _: bar.update())
+                outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, progress=lambda _: bar.update())
             width = max(len("student"), *(len(o.student) for o in outcomes))
             print(f"\n{name}: autograded cells only (written answers wait for manual grading)")
             print(f"{'student':<{width}}  {'score':>11}  notes")
@@ -232,15 +260,21 @@ def cmd_feedback(args: argparse.Namespace) -> int:
     """Generate feedback HTML and make sure no hidden test reached it."""
     grading = GradingDir(args.dir)
     names = grading.pick(args.assignment)
-    print(f"grader feedback: {grading.root}/feedback for {', '.join(names)}; hidden tests removed, "
-          "outputs of their cells reduced to a verdict", flush=True)
+    print(
+        f"grader feedback: {grading.root}/feedback for {', '.join(names)}; hidden tests removed, "
+        "outputs of their cells reduced to a verdict",
+        flush=True,
+    )
     problems = []
     with grading.writer():
         for name in tqdm(names, desc="feedback", file=sys.stderr, leave=False):
             pages, leaks = write_feedback(grading, name)
             problems += leaks
-            print(f"{name}: {len(pages)} feedback file(s), none quoting a hidden test"
-                  if not leaks else f"{name}: {len(pages)} feedback file(s) kept")
+            print(
+                f"{name}: {len(pages)} feedback file(s), none quoting a hidden test"
+                if not leaks
+                else f"{name}: {len(pages)} feedback file(s) kept"
+            )
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
     return 1 if problems else 0
@@ -259,8 +293,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"generate": cmd_generate, "validate": cmd_validate, "setup": cmd_setup, "collect": cmd_collect,
-            "autograde": cmd_autograde, "feedback": cmd_feedback, "export": cmd_export}
+COMMANDS = {
+    "generate": cmd_generate,
+    "validate": cmd_validate,
+    "setup": cmd_setup,
+    "collect": cmd_collect,
+    "autograde": cmd_autograde,
+    "feedback": cmd_feedback,
+    "export": cmd_export,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

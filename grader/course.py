@@ -39,8 +39,10 @@ class Course:
         path = Path(root).resolve() if root else REPO
         for needed in (path / GRADING_CONFIG, path / SOURCE_DIR):
             if not needed.exists():
-                raise UsageError(f"{path} is not a course checkout: it has no {needed.name} "
-                                 f"(give --repo the folder holding {GRADING_CONFIG} and {SOURCE_DIR}/)")
+                raise UsageError(
+                    f"{path} is not a course checkout: it has no {needed.name} "
+                    f"(give --repo the folder holding {GRADING_CONFIG} and {SOURCE_DIR}/)"
+                )
         return cls(path)
 
     def assignments(self) -> list[str]:
@@ -102,8 +104,11 @@ def tree_differences(committed: Path, generated: Path, label: str) -> list[str]:
     if not committed.exists():
         return [f"{label}: missing (not generated)"]
     have, want = _files(committed), _files(generated)
-    found = [f"{label}/{name}: differs from the generated release" for name in sorted(have & want)
-             if (committed / name).read_bytes() != (generated / name).read_bytes()]
+    found = [
+        f"{label}/{name}: differs from the generated release"
+        for name in sorted(have & want)
+        if (committed / name).read_bytes() != (generated / name).read_bytes()
+    ]
     found += [f"{label}/{name}: not produced by generation (remove it)" for name in sorted(have - want)]
     found += [f"{label}/{name}: missing (not generated)" for name in sorted(want - have)]
     return found
@@ -120,15 +125,20 @@ def check(course: Course, assignments: list[str], progress: Callable[[str], None
             if progress:
                 progress(name)
     if course.release.exists():
-        problems += [f"{RELEASE_DIR}/{p.name}: has no source in {SOURCE_DIR}/ (remove it)"
-                     for p in sorted(course.release.iterdir()) if p.is_dir() and p.name not in course.assignments()]
+        problems += [
+            f"{RELEASE_DIR}/{p.name}: has no source in {SOURCE_DIR}/ (remove it)"
+            for p in sorted(course.release.iterdir())
+            if p.is_dir() and p.name not in course.assignments()
+        ]
     for tree in (course.source, course.release):
         for path in course.notebooks(tree):
             problems += [p.replace(str(course.root) + "/", "") for p in outputs_in(path)]
     for name in assignments:
-        problems += [f"{SOURCE_DIR}/{name}/{clash}: named like a student's run file ({run_files_glob(name)}): "
-                     "autograde would overwrite students' files with it; remove it"
-                     for clash in run_file_clashes(course.source / name, name)]
+        problems += [
+            f"{SOURCE_DIR}/{name}/{clash}: named like a student's run file ({run_files_glob(name)}): "
+            "autograde would overwrite students' files with it; remove it"
+            for clash in run_file_clashes(course.source / name, name)
+        ]
     return problems
 
 

@@ -78,4 +78,3 @@ def write_feedback(grading: GradingDir, assignment: str) -> tuple[list[Path], li
     nbgrader_or_fail(["generate_feedback", assignment, "--force"], cwd=grading.root)
     found = leaks(grading, assignment)
     return sorted((grading.root / "feedback").glob(f"*/{assignment}/*.html")), found
-

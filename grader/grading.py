@@ -44,8 +44,10 @@ class GradingDir:
     def __init__(self, root: str | Path, *, must_exist: bool = True) -> None:
         self.root = Path(root).expanduser().resolve()
         if must_exist and not (self.root / GRADING_CONFIG).is_file():
-            raise UsageError(f"{self.root} is not a grading directory (no {GRADING_CONFIG}); "
-                             f"make one with: python -m grader setup {self.root}")
+            raise UsageError(
+                f"{self.root} is not a grading directory (no {GRADING_CONFIG}); "
+                f"make one with: python -m grader setup {self.root}"
+            )
 
     @property
     def db_url(self) -> str:
@@ -54,8 +56,9 @@ class GradingDir:
     def assignments(self) -> list[str]:
         """Assignments set up here: folders of source/ holding a notebook."""
         source = self.root / "source"
-        return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) \
-            if source.is_dir() else []
+        return (
+            sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) if source.is_dir() else []
+        )
 
     def pick(self, assignment: str | None) -> list[str]:
         """One named assignment (checked) or all; UsageError listing what is set up."""
@@ -63,8 +66,9 @@ class GradingDir:
         if assignment is None:
             return known
         if assignment not in known:
-            raise UsageError(f"no assignment {assignment!r} in {self.root / 'source'}; there are: "
-                             f"{', '.join(known) or 'none'}")
+            raise UsageError(
+                f"no assignment {assignment!r} in {self.root / 'source'}; there are: {', '.join(known) or 'none'}"
+            )
         return [assignment]
 
     def submitted(self, assignment: str) -> list[str]:
@@ -78,8 +82,9 @@ class GradingDir:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise UsageError(f"another `python -m grader` is writing to {self.root / GRADEBOOK}; "
-                                 "wait for it to finish") from None
+                raise UsageError(
+                    f"another `python -m grader` is writing to {self.root / GRADEBOOK}; wait for it to finish"
+                ) from None
             try:
                 yield
             finally:
@@ -106,10 +111,16 @@ def _inside(path: Path, parent: Path) -> bool:
 def _provenance(course: Course) -> str:
     """Which checkout and commit the source copy came from."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=course.root, capture_output=True, text=True,
-                                check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", course.source.name], cwd=course.root,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=course.root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", course.source.name],
+            cwd=course.root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return f"source/ copied from {course.source} (not a git checkout)"
     return f"source/ copied from {course.source} at commit {commit}" + (" with uncommitted changes" if dirty else "")
@@ -119,8 +130,10 @@ def new_grading_dir(course: Course, root: str | Path) -> GradingDir:
     """Where setup may make a grading directory: outside the checkout, new or empty; UsageError otherwise."""
     grading = GradingDir(root, must_exist=False)
     if _inside(grading.root, course.root):
-        raise UsageError(f"{grading.root} is inside the course checkout {course.root}; grading data "
-                         "(submissions, gradebook) must live outside it: pick a folder elsewhere")
+        raise UsageError(
+            f"{grading.root} is inside the course checkout {course.root}; grading data "
+            "(submissions, gradebook) must live outside it: pick a folder elsewhere"
+        )
     if grading.root.exists() and (not grading.root.is_dir() or any(grading.root.iterdir())):
         raise UsageError(f"{grading.root} exists and is not an empty folder; setup wants a new or empty folder")
     for name in course.assignments():
@@ -128,15 +141,19 @@ def new_grading_dir(course: Course, root: str | Path) -> GradingDir:
     return grading
 
 
-def setup(course: Course, grading: GradingDir, assignments: list[str],
-          progress: Callable[[str], None] | None = None) -> list[str]:
+def setup(
+    course: Course, grading: GradingDir, assignments: list[str], progress: Callable[[str], None] | None = None
+) -> list[str]:
     """Fill a new grading directory; the returned lines name releases that differ from the checkout's course/."""
     grading.root.mkdir(parents=True, exist_ok=True)
     (grading.root / GRADING_CONFIG).write_text(grading_config_text(grading.root, REPO, _provenance(course)))
     stale = []
     for name in assignments:
-        shutil.copytree(course.source / name, grading.root / "source" / name,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        shutil.copytree(
+            course.source / name,
+            grading.root / "source" / name,
+            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
+        )
         nbgrader_or_fail(["generate_assignment", name, "--force"], cwd=grading.root)
         stale += tree_differences(course.release / name, grading.root / "release" / name, f"course/{name}")
         if progress:
@@ -148,16 +165,21 @@ def check_run_files_rule(source: Path, assignment: str) -> None:
     """UsageError if a source file of the assignment has a name students' run files use."""
     clash = run_file_clashes(source, assignment)
     if clash:
-        raise UsageError(f"{source} has {', '.join(clash)}: names matching {run_files_glob(assignment)} are "
-                         "reserved for students' run files (nbgrader autograde would overwrite theirs with it); "
-                         "remove or rename it")
+        raise UsageError(
+            f"{source} has {', '.join(clash)}: names matching {run_files_glob(assignment)} are "
+            "reserved for students' run files (nbgrader autograde would overwrite theirs with it); "
+            "remove or rename it"
+        )
 
 
 def _student_files(folder: Path, assignment: str) -> list[Path]:
     """The files of one assignment in a student's folder: its notebook and run files."""
     pattern = run_files_glob(assignment)
-    return [p for p in folder.iterdir() if p.is_file() and (p.name == f"{assignment}.ipynb"
-                                                           or fnmatch.fnmatch(p.name, pattern))]
+    return [
+        p
+        for p in folder.iterdir()
+        if p.is_file() and (p.name == f"{assignment}.ipynb" or fnmatch.fnmatch(p.name, pattern))
+    ]
 
 
 def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, list[str]], list[str]]:
@@ -190,8 +212,11 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
                 shutil.copy2(path, dest / path.name)
                 leftovers.discard(path.name)
             taken.setdefault(folder.name, []).append(name)
-        skipped += [f"{folder.name}/{n}: not collected (only <a>.ipynb and the <a>_run* files beside it are; "
-                    f"a = {', '.join(assignments)})" for n in sorted(leftovers)]
+        skipped += [
+            f"{folder.name}/{n}: not collected (only <a>.ipynb and the <a>_run* files beside it are; "
+            f"a = {', '.join(assignments)})"
+            for n in sorted(leftovers)
+        ]
     if taken:
         add_students(grading, sorted(taken))
     return taken, skipped

@@ -34,8 +34,9 @@ NOT_GRADED = "GradingError"  # the error name ExecuteOrReplay gives the cells of
 class ExecuteOrReplay(Execute):
     """nbgrader's Execute; with replay_root set, copies the outputs phase 1 recorded instead of executing."""
 
-    replay_root = Unicode("", help="Scratch folder of phase 1: <root>/<student>/autograded/... and reason.txt"
-                          ).tag(config=True)
+    replay_root = Unicode("", help="Scratch folder of phase 1: <root>/<student>/autograded/... and reason.txt").tag(
+        config=True
+    )
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         """Execute as nbgrader does, or replay phase 1's outputs (or the reason it has none)."""
@@ -64,8 +65,9 @@ def mark_not_graded(nb: NotebookNode, reason: str) -> None:
     text = f"this notebook could not be graded: {reason}; every autograded cell scores 0"
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.outputs = [nbformat.v4.new_output("error", ename=NOT_GRADED, evalue=text,
-                                                   traceback=[f"{NOT_GRADED}: {text}"])]
+            cell.outputs = [
+                nbformat.v4.new_output("error", ename=NOT_GRADED, evalue=text, traceback=[f"{NOT_GRADED}: {text}"])
+            ]
 
 
 class HideHiddenTests(ClearHiddenTests):
@@ -74,8 +76,9 @@ class HideHiddenTests(ClearHiddenTests):
     A ClearHiddenTests, so the delimiters configured for generating the release apply here too.
     """
 
-    def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any],
-                        index: int) -> tuple[NotebookNode, dict[str, Any]]:
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: dict[str, Any], index: int
+    ) -> tuple[NotebookNode, dict[str, Any]]:
         """Rewrite one cell if it holds hidden tests; other cells pass unchanged."""
         visible, _, first = split_hidden(cell.source, self.begin_test_delimeter, self.end_test_delimeter)
         if first is None:

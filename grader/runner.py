@@ -35,8 +35,11 @@ def _prepend(variable: str, first: str) -> str:
 def course_env() -> dict[str, str]:
     """The environment for nbgrader and its kernels: the checkout first on PYTHONPATH, this Python's scripts on PATH."""
     # nbgrader runs the `alembic` script when it creates a gradebook, also from a venv that is not activated
-    return {**os.environ, "PYTHONPATH": _prepend("PYTHONPATH", str(REPO)),
-            "PATH": _prepend("PATH", str(Path(sys.executable).parent))}
+    return {
+        **os.environ,
+        "PYTHONPATH": _prepend("PYTHONPATH", str(REPO)),
+        "PATH": _prepend("PATH", str(Path(sys.executable).parent)),
+    }
 
 
 def kill_tree(pid: int) -> None:

@@ -57,8 +57,13 @@ def _label(cell: NotebookNode, index: int) -> str:
 
 def _errors(nb: NotebookNode) -> list[tuple[str, NotebookNode, NotebookNode]]:
     """(label, cell, error output) for every error in the executed notebook."""
-    return [(_label(cell, i), cell, out) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
-            for out in cell.get("outputs", []) if out.output_type == "error"]
+    return [
+        (_label(cell, i), cell, out)
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.output_type == "error"
+    ]
 
 
 def _first_line(error: NotebookNode) -> str:
@@ -113,10 +118,15 @@ def validate_solution(path: Path, timeout_s: int) -> Verdict:
         return Verdict(path, False, [f"could not run: {type(exc).__name__}: {exc}"], 0)
     problems = [f"test cell changed: {c['source'].splitlines()[0]}" for c in results.get("changed", [])]
     problems += [f"cell type changed: {c['source'].splitlines()[0]}" for c in results.get("type_changed", [])]
-    problems += [f"test fails: {c['source'].splitlines()[0]} ({_last_line(c.get('raw_error', ''))})"
-                 for c in results.get("failed", [])]
-    problems += [f"{label} raised {_first_line(err)}" for label, cell, err in _errors(nb)
-                 if not _is_test(cell)] if nb is not None else []
+    problems += [
+        f"test fails: {c['source'].splitlines()[0]} ({_last_line(c.get('raw_error', ''))})"
+        for c in results.get("failed", [])
+    ]
+    problems += (
+        [f"{label} raised {_first_line(err)}" for label, cell, err in _errors(nb) if not _is_test(cell)]
+        if nb is not None
+        else []
+    )
     return Verdict(path, not problems, problems, _count_tests(nb))
 
 
@@ -128,6 +138,13 @@ def validate_release(path: Path, timeout_s: int) -> Verdict:
         return Verdict(path, False, [f"the harness crashed: {type(exc).__name__}: {exc}"], 0)
     problems = [f"test passes with the stubs: {c['source'].splitlines()[0]}" for c in results.get("passed", [])]
     problems += [f"test cell changed: {c['source'].splitlines()[0]}" for c in results.get("changed", [])]
-    problems += [f"the harness crashed: {label} raised {_first_line(err)}" for label, _, err in _errors(nb)
-                 if err.ename not in STUB_FAILURES] if nb is not None else []
+    problems += (
+        [
+            f"the harness crashed: {label} raised {_first_line(err)}"
+            for label, _, err in _errors(nb)
+            if err.ename not in STUB_FAILURES
+        ]
+        if nb is not None
+        else []
+    )
     return Verdict(path, not problems, problems, _count_tests(nb))

@@ -58,8 +58,10 @@ class DeviceFacts:
         """One line for a mode line: name, copy engines, link (what is known of them)."""
         if self.compute_capability is None:
             return f"{self.name} (no device facts recorded)"
-        return (f"{self.name} (sm_{self.compute_capability.replace('.', '')}, "
-                f"asyncEngineCount={self.async_engine_count}, {self.link_text()})")
+        return (
+            f"{self.name} (sm_{self.compute_capability.replace('.', '')}, "
+            f"asyncEngineCount={self.async_engine_count}, {self.link_text()})"
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DeviceFacts:
@@ -73,8 +75,13 @@ def _nvidia_smi(fields: str) -> list[str] | None:
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-i", "0"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout
+        out = subprocess.run(
+            [exe, f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-i", "0"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return [part.strip() for part in out.strip().split(",")]

@@ -45,8 +45,7 @@ def ops_by_instance(trace: pd.DataFrame, instances: pd.DataFrame) -> list[pd.Dat
     return result
 
 
-def summary_disagreement(report: str, summary: pd.DataFrame, pushpop: pd.DataFrame,
-                         trace: pd.DataFrame) -> str | None:
+def summary_disagreement(report: str, summary: pd.DataFrame, pushpop: pd.DataFrame, trace: pd.DataFrame) -> str | None:
     """What a summary export says that the traces contradict (counts and total times are exact), or None."""
     if report in ("nvtx_sum", "nvtx_pushpop_sum"):
         counted = pushpop.groupby([pushpop["domain"].fillna(""), "range"]).size()
@@ -57,20 +56,28 @@ def summary_disagreement(report: str, summary: pd.DataFrame, pushpop: pd.DataFra
         return None
     if report == "cuda_gpu_kern_sum":
         kernels = trace[trace["kind"] == "kernel"]
-        if (int(summary["instances"].sum()), int(summary["total_ns"].sum())) != \
-                (len(kernels), int(kernels["duration_ns"].sum())):
-            return (f"{int(summary['instances'].sum())} kernels in {int(summary['total_ns'].sum())} ns, the trace has "
-                    f"{len(kernels)} in {int(kernels['duration_ns'].sum())} ns")
+        if (int(summary["instances"].sum()), int(summary["total_ns"].sum())) != (
+            len(kernels),
+            int(kernels["duration_ns"].sum()),
+        ):
+            return (
+                f"{int(summary['instances'].sum())} kernels in {int(summary['total_ns'].sum())} ns, the trace has "
+                f"{len(kernels)} in {int(kernels['duration_ns'].sum())} ns"
+            )
         return None
     if report == "cuda_gpu_mem_time_sum":
         for row in summary.itertuples(index=False):
             ops = trace[trace["kind"] == row.operation]
             if (row.count, row.total_ns) != (len(ops), int(ops["duration_ns"].sum())):
-                return (f"{row.count} {row.label} in {row.total_ns} ns, the trace has {len(ops)} "
-                        f"in {int(ops['duration_ns'].sum())} ns")
+                return (
+                    f"{row.count} {row.label} in {row.total_ns} ns, the trace has {len(ops)} "
+                    f"in {int(ops['duration_ns'].sum())} ns"
+                )
         return None
-    calls = {prefix: int(summary.loc[summary["name"].str.startswith(prefix), "calls"].sum())
-             for prefix in ("cudaMemcpy", "cuMemcpy", "cudaLaunchKernel", "cuLaunchKernel")}
+    calls = {
+        prefix: int(summary.loc[summary["name"].str.startswith(prefix), "calls"].sum())
+        for prefix in ("cudaMemcpy", "cuMemcpy", "cudaLaunchKernel", "cuLaunchKernel")
+    }
     copy_calls = calls["cudaMemcpy"] + calls["cuMemcpy"]
     launch_calls = calls["cudaLaunchKernel"] + calls["cuLaunchKernel"]
     copies = int(trace["kind"].isin(("h2d", "d2h")).sum())
@@ -94,9 +101,17 @@ def to_ops(ops: pd.DataFrame, key: str) -> list[Op]:
     result = []
     for row in ops.itertuples(index=False):
         stream = stream_index.setdefault(int(row.stream), len(stream_index))
-        result.append(Op(key=key, op=row.kind, chunk=seen[row.kind], stream=stream,
-                         start_ns=int(row.start_ns) - origin, duration_ns=int(row.duration_ns),
-                         nbytes=int(row.bytes)))
+        result.append(
+            Op(
+                key=key,
+                op=row.kind,
+                chunk=seen[row.kind],
+                stream=stream,
+                start_ns=int(row.start_ns) - origin,
+                duration_ns=int(row.duration_ns),
+                nbytes=int(row.bytes),
+            )
+        )
         seen[row.kind] += 1
     return sorted(result, key=lambda o: o.start_ns)
 
@@ -116,8 +131,9 @@ class Exports:
         self.trace = frames["cuda_gpu_trace"]
         for report in SUMMARIES:
             if report in files:
-                problem = summary_disagreement(report, nsys.read_report(files[report], report),
-                                               frames["nvtx_pushpop_trace"], self.trace)
+                problem = summary_disagreement(
+                    report, nsys.read_report(files[report], report), frames["nvtx_pushpop_trace"], self.trace
+                )
                 if problem:
                     raise nsys.NsysFormatError(files[report], None, f"{problem}: the exports are not of one run")
         grouped = ops_by_instance(self.trace, self.instances)
@@ -127,8 +143,9 @@ class Exports:
         columns = self.instances[["range", "start_ns", "duration_ns"]].itertuples(index=False)
         for (key, start, duration), ops in zip(columns, grouped, strict=True):
             if ops.empty:
-                raise nsys.NsysFormatError(self.trace_path, None,
-                                           f"range {key!r} holds no GPU operations; is this the same run's trace?")
+                raise nsys.NsysFormatError(
+                    self.trace_path, None, f"range {key!r} holds no GPU operations; is this the same run's trace?"
+                )
             self.by_key.setdefault(key, []).append(ops)
             self.nvtx_ms.setdefault(key, []).append(duration / 1e6)
             self.elapsed_ms.setdefault(key, []).append((int(ops["end_ns"].max()) - int(start)) / 1e6)
@@ -144,9 +161,12 @@ class Exports:
             if problem:
                 raise nsys.NsysFormatError(self.trace_path, None, f"{key!r} instance {i + 1}: {problem}")
             if span_ms(ops) > self.nvtx_ms[key][i] * 1.001:
-                raise nsys.NsysFormatError(self.trace_path, None,
-                                           f"{key!r} instance {i + 1}: GPU span {span_ms(ops):.3f} ms exceeds "
-                                           f"its NVTX range {self.nvtx_ms[key][i]:.3f} ms")
+                raise nsys.NsysFormatError(
+                    self.trace_path,
+                    None,
+                    f"{key!r} instance {i + 1}: GPU span {span_ms(ops):.3f} ms exceeds "
+                    f"its NVTX range {self.nvtx_ms[key][i]:.3f} ms",
+                )
 
     def pass_times(self, key: str, name: str, params: dict[str, Any], copy_bytes: int | None = None) -> PassTimes:
         """Range start to last GPU end for every instance (NVTX durations as the host-side times).
@@ -157,8 +177,14 @@ class Exports:
         first = self.by_key[key][0]
         copies = first[first["kind"] != "kernel"]
         moved = len(copies) * copy_bytes if copy_bytes else int(copies["bytes"].sum())
-        return PassTimes(key=key, name=name, params=params, times_ms=list(self.elapsed_ms[key]),
-                         host_ms=list(self.nvtx_ms[key]), bytes_moved=moved or None)
+        return PassTimes(
+            key=key,
+            name=name,
+            params=params,
+            times_ms=list(self.elapsed_ms[key]),
+            host_ms=list(self.nvtx_ms[key]),
+            bytes_moved=moved or None,
+        )
 
     def ops(self, key: str, instance: int = 0) -> list[Op]:
         return to_ops(self.by_key[key][instance], key)

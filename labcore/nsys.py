@@ -128,10 +128,42 @@ MEMOP_KINDS = {
 
 _STATS = ("Total Time", "Avg", "Med", "Min", "Max", "StdDev")
 _STAT_COLUMNS = ("total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns")
-_TRACE_HEAD = ("Start", "Duration", "CorrId", "GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ", "Reg/Trd",
-               "StcSMem", "DymSMem", "Bytes", "Throughput", "SrcMemKd", "DstMemKd", "Device", "Ctx")
-_PUSHPOP_TRACE = ("Start", "End", "Duration", "DurChild", "DurNonChild", "Name", "PID", "TID", "Lvl",
-                  "NumChild", "RangeId", "ParentId", "RangeStack", "NameTree")
+_TRACE_HEAD = (
+    "Start",
+    "Duration",
+    "CorrId",
+    "GrdX",
+    "GrdY",
+    "GrdZ",
+    "BlkX",
+    "BlkY",
+    "BlkZ",
+    "Reg/Trd",
+    "StcSMem",
+    "DymSMem",
+    "Bytes",
+    "Throughput",
+    "SrcMemKd",
+    "DstMemKd",
+    "Device",
+    "Ctx",
+)
+_PUSHPOP_TRACE = (
+    "Start",
+    "End",
+    "Duration",
+    "DurChild",
+    "DurNonChild",
+    "Name",
+    "PID",
+    "TID",
+    "Lvl",
+    "NumChild",
+    "RangeId",
+    "ParentId",
+    "RangeStack",
+    "NameTree",
+)
 
 # Accepted header shapes, as column names with their unit suffix removed.
 HEADER_SHAPES: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -340,8 +372,9 @@ def _find_header(path: Path, lines: Sequence[str], reports: Sequence[str]) -> _H
             first_csv = (number, line.strip())
     if first_csv is None:
         number = max(len(lines), 1)
-        raise NsysFormatError(path, number, f"no CSV header found (file has {len(lines)} lines), "
-                                            f"expected {_expected(reports)}")
+        raise NsysFormatError(
+            path, number, f"no CSV header found (file has {len(lines)} lines), expected {_expected(reports)}"
+        )
     number, line = first_csv
     raise NsysFormatError(path, number, f"unrecognised header {line!r}, expected {_expected(reports)}")
 
@@ -380,7 +413,7 @@ def _unit_problem(base: str, unit: str | None) -> str | None:
 
 def _data_rows(path: Path, lines: Sequence[str], header: _Header) -> Iterator[_Row]:
     """The data rows after the header; blank lines are skipped, short or long rows are errors."""
-    reader = csv.reader(lines[header.line:], strict=True)
+    reader = csv.reader(lines[header.line :], strict=True)
     width = len(header.names)
     while True:
         try:
@@ -393,8 +426,9 @@ def _data_rows(path: Path, lines: Sequence[str], header: _Header) -> Iterator[_R
         if not cells or not any(cell.strip() for cell in cells):
             continue
         if len(cells) != width:
-            raise NsysFormatError(path, line, f"row has {len(cells)} fields, expected {width} "
-                                              f"(truncated or corrupt row?)")
+            raise NsysFormatError(
+                path, line, f"row has {len(cells)} fields, expected {width} (truncated or corrupt row?)"
+            )
         yield _Row(path, line, header, tuple(cells))
 
 
@@ -422,22 +456,43 @@ def _nvtx_sum_row(row: _Row) -> dict[str, object]:
 
 def _pushpop_trace_schema(header: _Header) -> list[tuple[str, str]]:
     """Columns of nvtx_pushpop_trace."""
-    return [("start_ns", "int64"), ("end_ns", "int64"), ("duration_ns", "int64"), ("domain", "object"),
-            ("range", "object"), ("dur_child_ns", "int64"), ("dur_non_child_ns", "int64"), ("pid", "int64"),
-            ("tid", "int64"), ("lvl", "int64"), ("num_child", "int64"), ("range_id", "int64"),
-            ("parent_id", "Int64"), ("range_stack", "object"), ("name_tree", "object")]
+    return [
+        ("start_ns", "int64"),
+        ("end_ns", "int64"),
+        ("duration_ns", "int64"),
+        ("domain", "object"),
+        ("range", "object"),
+        ("dur_child_ns", "int64"),
+        ("dur_non_child_ns", "int64"),
+        ("pid", "int64"),
+        ("tid", "int64"),
+        ("lvl", "int64"),
+        ("num_child", "int64"),
+        ("range_id", "int64"),
+        ("parent_id", "Int64"),
+        ("range_stack", "object"),
+        ("name_tree", "object"),
+    ]
 
 
 def _pushpop_trace_row(row: _Row) -> dict[str, object]:
     """One nvtx_pushpop_trace row."""
     domain, name = split_range(row.text("Name"))
     return {
-        "start_ns": row.time_ns("Start"), "end_ns": row.time_ns("End"), "duration_ns": row.time_ns("Duration"),
-        "domain": domain, "range": name,
-        "dur_child_ns": row.time_ns("DurChild"), "dur_non_child_ns": row.time_ns("DurNonChild"),
-        "pid": row.integer("PID"), "tid": row.integer("TID"), "lvl": row.integer("Lvl"),
-        "num_child": row.integer("NumChild"), "range_id": row.integer("RangeId"),
-        "parent_id": row.opt_integer("ParentId"), "range_stack": row.text("RangeStack"),
+        "start_ns": row.time_ns("Start"),
+        "end_ns": row.time_ns("End"),
+        "duration_ns": row.time_ns("Duration"),
+        "domain": domain,
+        "range": name,
+        "dur_child_ns": row.time_ns("DurChild"),
+        "dur_non_child_ns": row.time_ns("DurNonChild"),
+        "pid": row.integer("PID"),
+        "tid": row.integer("TID"),
+        "lvl": row.integer("Lvl"),
+        "num_child": row.integer("NumChild"),
+        "range_id": row.integer("RangeId"),
+        "parent_id": row.opt_integer("ParentId"),
+        "range_stack": row.text("RangeStack"),
         "name_tree": row.text("NameTree"),
     }
 
@@ -489,10 +544,24 @@ def _kern_row(row: _Row) -> dict[str, object]:
 def _trace_schema(header: _Header) -> list[tuple[str, str]]:
     """Columns of cuda_gpu_trace."""
     green = [("green_context", "Int64")] if header.has("GreenCtx") else []
-    return [("start_ns", "int64"), ("duration_ns", "int64"), ("end_ns", "int64"), ("corr_id", "int64"),
-            ("kind", "object"), ("name", "object"), ("bytes", "int64"), ("throughput_bps", "float64"),
-            ("src_kind", "object"), ("dst_kind", "object"), ("device", "int64"), ("device_name", "object"),
-            ("context", "int64"), *green, ("stream", "int64"), *[(column, "Int64") for column in _GRID_BLOCK]]
+    return [
+        ("start_ns", "int64"),
+        ("duration_ns", "int64"),
+        ("end_ns", "int64"),
+        ("corr_id", "int64"),
+        ("kind", "object"),
+        ("name", "object"),
+        ("bytes", "int64"),
+        ("throughput_bps", "float64"),
+        ("src_kind", "object"),
+        ("dst_kind", "object"),
+        ("device", "int64"),
+        ("device_name", "object"),
+        ("context", "int64"),
+        *green,
+        ("stream", "int64"),
+        *[(column, "Int64") for column in _GRID_BLOCK],
+    ]
 
 
 def _device(row: _Row) -> tuple[int, str]:
@@ -510,9 +579,13 @@ def _trace_memory(row: _Row) -> dict[str, object]:
         if name.startswith(("[CUDA memcpy", "[CUDA memset")):
             raise row.fail("Bytes", "a size for a memory operation")
         return {"kind": "kernel", "bytes": 0, "throughput_bps": math.nan, "src_kind": None, "dst_kind": None}
-    return {"kind": memop_kind(name), "bytes": row.bytes_from_mb("Bytes"),
-            "throughput_bps": row.throughput_bps("Throughput"),
-            "src_kind": row.text("SrcMemKd") or None, "dst_kind": row.text("DstMemKd") or None}
+    return {
+        "kind": memop_kind(name),
+        "bytes": row.bytes_from_mb("Bytes"),
+        "throughput_bps": row.throughput_bps("Throughput"),
+        "src_kind": row.text("SrcMemKd") or None,
+        "dst_kind": row.text("DstMemKd") or None,
+    }
 
 
 def _trace_row(row: _Row) -> dict[str, object]:
@@ -521,10 +594,20 @@ def _trace_row(row: _Row) -> dict[str, object]:
     device, device_name = _device(row)
     green = {"green_context": row.opt_integer("GreenCtx")} if row.header.has("GreenCtx") else {}
     grid = zip(_GRID_BLOCK, ("GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ"), strict=True)
-    return {"start_ns": start, "duration_ns": duration, "end_ns": start + duration,
-            "corr_id": row.integer("CorrId"), "name": row.text("Name"), **_trace_memory(row),
-            "device": device, "device_name": device_name, "context": row.integer("Ctx"), **green,
-            "stream": row.integer("Strm"), **{out: row.opt_integer(base) for out, base in grid}}
+    return {
+        "start_ns": start,
+        "duration_ns": duration,
+        "end_ns": start + duration,
+        "corr_id": row.integer("CorrId"),
+        "name": row.text("Name"),
+        **_trace_memory(row),
+        "device": device,
+        "device_name": device_name,
+        "context": row.integer("Ctx"),
+        **green,
+        "stream": row.integer("Strm"),
+        **{out: row.opt_integer(base) for out, base in grid},
+    }
 
 
 _Schema = Callable[[_Header], list[tuple[str, str]]]
@@ -581,8 +664,9 @@ def find_exports(directory: str | Path, prefix: str | None = None) -> dict[str, 
     groups = _exports_by_prefix(directory)
     if prefix is None and len(groups) > 1:
         names = ", ".join(repr(p) for p in groups)
-        raise NsysFormatError(directory, None, f"holds exports with several prefixes ({names}); "
-                                               f"expected one, or pass prefix= to choose")
+        raise NsysFormatError(
+            directory, None, f"holds exports with several prefixes ({names}); expected one, or pass prefix= to choose"
+        )
     group = groups.get(prefix, {}) if prefix is not None else next(iter(groups.values()), {})
     for report, paths in group.items():
         if len(paths) > 1:
@@ -591,8 +675,9 @@ def find_exports(directory: str | Path, prefix: str | None = None) -> dict[str, 
     return {report: group[report][0] for report in REPORTS if report in group}
 
 
-def read_exports(directory: str | Path, reports: Sequence[str] = REPORTS_NEEDED_DEFAULT,
-                 prefix: str | None = None) -> dict[str, pd.DataFrame]:
+def read_exports(
+    directory: str | Path, reports: Sequence[str] = REPORTS_NEEDED_DEFAULT, prefix: str | None = None
+) -> dict[str, pd.DataFrame]:
     """Read the named reports from a directory of exports; NsysFormatError naming any that is missing."""
     directory = Path(directory)
     found = find_exports(directory, prefix)
@@ -600,6 +685,10 @@ def read_exports(directory: str | Path, reports: Sequence[str] = REPORTS_NEEDED_
     for report in wanted:
         if report not in found:
             old = next(o for o, new in OLD_NAMES.items() if new == report)
-            raise NsysFormatError(directory, None, f"missing the {report} report: expected a file "
-                                                   f"<prefix>_{report}.csv (or <prefix>_{old}.csv from nsys 2022.4)")
+            raise NsysFormatError(
+                directory,
+                None,
+                f"missing the {report} report: expected a file "
+                f"<prefix>_{report}.csv (or <prefix>_{old}.csv from nsys 2022.4)",
+            )
     return {report: read_report(found[report], report) for report in wanted}

@@ -11,8 +11,10 @@ from pathlib import Path
 
 from labcore.errors import UsageError
 
-INSTALL = ("pip install 'cuda-toolkit[nvrtc,cudart]==13.*' (CUDA 12 driver: 'cuda-toolkit[nvrtc,cudart]==12.*'); "
-           "the course's [cuda13] and [cuda12] extras include it")
+INSTALL = (
+    "pip install 'cuda-toolkit[nvrtc,cudart]==13.*' (CUDA 12 driver: 'cuda-toolkit[nvrtc,cudart]==12.*'); "
+    "the course's [cuda13] and [cuda12] extras include it"
+)
 PROC_MAPS = Path("/proc/self/maps")  # where Linux lists the files mapped into this process
 
 
@@ -53,5 +55,6 @@ def _not_found(exc: BaseException) -> UsageError:
     reason = lines[0] if lines else type(exc).__name__
     if len(reason) > 160:
         reason = reason[:157] + "..."
-    return UsageError(f"NVRTC (CUDA's run-time compiler) not found ({reason}): "
-                      f"install CuPy's CUDA toolkit extra: {INSTALL}")
+    return UsageError(
+        f"NVRTC (CUDA's run-time compiler) not found ({reason}): install CuPy's CUDA toolkit extra: {INSTALL}"
+    )

@@ -35,8 +35,13 @@ def timeline(panels: Sequence[tuple[str, Sequence[Op]]], *, by: str = "op", titl
         rows = list(ROW_ORDER) if by == "op" else sorted({o.stream for o in ops})
         for op in ops:
             row = rows.index(op.op if by == "op" else op.stream)
-            ax.broken_barh([(op.start_ns / 1e6, op.duration_ns / 1e6)], (row - 0.4, 0.8),
-                           facecolors=_chunk_colour(op.chunk), edgecolors="white", linewidth=0.3)
+            ax.broken_barh(
+                [(op.start_ns / 1e6, op.duration_ns / 1e6)],
+                (row - 0.4, 0.8),
+                facecolors=_chunk_colour(op.chunk),
+                edgecolors="white",
+                linewidth=0.3,
+            )
         ax.set_yticks(range(len(rows)), [ROW_LABELS[r] if by == "op" else f"stream {r}" for r in rows])
         ax.set_ylim(len(rows) - 0.5, -0.5)
         end = max((o.end_ns for o in ops), default=0) / 1e6
@@ -48,9 +53,16 @@ def timeline(panels: Sequence[tuple[str, Sequence[Op]]], *, by: str = "op", titl
     return fig
 
 
-def ratio_plot(x_labels: Sequence[str], measured: Mapping[str, Sequence[float]],
-               model: Mapping[str, Sequence[float]] | None = None, *, threshold: float | None = None,
-               xlabel: str = "", ylabel: str = "ratio", title: str | None = None) -> Figure:
+def ratio_plot(
+    x_labels: Sequence[str],
+    measured: Mapping[str, Sequence[float]],
+    model: Mapping[str, Sequence[float]] | None = None,
+    *,
+    threshold: float | None = None,
+    xlabel: str = "",
+    ylabel: str = "ratio",
+    title: str | None = None,
+) -> Figure:
     """Measured ratios (solid, markers) against the model's (dashed), with an optional threshold line."""
     fig = Figure(figsize=(7, 4.2), layout="constrained")
     ax = fig.subplots()
@@ -74,8 +86,9 @@ def ratio_plot(x_labels: Sequence[str], measured: Mapping[str, Sequence[float]],
     return fig
 
 
-def bars(values: Mapping[str, float], *, kinds: Mapping[str, str] | None = None, unit: str = "ms",
-         title: str | None = None) -> Figure:
+def bars(
+    values: Mapping[str, float], *, kinds: Mapping[str, str] | None = None, unit: str = "ms", title: str | None = None
+) -> Figure:
     """Horizontal bars with their values written on them; `kinds` groups bars into legend colours."""
     fig = Figure(figsize=(8, 0.5 + 0.45 * len(values)), layout="constrained")
     ax = fig.subplots()
@@ -85,16 +98,16 @@ def bars(values: Mapping[str, float], *, kinds: Mapping[str, str] | None = None,
     for i, label in enumerate(labels):
         colour = f"C{legend.index(kinds[label])}" if label in kinds else "C0"
         ax.barh(i, values[label], color=colour)
-        ax.annotate(f"{values[label]:.2f} {unit}", (values[label], i), xytext=(4, -3),
-                    textcoords="offset points", fontsize=8)
+        ax.annotate(
+            f"{values[label]:.2f} {unit}", (values[label], i), xytext=(4, -3), textcoords="offset points", fontsize=8
+        )
     ax.set_yticks(range(len(labels)), labels)
     ax.invert_yaxis()
     ax.set_xlabel(unit)
     ax.set_xlim(0, max(values.values()) * 1.18)
     ax.grid(axis="x", alpha=0.3)
     if legend:
-        ax.legend(handles=[Patch(color=f"C{i}", label=k) for i, k in enumerate(legend)], fontsize=8,
-                  loc="lower right")
+        ax.legend(handles=[Patch(color=f"C{i}", label=k) for i, k in enumerate(legend)], fontsize=8, loc="lower right")
     if title:
         ax.set_title(title)
     return fig

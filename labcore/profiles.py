@@ -27,8 +27,9 @@ def default_profile(lesson: str, gpu: str = DEFAULT_GPU) -> Path:
     """The shipped profile directory for a lesson; UsageError when it is missing."""
     path = PROFILES_DIR / gpu / lesson
     if not path.is_dir():
-        raise UsageError(f"no GPU found and no recorded profile at {path}; "
-                         f"install CuPy on a GPU machine or pass --from-profile DIR")
+        raise UsageError(
+            f"no GPU found and no recorded profile at {path}; install CuPy on a GPU machine or pass --from-profile DIR"
+        )
     return path
 
 

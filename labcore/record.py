@@ -92,7 +92,8 @@ class Record:
     checks: list[Check] = dataclasses.field(default_factory=list)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
     recorded_at: str = dataclasses.field(
-        default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+        default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    )
     schema: int = SCHEMA_VERSION
 
     def pass_times(self, key: object) -> PassTimes:
@@ -129,17 +130,30 @@ class Record:
     def from_dict(cls, data: dict[str, Any], *, source: str = "record") -> Record:
         validate(data, source=source)
         return cls(
-            lesson=data["lesson"], mode=data["mode"], source=data["source"],
-            device=DeviceFacts.from_dict(data["device"]), config=dict(data["config"]),
+            lesson=data["lesson"],
+            mode=data["mode"],
+            source=data["source"],
+            device=DeviceFacts.from_dict(data["device"]),
+            config=dict(data["config"]),
             passes=[PassTimes(**p) for p in data["passes"]],
             trace=[Op(**o) for o in data.get("trace", [])],
             checks=[Check(**c) for c in data.get("checks", [])],
-            extra=dict(data.get("extra", {})), recorded_at=data["recorded_at"], schema=data["schema"],
+            extra=dict(data.get("extra", {})),
+            recorded_at=data["recorded_at"],
+            schema=data["schema"],
         )
 
 
-_REQUIRED = {"schema": int, "lesson": str, "mode": str, "source": str, "device": dict,
-             "config": dict, "passes": list, "recorded_at": str}
+_REQUIRED = {
+    "schema": int,
+    "lesson": str,
+    "mode": str,
+    "source": str,
+    "device": dict,
+    "config": dict,
+    "passes": list,
+    "recorded_at": str,
+}
 _PASS_REQUIRED = {"key": str, "name": str, "params": dict, "times_ms": list}
 _OP_REQUIRED = {"key": str, "op": str, "chunk": int, "stream": int, "start_ns": int, "duration_ns": int}
 
@@ -149,8 +163,7 @@ def _need(obj: dict[str, Any], fields: dict[str, type], where: str, source: str)
         if field not in obj:
             raise UsageError(f"{source}: {where} lacks the field {field!r}")
         if not isinstance(obj[field], kind) or (isinstance(obj[field], bool) and kind is int):
-            raise UsageError(f"{source}: {where}.{field} should be {kind.__name__}, "
-                             f"got {type(obj[field]).__name__}")
+            raise UsageError(f"{source}: {where}.{field} should be {kind.__name__}, got {type(obj[field]).__name__}")
 
 
 def validate(data: Any, *, source: str = "record") -> None:

@@ -6,8 +6,19 @@ import re
 
 from labcore.errors import UsageError
 
-_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30,
-          "kb": 1000, "mb": 1000**2, "gb": 1000**3, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "k": 1 << 10,
+    "m": 1 << 20,
+    "g": 1 << 30,
+}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 

@@ -27,9 +27,18 @@ def _cupy() -> Any:
     return cp
 
 
-def time_pass(fn: Callable[[], Any], *, key: object, name: str, params: dict[str, Any], domain: str,
-              repeats: int, warmup: int = 1, bytes_moved: int | None = None,
-              before: Callable[[], Any] | None = None) -> PassTimes:
+def time_pass(
+    fn: Callable[[], Any],
+    *,
+    key: object,
+    name: str,
+    params: dict[str, Any],
+    domain: str,
+    repeats: int,
+    warmup: int = 1,
+    bytes_moved: int | None = None,
+    before: Callable[[], Any] | None = None,
+) -> PassTimes:
     """Warm up, then time `fn` `repeats` times; each timed call is one NVTX range named str(key).
 
     `before` runs untimed ahead of every call (poisoning outputs, say).
@@ -60,8 +69,9 @@ def time_pass(fn: Callable[[], Any], *, key: object, name: str, params: dict[str
             t1 = time.perf_counter()
         times_ms.append(cp.cuda.get_elapsed_time(start, stop))
         host_ms.append((t1 - t0) * 1e3)
-    return PassTimes(key=key, name=name, params=dict(params), times_ms=times_ms, host_ms=host_ms,
-                     bytes_moved=bytes_moved)
+    return PassTimes(
+        key=key, name=name, params=dict(params), times_ms=times_ms, host_ms=host_ms, bytes_moved=bytes_moved
+    )
 
 
 class OpTracer:
@@ -80,8 +90,16 @@ class OpTracer:
         """Record the time origin on the legacy default stream."""
         self._origin.record(self._cp.cuda.Stream.null)
 
-    def around(self, op: str, chunk: int, stream: Any, stream_index: int, nbytes: int,
-               buffer: int | None, enqueue: Callable[[], Any]) -> None:
+    def around(
+        self,
+        op: str,
+        chunk: int,
+        stream: Any,
+        stream_index: int,
+        nbytes: int,
+        buffer: int | None,
+        enqueue: Callable[[], Any],
+    ) -> None:
         """Enqueue an operation on `stream` between two events on that stream."""
         ev0, ev1 = self._cp.cuda.Event(), self._cp.cuda.Event()
         ev0.record(stream)
@@ -97,6 +115,16 @@ class OpTracer:
         for op, chunk, stream_index, nbytes, buffer, ev0, ev1 in self._marks:
             start_ns = round(elapsed(self._origin, ev0) * 1e6)
             duration_ns = round(elapsed(ev0, ev1) * 1e6)
-            result.append(Op(key=key, op=op, chunk=chunk, stream=stream_index, start_ns=start_ns,
-                             duration_ns=duration_ns, nbytes=nbytes, buffer=buffer))
+            result.append(
+                Op(
+                    key=key,
+                    op=op,
+                    chunk=chunk,
+                    stream=stream_index,
+                    start_ns=start_ns,
+                    duration_ns=duration_ns,
+                    nbytes=nbytes,
+                    buffer=buffer,
+                )
+            )
         return result

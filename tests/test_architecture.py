@@ -12,10 +12,25 @@ ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ("day54", "zero_copy")
 PACKAGES = ("labcore", *LESSONS, "grader")
 # Who may import whom: labcore <- lessons <- grader <- notebooks. A lesson imports no other lesson.
-ALLOWED = {"labcore": {"labcore"}, "grader": {"labcore", "grader"},
-           **{lesson: {"labcore", lesson} for lesson in LESSONS}}
-SHAPE = {"__init__.py", "__main__.py", "config.py", "kernel.py", "model.py", "live.py", "replay.py", "verify.py",
-         "report.py", "plots.py", "notebook.py", "checks.py"}
+ALLOWED = {
+    "labcore": {"labcore"},
+    "grader": {"labcore", "grader"},
+    **{lesson: {"labcore", lesson} for lesson in LESSONS},
+}
+SHAPE = {
+    "__init__.py",
+    "__main__.py",
+    "config.py",
+    "kernel.py",
+    "model.py",
+    "live.py",
+    "replay.py",
+    "verify.py",
+    "report.py",
+    "plots.py",
+    "notebook.py",
+    "checks.py",
+}
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -83,7 +98,7 @@ def violations(root: Path, packages: tuple[str, ...], allowed: dict[str, set[str
         state[node] = 1
         for nxt in sorted(edges[node]):
             if state.get(nxt) == 1:
-                problems.append("import cycle: " + " -> ".join([*path[path.index(nxt):], nxt]))
+                problems.append("import cycle: " + " -> ".join([*path[path.index(nxt) :], nxt]))
             elif nxt not in state:
                 visit(nxt, [*path, nxt])
         state[node] = 2
@@ -109,8 +124,11 @@ def test_the_check_catches_a_wrong_import_a_late_import_and_a_cycle(tmp_path):
         for name, text in files.items():
             (tmp_path / package).mkdir(exist_ok=True)
             (tmp_path / package / name).write_text(text)
-    found = violations(tmp_path, ("labcore", "day54", "grader"),
-                       {"labcore": {"labcore"}, "day54": {"labcore", "day54"}, "grader": {"labcore", "grader"}})
+    found = violations(
+        tmp_path,
+        ("labcore", "day54", "grader"),
+        {"labcore": {"labcore"}, "day54": {"labcore", "day54"}, "grader": {"labcore", "grader"}},
+    )
     assert any(p.startswith("labcore.a:1 imports day54") for p in found)
     assert any(p.startswith("grader.g:1 imports day54.b") for p in found)
     assert any("day54.c:2 imports day54 inside a function" in p for p in found)
@@ -126,8 +144,13 @@ def test_every_lesson_has_the_same_shape(lesson):
 
 def _project_files() -> list[Path]:
     tracked = [p for p in ROOT.rglob("*") if p.is_file() and p.suffix in {".py", ".md", ".ipynb", ".cu", ".sh"}]
-    return [p for p in tracked if not {".venv", "build", ".git"} & set(p.relative_to(ROOT).parts)
-            and "egg-info" not in str(p) and p != Path(__file__).resolve()]  # this file spells the patterns
+    return [
+        p
+        for p in tracked
+        if not {".venv", "build", ".git"} & set(p.relative_to(ROOT).parts)
+        and "egg-info" not in str(p)
+        and p != Path(__file__).resolve()
+    ]  # this file spells the patterns
 
 
 def test_no_file_names_a_document_that_is_not_in_the_repository():

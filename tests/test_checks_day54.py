@@ -31,7 +31,6 @@ def _recorded_schedule():
 my_pipelined = _recorded_schedule()
 
 
-
 def early_reuse(ctx):
     for k in range(ctx.n_chunks):
         pair = k % ctx.n_buffers
@@ -91,11 +90,13 @@ def test_simulator_tracks_the_recorded_run():
     record = load_profile(ROOT / "profiles" / "h200" / "day54" / "results.json")
     st = report.stages(record, 64 * MiB)
     rates = Rates.from_stages(st, report.link_floor_ms(record))
-    assert simulated_ms(schedules.naive, 16, 1, rates) == pytest.approx(report.measured(record, "naive", 64 * MiB, 1),
-                                                                        rel=0.05)
+    assert simulated_ms(schedules.naive, 16, 1, rates) == pytest.approx(
+        report.measured(record, "naive", 64 * MiB, 1), rel=0.05
+    )
     for depth in (2, 3):
         assert simulated_ms(schedules.pipelined, 16, depth, rates) == pytest.approx(
-            report.measured(record, "pipelined", 64 * MiB, depth), rel=0.05)
+            report.measured(record, "pipelined", 64 * MiB, depth), rel=0.05
+        )
 
 
 def test_student_exports_are_read(capsys):
@@ -116,8 +117,9 @@ def test_exports_without_the_student_pass(tmp_path):
         shutil.copy(path, tmp_path / path.name)
     for name in ("nvtx_pushpop_trace", "nvtx_sum"):
         ranges = tmp_path / f"day54_run_{name}.csv"
-        ranges.write_text("\n".join(line for line in ranges.read_text().splitlines()
-                                    if "student w=64MiB b=2" not in line))
+        ranges.write_text(
+            "\n".join(line for line in ranges.read_text().splitlines() if "student w=64MiB b=2" not in line)
+        )
         if name == "nvtx_pushpop_trace":  # the summary still counts them: these exports are not of one run
             with pytest.raises(UsageError, match="'student w=64MiB b=2': 5 instances, the push/pop trace has 0"):
                 checks.pipelined_ratio(my_pipelined, directory=tmp_path)

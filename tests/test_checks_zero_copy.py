@@ -56,8 +56,10 @@ def record():
 
 # -- the gather -------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("n_rows", "row_bytes", "pattern"),
-                         [(50_000, 1024, "random"), (3001, 48, "descending"), (1, 2064, "repeated")])
+
+@pytest.mark.parametrize(
+    ("n_rows", "row_bytes", "pattern"), [(50_000, 1024, "random"), (3001, 48, "descending"), (1, 2064, "repeated")]
+)
 def test_reference_gather_is_correct_offline(offline, capsys, n_rows, row_bytes, pattern):
     checks.check_gather_correct(gather_launch, order_ids, n_rows=n_rows, row_bytes=row_bytes, pattern=pattern)
     out = capsys.readouterr().out
@@ -68,8 +70,11 @@ def test_one_thread_per_row_leaves_rows_unwritten(offline):
     def one_thread_per_row(n_rows):
         return 256, (n_rows + 255) // 256
 
-    with pytest.raises(AssertionError, match=r"values differ.*196 blocks x 256 threads = 50,176 threads = 1,568 "
-                                             r"warps for 50,000 rows; one warp per row needs 1,600,000 threads"):
+    with pytest.raises(
+        AssertionError,
+        match=r"values differ.*196 blocks x 256 threads = 50,176 threads = 1,568 "
+        r"warps for 50,000 rows; one warp per row needs 1,600,000 threads",
+    ):
         checks.check_gather_correct(one_thread_per_row, order_ids)
 
 
@@ -85,15 +90,23 @@ def test_an_idle_block_is_caught(offline):
     def one_block_too_many(n_rows):
         return 256, 32 * n_rows // 256 + 1
 
-    with pytest.raises(AssertionError, match=r"6,251 blocks of 256 threads for 50,000 rows: 1 whole block\(s\) have "
-                                             r"no row to copy; .* = 6,250"):
+    with pytest.raises(
+        AssertionError,
+        match=r"6,251 blocks of 256 threads for 50,000 rows: 1 whole block\(s\) have "
+        r"no row to copy; .* = 6,250",
+    ):
         checks.check_gather_correct(one_block_too_many, order_ids)
 
 
-@pytest.mark.parametrize(("config", "needle"), [((2048, 800), "threads_per_block = 2048 is outside"),
-                                                ((256, 0), "blocks = 0 is outside"),
-                                                ((256, 6250.0), "blocks must be a whole number"),
-                                                ([256, 6250], r"should return \(threads_per_block, blocks\)")])
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        ((2048, 800), "threads_per_block = 2048 is outside"),
+        ((256, 0), "blocks = 0 is outside"),
+        ((256, 6250.0), "blocks must be a whole number"),
+        ([256, 6250], r"should return \(threads_per_block, blocks\)"),
+    ],
+)
 def test_launches_cuda_would_refuse_are_one_clear_message(offline, config, needle):
     with pytest.raises(AssertionError, match=needle):
         checks.check_gather_correct(lambda n_rows: config, order_ids)
@@ -104,13 +117,20 @@ def test_reference_launch_passes_for_every_batch_size(capsys):
     assert "for 11 batch sizes (1 to 50,000,000 rows)" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("launch", "needle"), [
-    (lambda n: (256, 32 * n // 256), r"gather_launch\(1\): blocks = 0 is outside"),
-    (lambda n: (256, max(1, 32 * n // 256)), r"gather_launch\(9\): 1 blocks x 256 threads = 256 threads = 8 warps "
-                                             r"for 9 rows"),
-    (lambda n: (32 * n, 1), r"gather_launch\(33\): threads_per_block = 1056 is outside"),
-    (lambda n: (80, (32 * n + 79) // 80), r"gather_launch\(1\): threads_per_block = 80 is not a multiple of 32"),
-], ids=["floor-division", "floor-division-min-1", "one-block", "80-threads"])
+@pytest.mark.parametrize(
+    ("launch", "needle"),
+    [
+        (lambda n: (256, 32 * n // 256), r"gather_launch\(1\): blocks = 0 is outside"),
+        (
+            lambda n: (256, max(1, 32 * n // 256)),
+            r"gather_launch\(9\): 1 blocks x 256 threads = 256 threads = 8 warps "
+            r"for 9 rows",
+        ),
+        (lambda n: (32 * n, 1), r"gather_launch\(33\): threads_per_block = 1056 is outside"),
+        (lambda n: (80, (32 * n + 79) // 80), r"gather_launch\(1\): threads_per_block = 80 is not a multiple of 32"),
+    ],
+    ids=["floor-division", "floor-division-min-1", "one-block", "80-threads"],
+)
 def test_wrong_launches_fail_for_the_first_batch_size_they_break(launch, needle):
     with pytest.raises(AssertionError, match=needle):
         checks.check_gather_launch(launch)
@@ -167,8 +187,11 @@ def test_unsorted_ids_fail_the_bandwidth_check_offline(offline):
         return ids, np.arange(ids.size)
 
     checks.check_gather_correct(gather_launch, keep_order)  # right rows: only the speed is wrong
-    with pytest.raises(AssertionError, match=r"your ids are not in ascending order \(ids\[\d+\] > ids\[\d+\]\); "
-                                             r".*unsorted ids moved 36.9 GB/s = 0.68 of the pinned copy.*below 0.85"):
+    with pytest.raises(
+        AssertionError,
+        match=r"your ids are not in ascending order \(ids\[\d+\] > ids\[\d+\]\); "
+        r".*unsorted ids moved 36.9 GB/s = 0.68 of the pinned copy.*below 0.85",
+    ):
         checks.check_gather_bandwidth(gather_launch, keep_order)
 
 
@@ -187,6 +210,7 @@ def test_a_package_launch_is_not_an_answer():
 
 # -- the break-even ------------------------------------------------------------------------------------------------
 
+
 def test_reference_break_even_passes_on_the_record_and_other_links(record, capsys):
     checks.check_break_even(break_even_reads, record)
     checks.check_break_even(break_even_reads, cases=[(100.0, 100.0), (200.0, 150.0), (900.0, 4800.0)])
@@ -195,13 +219,17 @@ def test_reference_break_even_passes_on_the_record_and_other_links(record, capsy
     assert "r* = 1.013" in out
 
 
-@pytest.mark.parametrize("wrong", [
-    lambda link, hbm: link / hbm,
-    lambda link, hbm: hbm / link,
-    lambda link, hbm: 1 + link / hbm,  # the first-order approximation: off by 2e-4 on the H200, 1.3% on C2C
-    lambda link, hbm: (hbm - link) / hbm,
-    lambda link, hbm: hbm / (hbm + link),
-], ids=["L/H", "H/L", "1+L/H", "(H-L)/H", "H/(H+L)"])
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        lambda link, hbm: link / hbm,
+        lambda link, hbm: hbm / link,
+        lambda link, hbm: 1 + link / hbm,  # the first-order approximation: off by 2e-4 on the H200, 1.3% on C2C
+        lambda link, hbm: (hbm - link) / hbm,
+        lambda link, hbm: hbm / (hbm + link),
+    ],
+    ids=["L/H", "H/L", "1+L/H", "(H-L)/H", "H/(H+L)"],
+)
 def test_wrong_break_even_formulas_fail_with_both_numbers(record, wrong):
     with pytest.raises(AssertionError, match=r"L = 55.27\d*, H = 4197.\d* GB/s: you give r\* = .*, the model 1.01334"):
         checks.check_break_even(wrong, record)
@@ -211,8 +239,11 @@ def test_copying_that_never_wins_must_be_infinite():
     def no_inf(link, hbm):
         return hbm / (hbm - link) if hbm != link else 1e9
 
-    with pytest.raises(AssertionError, match=r"L = 100, H = 100 GB/s: .*copying never wins: return math.inf; "
-                                             r"you return 1000000000.0"):
+    with pytest.raises(
+        AssertionError,
+        match=r"L = 100, H = 100 GB/s: .*copying never wins: return math.inf; "
+        r"you return 1000000000.0",
+    ):
         checks.check_break_even(no_inf, cases=[(100.0, 100.0)])
 
 
@@ -231,11 +262,14 @@ def test_a_break_even_that_returns_nothing_is_one_message():
 
 # -- the mailbox -------------------------------------------------------------------------------------------------
 
+
 def test_reference_publish_passes_offline_and_says_how(offline, capsys):
     checks.check_mailbox_publish(REFERENCE_PUBLISH)
     out = capsys.readouterr().out
-    assert out.startswith("[check] offline: your source stores the payload, then calls __threadfence_system(), "
-                          "then stores the flag (read from the source; no GPU to compile or run it)")
+    assert out.startswith(
+        "[check] offline: your source stores the payload, then calls __threadfence_system(), "
+        "then stores the flag (read from the source; no GPU to compile or run it)"
+    )
     assert "read the exact payload while the kernel ran in 4 of 4 rounds" in out
 
 
@@ -248,22 +282,34 @@ __device__ void publish(volatile int* box, int round) {
 """
 
 
-@pytest.mark.parametrize(("source", "needle"), [
-    (FENCE_AFTER_FLAG, r"__threadfence_system\(\) comes after the flag"),
-    (REFERENCE_PUBLISH.replace("__threadfence_system();", ""), r"no __threadfence_system\(\) between the payload"),
-    (REFERENCE_PUBLISH.replace("__threadfence_system();", "__threadfence();"), r"__threadfence\(\) orders the stores "
-                                                                                 "only as other threads of the GPU"),
-    (REFERENCE_PUBLISH.replace("__threadfence_system();", "// __threadfence_system();"), "no __threadfence_system"),
-    (r"""
+@pytest.mark.parametrize(
+    ("source", "needle"),
+    [
+        (FENCE_AFTER_FLAG, r"__threadfence_system\(\) comes after the flag"),
+        (REFERENCE_PUBLISH.replace("__threadfence_system();", ""), r"no __threadfence_system\(\) between the payload"),
+        (
+            REFERENCE_PUBLISH.replace("__threadfence_system();", "__threadfence();"),
+            r"__threadfence\(\) orders the stores "
+            "only as other threads of the GPU",
+        ),
+        (REFERENCE_PUBLISH.replace("__threadfence_system();", "// __threadfence_system();"), "no __threadfence_system"),
+        (
+            r"""
 __device__ void publish(volatile int* box, int round) {
     box[MB_FLAG] = round;
     __threadfence_system();
     for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;
-}""", "the flag is stored before the last payload store"),
-    (REFERENCE_PUBLISH.replace("box[MB_FLAG] = round;", ""), "no flag store found"),
-    (REFERENCE_PUBLISH.replace("void publish(volatile int* box", "void publish(int* box"), "define __device__ void "
-                                                                                            "publish"),
-], ids=["fence-after-flag", "no-fence", "device-fence", "fence-in-comment", "flag-first", "no-flag", "signature"])
+}""",
+            "the flag is stored before the last payload store",
+        ),
+        (REFERENCE_PUBLISH.replace("box[MB_FLAG] = round;", ""), "no flag store found"),
+        (
+            REFERENCE_PUBLISH.replace("void publish(volatile int* box", "void publish(int* box"),
+            "define __device__ void publish",
+        ),
+    ],
+    ids=["fence-after-flag", "no-fence", "device-fence", "fence-in-comment", "flag-first", "no-flag", "signature"],
+)
 def test_wrong_publish_orders_fail_offline(offline, source, needle):
     with pytest.raises(AssertionError, match=needle):
         checks.check_mailbox_publish(source)
@@ -277,8 +323,10 @@ __device__ void publish(volatile int* box, int round) {
     *(box + MB_FLAG) = round;
 }"""
     assert mailbox.publish_order_problem(source) is None
-    swapped = source.replace("__threadfence_system();\n    *(box + MB_FLAG) = round;",
-                             "*(box + MB_FLAG) = round;\n    __threadfence_system();")
+    swapped = source.replace(
+        "__threadfence_system();\n    *(box + MB_FLAG) = round;",
+        "*(box + MB_FLAG) = round;\n    __threadfence_system();",
+    )
     assert "after the flag" in mailbox.publish_order_problem(swapped)
 
 
@@ -306,6 +354,7 @@ def test_publish_must_be_source_text(offline):
 
 # -- the notebook helpers the lesson cells call --------------------------------------------------------------------
 
+
 def test_offline_measure_says_it_replays_and_compare_puts_predictions_beside_measurements(monkeypatch, capsys):
     monkeypatch.setattr(mode, "gpu_available", lambda: False)
     run = notebook.measure("gather")
@@ -320,6 +369,7 @@ def test_offline_measure_says_it_replays_and_compare_puts_predictions_beside_mea
 
 
 # -- live (GPU) --------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.gpu
 def test_live_reference_gather_is_exact_and_near_the_copy(capsys):

@@ -32,9 +32,9 @@ TIMEOUT_S = 20
 ASSIGNMENTS = ("day54", "zero_copy")
 
 # Right for the 2 buffers the visible check asks about, wrong for the 3 that only the hidden check asks about.
-IGNORES_BUFFERS = '''def sweep_ratios(record, buffers):
+IGNORES_BUFFERS = """def sweep_ratios(record, buffers):
     return {w: report.measured(record, "pipelined", w, 2) / report.measured(record, "naive", w, 1)
-            for w in report.windows(record)}'''
+            for w in report.windows(record)}"""
 
 # student -> assignment -> {cell id: source} (None: the untouched release), and the score each must get (of 10)
 CASES = {
@@ -49,13 +49,17 @@ def _submission(assignment: str, edits: dict[str, str] | None) -> nbformat.Noteb
     release = nbformat.read(ROOT / "course" / assignment / f"{assignment}.ipynb", as_version=4)
     if edits is None:
         return release
-    solved = {c["id"]: c for c in nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb",
-                                                  as_version=4).cells}
+    solved = {
+        c["id"]: c for c in nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4).cells
+    }
     for cell in release.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution"):
-            cell.source = "\n".join(line for line in solved[cell["id"]].source.splitlines()
-                                     if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+            cell.source = "\n".join(
+                line
+                for line in solved[cell["id"]].source.splitlines()
+                if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+            )
         cell.source = edits.get(cell["id"], cell.source)
     return release
 
@@ -76,9 +80,13 @@ def graded(tmp_path_factory):
         (subs / student).mkdir(parents=True)
         for assignment, edits in assignments.items():
             nbformat.write(_submission(assignment, edits), subs / student / f"{assignment}.ipynb")
-    for step in (("setup", str(root)), ("collect", str(root), str(subs)),
-                 ("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S)), ("feedback", str(root)),
-                 ("export", str(root), "--to", str(base / "grades.csv"))):
+    for step in (
+        ("setup", str(root)),
+        ("collect", str(root), str(subs)),
+        ("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S)),
+        ("feedback", str(root)),
+        ("export", str(root), "--to", str(base / "grades.csv")),
+    ):
         done = grader(*step)
         assert done.rc == 0, (step, done.out[-2000:], done.err[-2000:])
     with open(base / "grades.csv") as fh:
@@ -89,8 +97,13 @@ def graded(tmp_path_factory):
 def _errors(root: Path, student: str, assignment: str) -> list[tuple[str, str]]:
     """(cell id, error name) of every error in a submission's autograded notebook."""
     nb = nbformat.read(root / "autograded" / student / assignment / f"{assignment}.ipynb", as_version=4)
-    return [(cell.get("id"), out.ename) for cell in nb.cells if cell.cell_type == "code"
-            for out in cell.get("outputs", []) if out.output_type == "error"]
+    return [
+        (cell.get("id"), out.ename)
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.output_type == "error"
+    ]
 
 
 @pytest.mark.parametrize("student", list(CASES))

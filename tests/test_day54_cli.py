@@ -21,8 +21,14 @@ PROFILE = ROOT / "profiles" / "h200" / "day54"
 
 
 def day54(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "day54", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "day54", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.mark.skipif(gpu_available(), reason="with a GPU the default is a live run")
@@ -32,9 +38,19 @@ def test_default_without_gpu_replays_the_shipped_exports():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("day54: replay of nsys exports in") and lines[0].endswith("no GPU here")
-    for needed in ("h2d only", "kernel only", "d2h only", "naive bound (sum)", "pipeline floor (max)",
-                   "link floor (duplex)", "measured naive", "measured pipelined, 2 buffers",
-                   "measured pipelined, 3 buffers", "Window sweep", "Pitfalls at 64MiB"):
+    for needed in (
+        "h2d only",
+        "kernel only",
+        "d2h only",
+        "naive bound (sum)",
+        "pipeline floor (max)",
+        "link floor (duplex)",
+        "measured naive",
+        "measured pipelined, 2 buffers",
+        "measured pipelined, 3 buffers",
+        "Window sweep",
+        "Pitfalls at 64MiB",
+    ):
         assert any(line.startswith(needed) or needed in line for line in lines), needed
     assert sum(1 for line in lines if line.lstrip()[:3] in ("1. ", "2. ", "3. ", "4. ")) == 4
 
@@ -49,8 +65,7 @@ def test_from_profile_results_json_and_window():
 
 def test_plot_and_json(tmp_path):
     """--plot writes three PNGs; --json writes a valid record of the replay."""
-    done = day54("--from-profile", str(PROFILE), "--plot", str(tmp_path / "plots"), "--json",
-                 str(tmp_path / "r.json"))
+    done = day54("--from-profile", str(PROFILE), "--plot", str(tmp_path / "plots"), "--json", str(tmp_path / "r.json"))
     assert done.returncode == 0, done.stderr
     names = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert names == ["day54_stages.png", "day54_sweep.png", "day54_timeline.png"]
@@ -60,19 +75,22 @@ def test_plot_and_json(tmp_path):
     assert data["mode"] == "replay" and len(data["passes"]) == 23
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--window", "48MiB"], "does not divide --total 1GiB"),
-    (["--window", "2GiB"], "exceeds --total 1GiB"),
-    (["--windows", "4MiB,3MiB"], "does not divide"),
-    (["--buffers", "0"], "each depth must be at least 1"),
-    (["--buffers", "two"], "is not a list of integers"),
-    (["--fmas", "-1"], "--fmas -1 must be 0 or more"),
-    (["--total", "lots"], "--total 'lots' is not a size"),
-    (["--repeats", "0"], "--repeats 0 must be at least 1"),
-    (["--frobnicate"], "unrecognized arguments: --frobnicate"),
-    (["--from-profile", "/nonexistent/dir"], "no such file or directory"),
-    (["--from-profile", str(PROFILE), "--window", "8MiB"], "--window 8MiB is not in the record"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--window", "48MiB"], "does not divide --total 1GiB"),
+        (["--window", "2GiB"], "exceeds --total 1GiB"),
+        (["--windows", "4MiB,3MiB"], "does not divide"),
+        (["--buffers", "0"], "each depth must be at least 1"),
+        (["--buffers", "two"], "is not a list of integers"),
+        (["--fmas", "-1"], "--fmas -1 must be 0 or more"),
+        (["--total", "lots"], "--total 'lots' is not a size"),
+        (["--repeats", "0"], "--repeats 0 must be at least 1"),
+        (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+        (["--from-profile", "/nonexistent/dir"], "no such file or directory"),
+        (["--from-profile", str(PROFILE), "--window", "8MiB"], "--window 8MiB is not in the record"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, message):
     """Each bad option gets exactly one stderr line naming it, exit status 2, no traceback."""
     done = day54(*args)

@@ -71,8 +71,9 @@ def test_wrong_offset_is_caught(host):
 
 def test_pipelined_overlaps():
     """In one run, 2-buffer pipelined at 16 chunks takes under 0.8 of naive (copy engines overlap)."""
-    cfg = Config(total_bytes=256 * MiB, window_bytes=16 * MiB, windows=[16 * MiB], buffers=[2], repeats=3,
-                 pitfalls=False)
+    cfg = Config(
+        total_bytes=256 * MiB, window_bytes=16 * MiB, windows=[16 * MiB], buffers=[2], repeats=3, pitfalls=False
+    )
     record = run_live(cfg)
     naive = record.pass_times("naive w=16MiB b=1").median_ms
     pipelined = record.pass_times("pipelined w=16MiB b=2").median_ms
@@ -82,8 +83,9 @@ def test_pipelined_overlaps():
 
 def test_trace_shows_overlap():
     """The event trace of the pipelined pass has a copy in running while a copy out runs."""
-    cfg = Config(total_bytes=256 * MiB, window_bytes=16 * MiB, windows=[16 * MiB], buffers=[2], repeats=1,
-                 pitfalls=False)
+    cfg = Config(
+        total_bytes=256 * MiB, window_bytes=16 * MiB, windows=[16 * MiB], buffers=[2], repeats=1, pitfalls=False
+    )
     record = run_live(cfg)
     ops = record.ops("pipelined w=16MiB b=2")
     ins = [o for o in ops if o.op == "h2d"]

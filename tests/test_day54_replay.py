@@ -47,8 +47,9 @@ def test_ratios_and_predictions_match(from_exports, from_json):
     """The sweep ratios agree within 1% and every prediction reaches the same outcome."""
     for window in report.windows(from_json):
         for depth in report.buffers(from_json):
-            assert report.ratio(from_exports, window, depth) == pytest.approx(report.ratio(from_json, window, depth),
-                                                                              rel=0.01)
+            assert report.ratio(from_exports, window, depth) == pytest.approx(
+                report.ratio(from_json, window, depth), rel=0.01
+            )
     window = 64 << 20
     outcomes = [v.outcome for v in report.predictions(from_exports, window)]
     assert outcomes == [v.outcome for v in report.predictions(from_json, window)]
@@ -70,8 +71,12 @@ def test_pipelined_copies_in_overlap_copies_out(from_exports):
     ins = [o for o in ops if o.op == "h2d"]
     outs = [o for o in ops if o.op == "d2h"]
     assert len(ins) == len(outs) == 16
-    overlapping = [(i.chunk, o.chunk) for i in ins for o in outs
-                   if i.chunk != o.chunk and i.start_ns < o.end_ns and o.start_ns < i.end_ns]
+    overlapping = [
+        (i.chunk, o.chunk)
+        for i in ins
+        for o in outs
+        if i.chunk != o.chunk and i.start_ns < o.end_ns and o.start_ns < i.end_ns
+    ]
     assert len(overlapping) >= 10
     naive = from_exports.ops("naive w=64MiB b=1")
     assert not any(a.start_ns < b.end_ns and b.start_ns < a.end_ns for a in naive for b in naive if a is not b)
@@ -198,13 +203,21 @@ def _edit_summary(directory: Path, name: str, column: str, row: int, value: str)
     frame.to_csv(path, index=False)
 
 
-@pytest.mark.parametrize(("name", "column", "value", "message"), [
-    ("cuda_gpu_kern_sum", "Instances", "8007", r"8007 kernels in 624684597 ns, the trace has 8008"),
-    ("cuda_gpu_kern_sum", "Total Time (ns)", "600000000", r"8008 kernels in 600000000 ns, the trace has 8008 in 6246"),
-    ("cuda_gpu_mem_time_sum", "Count", "8100", r"8100 \[CUDA memcpy Host-to-Device\] .* the trace has 8104"),
-    ("nvtx_sum", "Instances", "4", r"range 'pitfall pageable w=64MiB b=2': 4 instances, the push/pop trace has 5"),
-    ("cuda_api_sum", "Num Calls", "100", r"100 copy and 8008 launch calls cannot enqueue 16208 copies"),
-])
+@pytest.mark.parametrize(
+    ("name", "column", "value", "message"),
+    [
+        ("cuda_gpu_kern_sum", "Instances", "8007", r"8007 kernels in 624684597 ns, the trace has 8008"),
+        (
+            "cuda_gpu_kern_sum",
+            "Total Time (ns)",
+            "600000000",
+            r"8008 kernels in 600000000 ns, the trace has 8008 in 6246",
+        ),
+        ("cuda_gpu_mem_time_sum", "Count", "8100", r"8100 \[CUDA memcpy Host-to-Device\] .* the trace has 8104"),
+        ("nvtx_sum", "Instances", "4", r"range 'pitfall pageable w=64MiB b=2': 4 instances, the push/pop trace has 5"),
+        ("cuda_api_sum", "Num Calls", "100", r"100 copy and 8008 launch calls cannot enqueue 16208 copies"),
+    ],
+)
 def test_a_summary_that_contradicts_the_traces_is_refused(tmp_path, name, column, value, message):
     """Summaries from another run, or edited ones, are refused naming the file and the disagreement."""
     directory = _copy_profile(tmp_path, summaries=True)

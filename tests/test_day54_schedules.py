@@ -83,7 +83,7 @@ def test_legacy_launch_is_a_barrier():
     legacy = next(r for r in ctx.ops if r.stream == LEGACY)
     assert legacy.chunk == 4
     assert all(ctx.ordered(r, legacy) for r in ctx.ops[: legacy.index])
-    assert all(ctx.ordered(legacy, r) for r in ctx.ops[legacy.index + 1:])
+    assert all(ctx.ordered(legacy, r) for r in ctx.ops[legacy.index + 1 :])
     assert ctx.problems() == []
 
 
@@ -104,6 +104,7 @@ def test_skipped_chunk_is_never_copied_out():
 def test_early_reuse_across_streams_without_sync_races():
     """Two pairs used round-robin but all copies on their own stream per chunk parity: chunk 2 on pair 0 from
     stream 1 races chunk 0's kernel."""
+
     def crossed(ctx):
         for k in range(ctx.n_chunks):
             pair, stream = k % 2, (k // 2) % 2

@@ -71,6 +71,7 @@ def copy_checkout(checkout: Path, dest: Path) -> Path:
 
 # -- the release -------------------------------------------------------------------------------------
 
+
 def test_generate_writes_a_clean_release_and_nothing_else(checkout):
     """course/toy/toy.ipynb has stubs, no hidden test, no outputs; no gradebook or other file appears."""
     assert files_under(checkout) == {"nbgrader_config.py", "solutions/toy/toy.ipynb", "course/toy/toy.ipynb"}
@@ -105,8 +106,10 @@ def test_check_lists_differences_extra_files_and_outputs(checkout, tmp_path):
     done = grader("--repo", str(root), "generate", "--check")
     assert done.rc == 1
     assert "course/toy/toy.ipynb: differs from the generated release" in done.lines
-    assert "solutions/toy/toy_run.json: named like a student's run file (toy_run*): autograde would overwrite " \
-           "students' files with it; remove it" in done.lines
+    assert (
+        "solutions/toy/toy_run.json: named like a student's run file (toy_run*): autograde would overwrite "
+        "students' files with it; remove it" in done.lines
+    )
     assert "course/toy/notes.txt: not produced by generation (remove it)" in done.lines
     assert "course/toy/toy.ipynb: cell 2 has 1 output(s)" in done.lines
     assert "solutions/toy/toy.ipynb: cell 2 has execution count 7" in done.lines
@@ -126,8 +129,10 @@ def test_validate_solution_passes_and_release_fails_cleanly(checkout):
     """nbgrader validate passes on the source; --invert finds no passing test in the release."""
     done = grader("--repo", str(checkout), "validate", "--timeout", "20")
     assert done.rc == 0, done.out + done.err
-    assert done.lines[1:] == ["ok   solutions/toy/toy.ipynb: passes (3 test cells)",
-                              "ok   course/toy/toy.ipynb: fails with stubs, cleanly (3 test cells)"]
+    assert done.lines[1:] == [
+        "ok   solutions/toy/toy.ipynb: passes (3 test cells)",
+        "ok   course/toy/toy.ipynb: fails with stubs, cleanly (3 test cells)",
+    ]
 
 
 def test_validate_runs_notebooks_outside_the_checkout(checkout, tmp_path):
@@ -152,7 +157,7 @@ def test_validate_fails_on_a_wrong_solution_and_a_release_that_passes(checkout, 
     nbformat.write(nb, source)
     done = grader("--repo", str(root), "validate", "--timeout", "20")
     assert done.rc == 1
-    assert done.lines[1].startswith("FAIL solutions/toy/toy.ipynb: test fails: \"\"\"chunk_count rounds a partial")
+    assert done.lines[1].startswith('FAIL solutions/toy/toy.ipynb: test fails: """chunk_count rounds a partial')
     assert done.lines[2].startswith("FAIL course/toy/toy.ipynb: test passes with the stubs:")
 
 
@@ -170,11 +175,14 @@ def test_validate_reports_a_harness_crash(checkout, tmp_path):
     done = grader("--repo", str(root), "validate", "--timeout", "20")
     assert done.rc == 1
     assert done.lines[1] == "ok   solutions/toy/toy.ipynb: passes (3 test cells)"
-    assert done.lines[2] == ("FAIL course/toy/toy.ipynb: the harness crashed: cell 7 (test_chunk_count) raised "
-                             "ModuleNotFoundError: No module named 'no_such_harness_module' (3 test cells)")
+    assert done.lines[2] == (
+        "FAIL course/toy/toy.ipynb: the harness crashed: cell 7 (test_chunk_count) raised "
+        "ModuleNotFoundError: No module named 'no_such_harness_module' (3 test cells)"
+    )
 
 
 # -- a grading round -------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def graded(checkout, tmp_path_factory) -> SimpleNamespace:
@@ -200,8 +208,9 @@ def test_setup_makes_a_grading_directory(graded, checkout):
     root = graded.root
     assert (root / "nbgrader_config.py").is_file() and (root / "gradebook.db").is_file()
     assert (root / "source" / "toy").is_dir() and not (root / "source" / "toy").is_symlink()
-    assert (root / "release" / "toy" / "toy.ipynb").read_bytes() == \
-        (checkout / "course" / "toy" / "toy.ipynb").read_bytes()
+    assert (root / "release" / "toy" / "toy.ipynb").read_bytes() == (
+        checkout / "course" / "toy" / "toy.ipynb"
+    ).read_bytes()
     assert graded.setup.lines[0].startswith(f"grader setup: grading directory {root}")
     assert "next steps:" in graded.setup.lines and "warning" not in graded.setup.err
     assert files_under(checkout) == {"nbgrader_config.py", "solutions/toy/toy.ipynb", "course/toy/toy.ipynb"}
@@ -221,8 +230,10 @@ def test_collect_copies_notebooks_and_run_files(graded):
     submitted = graded.root / "submitted"
     assert sorted(p.name for p in submitted.iterdir()) == sorted(EXPECTED)
     assert files_under(submitted / "correct" / "toy") == {"toy.ipynb", "toy_run.json", "toy_run_nvtx_sum.csv"}
-    assert "skipped correct/scratch.txt: not collected (only <a>.ipynb and the <a>_run* files beside it are; " \
-           "a = toy)" in graded.collect.err
+    assert (
+        "skipped correct/scratch.txt: not collected (only <a>.ipynb and the <a>_run* files beside it are; "
+        "a = toy)" in graded.collect.err
+    )
 
 
 def test_collect_refuses_a_source_file_named_like_run_files(tmp_path):
@@ -260,8 +271,11 @@ def test_autograde_table_names_what_timed_out_and_what_failed(graded):
 def test_hanging_cells_are_stopped_by_the_cell_timeout(graded):
     """The two cells calling the hanging function time out and are interrupted; the next cell still runs."""
     nb = nbformat.read(graded.root / "autograded" / "hangs" / "toy" / "toy.ipynb", as_version=4)
-    timed_out = [c.metadata.nbgrader["grade_id"] for c in nb.cells
-                 if any(o.get("ename") == "CellTimeoutError" for o in c.get("outputs", []))]
+    timed_out = [
+        c.metadata.nbgrader["grade_id"]
+        for c in nb.cells
+        if any(o.get("ename") == "CellTimeoutError" for o in c.get("outputs", []))
+    ]
     assert timed_out == ["test_clamp_visible", "test_clamp_hidden"]
     assert not (graded.root / "autograded" / "hangs" / "toy" / "reason.txt").exists()
 
@@ -269,8 +283,9 @@ def test_hanging_cells_are_stopped_by_the_cell_timeout(graded):
 def test_student_run_files_survive_autograde(graded):
     """nbgrader copies the student's toy_run* files into autograded/ untouched."""
     for name in ("toy_run.json", "toy_run_nvtx_sum.csv"):
-        assert (graded.root / "autograded" / "correct" / "toy" / name).read_bytes() == \
-            (TOY / "submissions" / "correct" / name).read_bytes()
+        assert (graded.root / "autograded" / "correct" / "toy" / name).read_bytes() == (
+            TOY / "submissions" / "correct" / name
+        ).read_bytes()
 
 
 def test_a_submission_past_its_budget_is_stopped_and_zeroed(graded, tmp_path):
@@ -300,10 +315,13 @@ def test_feedback_never_shows_hidden_tests(graded):
         assert "# hidden tests: not shown" in page
     assert "hidden tests: passed -- score 2 / 2" in pages["correct"]
     assert "hidden tests: failed -- score 0 / 2" in pages["wrong"]
-    assert "hidden tests: not run (a visible check before them failed: ValueError: clamp is not finished)" \
+    assert (
+        "hidden tests: not run (a visible check before them failed: ValueError: clamp is not finished)"
         in pages["raises"]
-    assert "hidden tests: not passed (the cell ran past the time limit and was stopped) -- score 0 / 2" \
-        in pages["hangs"]
+    )
+    assert (
+        "hidden tests: not passed (the cell ran past the time limit and was stopped) -- score 0 / 2" in pages["hangs"]
+    )
 
 
 def test_leak_check_deletes_a_page_quoting_a_hidden_line(graded, tmp_path):
@@ -318,8 +336,9 @@ def test_leak_check_deletes_a_page_quoting_a_hidden_line(graded, tmp_path):
     page = root / "feedback" / "wrong" / "toy" / "toy.html"
     page.write_text(f'<pre><span class="k">assert</span> clamp(11.5, 0, 10) == 10, {MARKER}</pre>')
     found = leaks(GradingDir(root), "toy")
-    assert found == ["feedback/wrong/toy/toy.html quoted a hidden test ('assert clamp(11.5, 0, 10) == 10, "
-                     f"{MARKER}'); deleted it"]
+    assert found == [
+        f"feedback/wrong/toy/toy.html quoted a hidden test ('assert clamp(11.5, 0, 10) == 10, {MARKER}'); deleted it"
+    ]
     assert not page.exists()
 
 
@@ -341,12 +360,16 @@ def test_export_refuses_a_file_inside_the_checkout(graded):
 
 # -- bad input ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("argv, message", [
-    (["autograde", "/nonexistent/grading"], "/nonexistent/grading is not a grading directory"),
-    (["autograde", "/tmp", "--jobs", "0"], "0 is too small: give 1 or more"),
-    (["--repo", "/tmp", "generate"], "/tmp is not a course checkout"),
-    (["collect"], "the following arguments are required: DIR, SUBMISSIONS"),
-])
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["autograde", "/nonexistent/grading"], "/nonexistent/grading is not a grading directory"),
+        (["autograde", "/tmp", "--jobs", "0"], "0 is too small: give 1 or more"),
+        (["--repo", "/tmp", "generate"], "/tmp is not a course checkout"),
+        (["collect"], "the following arguments are required: DIR, SUBMISSIONS"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, message):
     """A user's mistake: one line on stderr naming it, exit status 2, nothing on stdout."""
     done = grader(*argv)
@@ -356,8 +379,12 @@ def test_bad_input_is_one_line_and_exit_2(argv, message):
 
 def test_python_m_grader_exits_2_without_a_traceback():
     """The module entry point goes through run_cli."""
-    done = subprocess.run([sys.executable, "-m", "grader", "autograde", "/nonexistent/grading"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "autograde", "/nonexistent/grading"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("error: /nonexistent/grading is not a grading directory")
-

@@ -20,8 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "profiles" / "h200" / "day54" / "results.json"
 
 
-@pytest.mark.parametrize(("text", "nbytes"), [("64MiB", 64 << 20), ("1GiB", 1 << 30), ("4096", 4096),
-                                              ("64MB", 64_000_000), ("0.5GiB", 1 << 29), ("4 KiB", 4096)])
+@pytest.mark.parametrize(
+    ("text", "nbytes"),
+    [
+        ("64MiB", 64 << 20),
+        ("1GiB", 1 << 30),
+        ("4096", 4096),
+        ("64MB", 64_000_000),
+        ("0.5GiB", 1 << 29),
+        ("4 KiB", 4096),
+    ],
+)
 def test_parse_size(text, nbytes):
     """Binary and decimal units and plain byte counts."""
     assert parse_size(text) == nbytes
@@ -52,19 +61,24 @@ def test_shipped_record_is_valid_and_round_trips(data, tmp_path):
     record = load(RESULTS)
     saved = record.save(tmp_path / "again.json")
     assert json.loads(saved.read_text()) == record.to_dict()
-    assert Record.from_dict(record.to_dict()).pass_times("naive w=64MiB b=1").times_ms == \
-        record.pass_times("naive w=64MiB b=1").times_ms
+    assert (
+        Record.from_dict(record.to_dict()).pass_times("naive w=64MiB b=1").times_ms
+        == record.pass_times("naive w=64MiB b=1").times_ms
+    )
 
 
-@pytest.mark.parametrize(("mutate", "message"), [
-    (lambda d: d.pop("device"), "lacks the field 'device'"),
-    (lambda d: d.update(schema=2), "schema 2 is not the supported 1"),
-    (lambda d: d.update(passes="none"), "record.passes should be list"),
-    (lambda d: d["passes"][0].update(times_ms=[]), r"passes\[0\] \(h2d w=4MiB b=1\) needs positive times_ms"),
-    (lambda d: d["passes"][0].update(times_ms=[1.0, -2.0]), "needs positive times_ms"),
-    (lambda d: d["trace"][0].update(op="memset"), r"trace\[0\]\.op is 'memset'"),
-    (lambda d: d["trace"][0].update(chunk="3"), r"trace\[0\]\.chunk should be int, got str"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.pop("device"), "lacks the field 'device'"),
+        (lambda d: d.update(schema=2), "schema 2 is not the supported 1"),
+        (lambda d: d.update(passes="none"), "record.passes should be list"),
+        (lambda d: d["passes"][0].update(times_ms=[]), r"passes\[0\] \(h2d w=4MiB b=1\) needs positive times_ms"),
+        (lambda d: d["passes"][0].update(times_ms=[1.0, -2.0]), "needs positive times_ms"),
+        (lambda d: d["trace"][0].update(op="memset"), r"trace\[0\]\.op is 'memset'"),
+        (lambda d: d["trace"][0].update(chunk="3"), r"trace\[0\]\.chunk should be int, got str"),
+    ],
+)
 def test_schema_errors_name_the_field(data, mutate, message):
     """Each malformed record is refused with the field that is wrong."""
     broken = copy.deepcopy(data)
@@ -81,8 +95,12 @@ def test_save_refuses_a_directory(tmp_path):
 
 def test_timeline_draws_every_op_on_its_row():
     """One bar per op, rows by engine; each panel's title carries its end time."""
-    ops = [Op("k", "h2d", 0, 0, 0, 100), Op("k", "kernel", 0, 0, 100, 50), Op("k", "d2h", 0, 0, 150, 100),
-           Op("k", "h2d", 1, 1, 100, 100)]
+    ops = [
+        Op("k", "h2d", 0, 0, 0, 100),
+        Op("k", "kernel", 0, 0, 100, 50),
+        Op("k", "d2h", 0, 0, 150, 100),
+        Op("k", "h2d", 1, 1, 100, 100),
+    ]
     fig = plots.timeline([("a", ops), ("b", ops[:2])])
     top, bottom = fig.axes
     assert len(top.collections) == 4 and len(bottom.collections) == 2

@@ -20,16 +20,27 @@ CELL_TIMEOUT_S = 600 if gpu_available() else 120
 def test_solution_notebook_runs(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No cell raises; every cell finishes within its timeout; timings per cell are printed."""
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     started = time.perf_counter()
     client.execute()
-    errors = [(cell.get("id"), out.get("ename"), out.get("evalue")) for cell in nb.cells
-              for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+    errors = [
+        (cell.get("id"), out.get("ename"), out.get("evalue"))
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
+    ]
     assert not errors, errors
-    mode = next((out for cell in nb.cells for out in cell.get("outputs", [])
-                 if out.get("output_type") == "stream" and ("replay of" in out["text"] or "live on" in out["text"])),
-                None)
+    mode = next(
+        (
+            out
+            for cell in nb.cells
+            for out in cell.get("outputs", [])
+            if out.get("output_type") == "stream" and ("replay of" in out["text"] or "live on" in out["text"])
+        ),
+        None,
+    )
     assert mode is not None, "no cell printed a mode line (live on ... / replay of ...)"
     with capsys.disabled():
         print(f"\n{path.relative_to(ROOT)}: {time.perf_counter() - started:.1f} s")

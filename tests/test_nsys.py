@@ -16,13 +16,19 @@ from labcore.nsys import NsysFormatError, find_exports, read_exports, read_repor
 DATA = Path(__file__).parent / "data" / "nsys"
 MiB = 1 << 20
 
-NEW_TRACE_HEADER = ("Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem (MB),"
-                    "Bytes (MB),Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name")
-OLD_TRACE_HEADER = ("Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem (MB),"
-                    "Bytes (MB),Throughput (MBps),SrcMemKd,DstMemKd,Device,Ctx,Strm,Name")
+NEW_TRACE_HEADER = (
+    "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem (MB),"
+    "Bytes (MB),Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name"
+)
+OLD_TRACE_HEADER = (
+    "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem (MB),"
+    "Bytes (MB),Throughput (MBps),SrcMemKd,DstMemKd,Device,Ctx,Strm,Name"
+)
 SUM_HEADER = "Time (%),Total Time (ns),{count},Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),{tail}"
-PUSHPOP_TRACE_HEADER = ("Start (ns),End (ns),Duration (ns),DurChild (ns),DurNonChild (ns),Name,PID,TID,Lvl,NumChild,"
-                        "RangeId,ParentId,RangeStack,NameTree")
+PUSHPOP_TRACE_HEADER = (
+    "Start (ns),End (ns),Duration (ns),DurChild (ns),DurNonChild (ns),Name,PID,TID,Lvl,NumChild,"
+    "RangeId,ParentId,RangeStack,NameTree"
+)
 
 
 def write(directory: Path, name: str, *lines: str) -> Path:
@@ -126,27 +132,55 @@ def test_report_inferred_from_header_when_the_name_says_nothing(tmp_path):
 @pytest.fixture
 def old_dir(tmp_path: Path) -> Path:
     """A directory of exports named and shaped like nsys 2022.4 writes them."""
-    write(tmp_path, "run_nvtxsum.csv", sum_header("Instances", "Style,Range"),
-          "90.0,44178299,1,44178299.0,44178299.0,44178299,44178299,0.0,PushPop,cuBLAS:cublasCreate_v2",
-          "10.0,4910172,11,446379.3,6634.0,6058,4838977,1456860.6,PushPop,step")
-    write(tmp_path, "run_nvtxppsum.csv", sum_header("Instances", "Range"),
-          "100.0,4910172,11,446379.3,6634.0,6058,4838977,1456860.6,step")
-    write(tmp_path, "run_nvtxpptrace.csv", PUSHPOP_TRACE_HEADER,
-          "100,900,800,300,500,step,41,42,0,1,1,,:1,step",
-          "200,500,300,0,300,cuBLAS:gemm,41,42,1,0,2,1,:1:2,--cuBLAS:gemm")
-    write(tmp_path, "run_gpumemtimesum.csv", sum_header("Count", "Operation"),
-          "72.4,43904,8,5488.0,5488.0,5184,5856,208.1,[CUDA memcpy HtoD]",
-          "27.6,16767,4,4191.8,4128.0,3904,4607,335.2,[CUDA memcpy DtoH]")
-    write(tmp_path, "run_cudaapisum.csv", sum_header("Num Calls", "Name"),
-          "86.4,278369923,8,34796240.4,1259.0,613,278362164,98415495.0,cudaEventCreate")
-    write(tmp_path, "run_gpukernsum.csv", sum_header("Instances", "GridXYZ,BlockXYZ,Name"),
-          '65.3,114495,11,10408.6,10336.0,10336,11008,202.4,   4    4    1, 128    1    1,ampere_sgemm_32x32',
-          '34.7,41439,1,41439.0,41439.0,41439,41439,0.0, 896    1    1,  32   32    1,"mm(float *, int)"')
-    write(tmp_path, "run_gputrace.csv", OLD_TRACE_HEADER,
-          "1000,5000,101,,,,,,,,,,8.389,1677.800,Pageable,Device,NVIDIA A100-SXM4-80GB (0),1,7,[CUDA memcpy HtoD]",
-          '7000,41439,102,896,1,1,32,32,1,64,0.001,0.000,,,,,NVIDIA A100-SXM4-80GB (0),1,7,"mm(float *, int)"',
-          "50000,2000,103,,,,,,,,,,8.389,4194.500,Device,Pageable,NVIDIA A100-SXM4-80GB (0),1,7,[CUDA memcpy DtoH]",
-          "60000,1000,104,,,,,,,,,,0.004,4.000,Device,,NVIDIA A100-SXM4-80GB (1),2,13,[CUDA memset]")
+    write(
+        tmp_path,
+        "run_nvtxsum.csv",
+        sum_header("Instances", "Style,Range"),
+        "90.0,44178299,1,44178299.0,44178299.0,44178299,44178299,0.0,PushPop,cuBLAS:cublasCreate_v2",
+        "10.0,4910172,11,446379.3,6634.0,6058,4838977,1456860.6,PushPop,step",
+    )
+    write(
+        tmp_path,
+        "run_nvtxppsum.csv",
+        sum_header("Instances", "Range"),
+        "100.0,4910172,11,446379.3,6634.0,6058,4838977,1456860.6,step",
+    )
+    write(
+        tmp_path,
+        "run_nvtxpptrace.csv",
+        PUSHPOP_TRACE_HEADER,
+        "100,900,800,300,500,step,41,42,0,1,1,,:1,step",
+        "200,500,300,0,300,cuBLAS:gemm,41,42,1,0,2,1,:1:2,--cuBLAS:gemm",
+    )
+    write(
+        tmp_path,
+        "run_gpumemtimesum.csv",
+        sum_header("Count", "Operation"),
+        "72.4,43904,8,5488.0,5488.0,5184,5856,208.1,[CUDA memcpy HtoD]",
+        "27.6,16767,4,4191.8,4128.0,3904,4607,335.2,[CUDA memcpy DtoH]",
+    )
+    write(
+        tmp_path,
+        "run_cudaapisum.csv",
+        sum_header("Num Calls", "Name"),
+        "86.4,278369923,8,34796240.4,1259.0,613,278362164,98415495.0,cudaEventCreate",
+    )
+    write(
+        tmp_path,
+        "run_gpukernsum.csv",
+        sum_header("Instances", "GridXYZ,BlockXYZ,Name"),
+        "65.3,114495,11,10408.6,10336.0,10336,11008,202.4,   4    4    1, 128    1    1,ampere_sgemm_32x32",
+        '34.7,41439,1,41439.0,41439.0,41439,41439,0.0, 896    1    1,  32   32    1,"mm(float *, int)"',
+    )
+    write(
+        tmp_path,
+        "run_gputrace.csv",
+        OLD_TRACE_HEADER,
+        "1000,5000,101,,,,,,,,,,8.389,1677.800,Pageable,Device,NVIDIA A100-SXM4-80GB (0),1,7,[CUDA memcpy HtoD]",
+        '7000,41439,102,896,1,1,32,32,1,64,0.001,0.000,,,,,NVIDIA A100-SXM4-80GB (0),1,7,"mm(float *, int)"',
+        "50000,2000,103,,,,,,,,,,8.389,4194.500,Device,Pageable,NVIDIA A100-SXM4-80GB (0),1,7,[CUDA memcpy DtoH]",
+        "60000,1000,104,,,,,,,,,,0.004,4.000,Device,,NVIDIA A100-SXM4-80GB (1),2,13,[CUDA memset]",
+    )
     return tmp_path
 
 
@@ -213,33 +247,52 @@ def test_explicit_report_accepts_the_old_name(old_dir):
 # --- labels, domains, preambles, units ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("label", "operation"), [
-    ("[CUDA memcpy HtoD]", "h2d"), ("[CUDA memcpy Host-to-Device]", "h2d"),
-    ("[CUDA memcpy DtoH]", "d2h"), ("[CUDA memcpy Device-to-Host]", "d2h"),
-    ("[CUDA memcpy DtoD]", "d2d"), ("[CUDA memcpy Device-to-Device]", "d2d"),
-    ("[CUDA memset]", "memset"), ("[CUDA memcpy PtoP]", "[CUDA memcpy PtoP]"),
-])
+@pytest.mark.parametrize(
+    ("label", "operation"),
+    [
+        ("[CUDA memcpy HtoD]", "h2d"),
+        ("[CUDA memcpy Host-to-Device]", "h2d"),
+        ("[CUDA memcpy DtoH]", "d2h"),
+        ("[CUDA memcpy Device-to-Host]", "d2h"),
+        ("[CUDA memcpy DtoD]", "d2d"),
+        ("[CUDA memcpy Device-to-Device]", "d2d"),
+        ("[CUDA memset]", "memset"),
+        ("[CUDA memcpy PtoP]", "[CUDA memcpy PtoP]"),
+    ],
+)
 def test_memop_labels_both_generations(tmp_path, label, operation):
-    path = write(tmp_path, "x_cuda_gpu_mem_time_sum.csv", sum_header("Count", "Operation"),
-                 f"100.0,3000,3,1000.0,1000.0,900,1100,100.0,{label}")
+    path = write(
+        tmp_path,
+        "x_cuda_gpu_mem_time_sum.csv",
+        sum_header("Count", "Operation"),
+        f"100.0,3000,3,1000.0,1000.0,900,1100,100.0,{label}",
+    )
     df = read_report(path)
     assert (df["operation"].iloc[0], df["label"].iloc[0], df["total_ns"].iloc[0]) == (operation, label, 3000)
 
 
 def test_trace_kind_for_host_to_device_copy(tmp_path):
-    path = write(tmp_path, "x_cuda_gpu_trace.csv", NEW_TRACE_HEADER,
-                 "10,20,1,,,,,,,,,,1.000,50000.000,Pinned,Device,GPU (3),1,,9,[CUDA memcpy Host-to-Device]")
+    path = write(
+        tmp_path,
+        "x_cuda_gpu_trace.csv",
+        NEW_TRACE_HEADER,
+        "10,20,1,,,,,,,,,,1.000,50000.000,Pinned,Device,GPU (3),1,,9,[CUDA memcpy Host-to-Device]",
+    )
     df = read_report(path)
     assert (df["kind"].iloc[0], df["bytes"].iloc[0], df["device"].iloc[0]) == ("h2d", 1_000_000, 3)
     assert df["throughput_bps"].iloc[0] == 5e10 and df["end_ns"].iloc[0] == 30
 
 
 def test_domain_prefixed_ranges(tmp_path):
-    path = write(tmp_path, "x_nvtx_sum.csv", sum_header("Instances", "Style,Range"),
-                 "40.0,400,1,400.0,400.0,400,400,0.0,PushPop,:copy_in",
-                 "30.0,300,1,300.0,300.0,300,300,0.0,StartEnd,lab:kernel",
-                 "20.0,200,1,200.0,200.0,200,200,0.0,PushPop,bare",
-                 "10.0,100,1,100.0,100.0,100,100,0.0,PushPop,lab:phase:1")
+    path = write(
+        tmp_path,
+        "x_nvtx_sum.csv",
+        sum_header("Instances", "Style,Range"),
+        "40.0,400,1,400.0,400.0,400,400,0.0,PushPop,:copy_in",
+        "30.0,300,1,300.0,300.0,300,300,0.0,StartEnd,lab:kernel",
+        "20.0,200,1,200.0,200.0,200,200,0.0,PushPop,bare",
+        "10.0,100,1,100.0,100.0,100,100,0.0,PushPop,lab:phase:1",
+    )
     df = read_report(path)
     assert df["domain"].tolist() == [None, "lab", None, "lab"]
     assert df["range"].tolist() == ["copy_in", "kernel", "bare", "phase:1"]
@@ -247,9 +300,13 @@ def test_domain_prefixed_ranges(tmp_path):
 
 
 def test_new_pushpop_trace_with_default_domain(tmp_path):
-    path = write(tmp_path, "x_nvtx_pushpop_trace.csv", PUSHPOP_TRACE_HEADER,
-                 "1137544193,1485711471,348167278,0,348167278,:NvtxAnnotation.G1,53,53,0,0,1,,:1,:NvtxAnnotation.G1",
-                 "1496163242,1498711076,2547834,0,2547834,:copy_in,53,53,0,0,2,,:2,:copy_in")
+    path = write(
+        tmp_path,
+        "x_nvtx_pushpop_trace.csv",
+        PUSHPOP_TRACE_HEADER,
+        "1137544193,1485711471,348167278,0,348167278,:NvtxAnnotation.G1,53,53,0,0,1,,:1,:NvtxAnnotation.G1",
+        "1496163242,1498711076,2547834,0,2547834,:copy_in,53,53,0,0,2,,:2,:copy_in",
+    )
     df = read_report(path)
     assert df["domain"].isna().all()
     assert df["range"].tolist() == ["NvtxAnnotation.G1", "copy_in"]
@@ -260,9 +317,11 @@ def test_new_pushpop_trace_with_default_domain(tmp_path):
 def test_preamble_lines_are_skipped(tmp_path):
     body = (DATA / "tinystats_cuda_gpu_trace.csv").read_text()
     path = tmp_path / "tiny_cuda_gpu_trace.csv"
-    path.write_text("Generating SQLite file tiny.sqlite from tiny.nsys-rep\n"
-                    "Processing [tiny.sqlite] with [/opt/nsys/2025.3.1/reports/cuda_gpu_trace.py]... \n"
-                    "\n ** CUDA GPU Trace (cuda_gpu_trace):\n\n" + body)
+    path.write_text(
+        "Generating SQLite file tiny.sqlite from tiny.nsys-rep\n"
+        "Processing [tiny.sqlite] with [/opt/nsys/2025.3.1/reports/cuda_gpu_trace.py]... \n"
+        "\n ** CUDA GPU Trace (cuda_gpu_trace):\n\n" + body
+    )
     df = read_report(path)
     expected = read_report(DATA / "tinystats_cuda_gpu_trace.csv")
     df.attrs.clear()
@@ -294,14 +353,19 @@ def test_time_units_convert_to_the_same_ns(tmp_path, unit, factor):
     assert df["total_ns"].iloc[0] == 241_629
 
 
-@pytest.mark.parametrize(("unit", "start"), [("ns", "1358290060"), ("us", "1358290.060"), ("ms", "1358.29006"),
-                                             ("s", "1.35829006")])
+@pytest.mark.parametrize(
+    ("unit", "start"), [("ns", "1358290060"), ("us", "1358290.060"), ("ms", "1358.29006"), ("s", "1.35829006")]
+)
 def test_trace_start_in_each_unit(tmp_path, unit, start):
     header = NEW_TRACE_HEADER.replace("(ns)", f"({unit})")
     duration = _in_unit("17002179", {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}[unit])
-    path = write(tmp_path, "x_cuda_gpu_trace.csv", header,
-                 f"{start},{duration},162,,,,,,,,,,67.109,3892.314,Device,Pageable,NVIDIA H200 (0),1,,7,"
-                 "[CUDA memcpy Device-to-Host]")
+    path = write(
+        tmp_path,
+        "x_cuda_gpu_trace.csv",
+        header,
+        f"{start},{duration},162,,,,,,,,,,67.109,3892.314,Device,Pageable,NVIDIA H200 (0),1,,7,"
+        "[CUDA memcpy Device-to-Host]",
+    )
     df = read_report(path)
     assert (df["start_ns"].iloc[0], df["duration_ns"].iloc[0]) == (1_358_290_060, 17_002_179)
 
@@ -315,27 +379,86 @@ def test_mbps_and_mb_per_s_give_the_same_throughput(tmp_path):
 
 
 def test_kern_sum_with_grid_block_in_new_name(tmp_path):
-    path = write(tmp_path, "x_cuda_gpu_kern_sum.csv", sum_header("Instances", "GridXYZ,BlockXYZ,Name"),
-                 "100.0,241629,3,80543.0,80511.0,80479,80639,84.7,131072    1    1, 128    1    1,cupy_multiply")
+    path = write(
+        tmp_path,
+        "x_cuda_gpu_kern_sum.csv",
+        sum_header("Instances", "GridXYZ,BlockXYZ,Name"),
+        "100.0,241629,3,80543.0,80511.0,80479,80639,84.7,131072    1    1, 128    1    1,cupy_multiply",
+    )
     df = read_report(path)
-    assert df.iloc[0][["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]].tolist() == [131072, 1, 1,
-                                                                                                    128, 1, 1]
+    assert df.iloc[0][["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]].tolist() == [
+        131072,
+        1,
+        1,
+        128,
+        1,
+        1,
+    ]
     assert df["stddev_ns"].iloc[0] == 85
 
 
-@pytest.mark.parametrize(("name", "header", "columns"), [
-    ("e_cuda_gpu_trace.csv", NEW_TRACE_HEADER,
-     ["start_ns", "duration_ns", "end_ns", "corr_id", "kind", "name", "bytes", "throughput_bps", "src_kind",
-      "dst_kind", "device", "device_name", "context", "green_context", "stream", "grid_x", "grid_y", "grid_z",
-      "block_x", "block_y", "block_z"]),
-    ("e_nvtx_sum.csv", sum_header("Instances", "Style,Range"),
-     ["domain", "range", "style", "instances", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"]),
-    ("e_gpukernsum.csv", sum_header("Instances", "GridXYZ,BlockXYZ,Name"),
-     ["name", "instances", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns", "grid_x", "grid_y",
-      "grid_z", "block_x", "block_y", "block_z"]),
-    ("e_cuda_gpu_mem_time_sum.csv", sum_header("Count", "Operation"),
-     ["operation", "label", "count", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"]),
-])
+@pytest.mark.parametrize(
+    ("name", "header", "columns"),
+    [
+        (
+            "e_cuda_gpu_trace.csv",
+            NEW_TRACE_HEADER,
+            [
+                "start_ns",
+                "duration_ns",
+                "end_ns",
+                "corr_id",
+                "kind",
+                "name",
+                "bytes",
+                "throughput_bps",
+                "src_kind",
+                "dst_kind",
+                "device",
+                "device_name",
+                "context",
+                "green_context",
+                "stream",
+                "grid_x",
+                "grid_y",
+                "grid_z",
+                "block_x",
+                "block_y",
+                "block_z",
+            ],
+        ),
+        (
+            "e_nvtx_sum.csv",
+            sum_header("Instances", "Style,Range"),
+            ["domain", "range", "style", "instances", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"],
+        ),
+        (
+            "e_gpukernsum.csv",
+            sum_header("Instances", "GridXYZ,BlockXYZ,Name"),
+            [
+                "name",
+                "instances",
+                "total_ns",
+                "avg_ns",
+                "med_ns",
+                "min_ns",
+                "max_ns",
+                "stddev_ns",
+                "grid_x",
+                "grid_y",
+                "grid_z",
+                "block_x",
+                "block_y",
+                "block_z",
+            ],
+        ),
+        (
+            "e_cuda_gpu_mem_time_sum.csv",
+            sum_header("Count", "Operation"),
+            ["operation", "label", "count", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"],
+        ),
+    ],
+)
 def test_empty_report_has_the_normalised_columns(tmp_path, name, header, columns):
     df = read_report(write(tmp_path, name, "Processing [e.sqlite] with [report.py]... ", header))
     assert len(df) == 0
@@ -359,15 +482,18 @@ def test_truncated_row_names_file_line_and_field_count(tmp_path):
 
 
 def test_truncated_quoted_name_is_malformed_csv(tmp_path):
-    path = write(tmp_path, "q_cuda_gpu_kern_sum.csv", sum_header("Instances", "Name"),
-                 '100.0,5,1,5.0,5.0,5,5,0.0,"mm(float *, in')
+    path = write(
+        tmp_path,
+        "q_cuda_gpu_kern_sum.csv",
+        sum_header("Instances", "Name"),
+        '100.0,5,1,5.0,5.0,5,5,0.0,"mm(float *, in',
+    )
     with pytest.raises(NsysFormatError, match=r"q_cuda_gpu_kern_sum\.csv: line 2: malformed CSV"):
         read_report(path)
 
 
 def test_unknown_header_names_the_line_and_the_expected_shape(tmp_path):
-    path = write(tmp_path, "u_cuda_api_sum.csv", "Generating SQLite file u.sqlite from u.nsys-rep",
-                 "Name,Calls,Total")
+    path = write(tmp_path, "u_cuda_api_sum.csv", "Generating SQLite file u.sqlite from u.nsys-rep", "Name,Calls,Total")
     with pytest.raises(NsysFormatError) as info:
         read_report(path)
     message = str(info.value)
@@ -382,8 +508,12 @@ def test_header_of_another_report_is_rejected(tmp_path):
 
 
 def test_file_with_only_preamble_has_no_header(tmp_path):
-    path = write(tmp_path, "p_nvtx_sum.csv", "Generating SQLite file p.sqlite from p.nsys-rep",
-                 "SKIPPED: p.sqlite does not contain NV Tools Extension (NVTX) data.")
+    path = write(
+        tmp_path,
+        "p_nvtx_sum.csv",
+        "Generating SQLite file p.sqlite from p.nsys-rep",
+        "SKIPPED: p.sqlite does not contain NV Tools Extension (NVTX) data.",
+    )
     with pytest.raises(NsysFormatError, match=r"p_nvtx_sum\.csv: line 2: no CSV header found"):
         read_report(path)
 
@@ -399,40 +529,61 @@ def test_non_numeric_cell(tmp_path):
 
 @pytest.mark.parametrize(("cell", "expected"), [("1.5", "an integer"), ("nan", "a number"), ("", "a number")])
 def test_bad_count_cells(tmp_path, cell, expected):
-    path = write(tmp_path, "c_cuda_api_sum.csv", sum_header("Num Calls", "Name"),
-                 f"100.0,5,{cell},5.0,5.0,5,5,0.0,cuInit")
+    path = write(
+        tmp_path, "c_cuda_api_sum.csv", sum_header("Num Calls", "Name"), f"100.0,5,{cell},5.0,5.0,5,5,0.0,cuInit"
+    )
     with pytest.raises(NsysFormatError, match=rf"line 2: column 'Num Calls' is '{cell}', expected {expected}$"):
         read_report(path)
 
 
 def test_bad_device_and_missing_bytes(tmp_path):
-    bad_device = write(tmp_path, "d_cuda_gpu_trace.csv", NEW_TRACE_HEADER,
-                       "1,2,3,1,1,1,1,1,1,8,0.000,0.000,,,,,H200,1,,7,k")
+    bad_device = write(
+        tmp_path, "d_cuda_gpu_trace.csv", NEW_TRACE_HEADER, "1,2,3,1,1,1,1,1,1,8,0.000,0.000,,,,,H200,1,,7,k"
+    )
     with pytest.raises(NsysFormatError, match=r"line 2: column 'Device' is 'H200', expected '<GPU name> \(<device"):
         read_report(bad_device)
-    no_bytes = write(tmp_path, "b_cuda_gpu_trace.csv", NEW_TRACE_HEADER,
-                     "1,2,3,,,,,,,,,,,,Device,Pageable,GPU (0),1,,7,[CUDA memcpy DtoH]")
+    no_bytes = write(
+        tmp_path,
+        "b_cuda_gpu_trace.csv",
+        NEW_TRACE_HEADER,
+        "1,2,3,,,,,,,,,,,,Device,Pageable,GPU (0),1,,7,[CUDA memcpy DtoH]",
+    )
     with pytest.raises(NsysFormatError, match=r"line 2: column 'Bytes \(MB\)' is '', expected a size"):
         read_report(no_bytes)
 
 
 def test_bad_grid_cell(tmp_path):
-    path = write(tmp_path, "g_gpukernsum.csv", sum_header("Instances", "GridXYZ,BlockXYZ,Name"),
-                 "100.0,5,1,5.0,5.0,5,5,0.0,4 4,128 1 1,k")
+    path = write(
+        tmp_path,
+        "g_gpukernsum.csv",
+        sum_header("Instances", "GridXYZ,BlockXYZ,Name"),
+        "100.0,5,1,5.0,5.0,5,5,0.0,4 4,128 1 1,k",
+    )
     with pytest.raises(NsysFormatError, match=r"line 2: column 'GridXYZ' is '4 4', expected three integers"):
         read_report(path)
 
 
-@pytest.mark.parametrize(("header", "problem"), [
-    (sum_header("Instances", "Name").replace("Total Time (ns)", "Total Time (min)"),
-     "column 'Total Time (min)' has unknown time unit (min), expected one of (ns), (us), (ms), (s)"),
-    (sum_header("Instances", "Name").replace("Avg (ns)", "Avg"),
-     "column 'Avg' has no time unit, expected one of (ns), (us), (ms), (s)"),
-    (NEW_TRACE_HEADER.replace("(MB/s)", "(GB/s)"),
-     "column 'Throughput (GB/s)' has unknown throughput unit (GB/s), expected one of (MBps), (MB/s)"),
-    (NEW_TRACE_HEADER.replace("Bytes (MB)", "Bytes (KB)"),
-     "column 'Bytes (KB)' has unknown size unit (KB), expected one of (MB)"),
-])
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [
+        (
+            sum_header("Instances", "Name").replace("Total Time (ns)", "Total Time (min)"),
+            "column 'Total Time (min)' has unknown time unit (min), expected one of (ns), (us), (ms), (s)",
+        ),
+        (
+            sum_header("Instances", "Name").replace("Avg (ns)", "Avg"),
+            "column 'Avg' has no time unit, expected one of (ns), (us), (ms), (s)",
+        ),
+        (
+            NEW_TRACE_HEADER.replace("(MB/s)", "(GB/s)"),
+            "column 'Throughput (GB/s)' has unknown throughput unit (GB/s), expected one of (MBps), (MB/s)",
+        ),
+        (
+            NEW_TRACE_HEADER.replace("Bytes (MB)", "Bytes (KB)"),
+            "column 'Bytes (KB)' has unknown size unit (KB), expected one of (MB)",
+        ),
+    ],
+)
 def test_unknown_units_name_file_line_and_column(tmp_path, header, problem):
     path = write(tmp_path, "units.csv", "Processing [u.sqlite] with [r.py]... ", header)
     with pytest.raises(NsysFormatError) as info:

@@ -53,8 +53,10 @@ def test_found_without_proc_says_the_file_is_unknown(monkeypatch, tmp_path):
 
 
 def _missing_library():
-    raise RuntimeError("CuPy failed to load libnvrtc.so.13: OSError: libnvrtc.so.13: cannot open shared object "
-                       "file: No such file or directory\nsecond line of CuPy's message")
+    raise RuntimeError(
+        "CuPy failed to load libnvrtc.so.13: OSError: libnvrtc.so.13: cannot open shared object "
+        "file: No such file or directory\nsecond line of CuPy's message"
+    )
 
 
 def test_missing_library_is_one_line_naming_the_extra(monkeypatch, maps):
@@ -71,6 +73,7 @@ def test_missing_library_is_one_line_naming_the_extra(monkeypatch, maps):
 
 def test_long_reason_is_cut_to_fit_one_line(monkeypatch, maps):
     """A 1000-character reason is cut to 160 characters ending in '...'."""
+
     def long_error():
         raise OSError("x" * 1000)
 

@@ -31,8 +31,13 @@ FIRST_HIDDEN_LINE = 3  # of HIDDEN_TEST: the BEGIN marker
 
 def submission() -> nbformat.NotebookNode:
     """A student's notebook as nbgrader hands it to the Execute step: sources, no outputs."""
-    return new_notebook(cells=[new_markdown_cell("# Toy"), new_code_cell("def clamp(x, lo, hi):\n    return x"),
-                               new_code_cell("assert clamp(5, 0, 10) == 5")])
+    return new_notebook(
+        cells=[
+            new_markdown_cell("# Toy"),
+            new_code_cell("def clamp(x, lo, hi):\n    return x"),
+            new_code_cell("assert clamp(5, 0, 10) == 5"),
+        ]
+    )
 
 
 def recorded(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -74,6 +79,7 @@ def not_graded_errors(nb: nbformat.NotebookNode) -> list[str]:
 
 # -- ExecuteOrReplay ---------------------------------------------------------------------------------------------
 
+
 def test_replay_copies_the_recorded_outputs_and_execution_counts(tmp_path):
     """Sources equal to phase 1's: each code cell gets phase 1's outputs and count; markdown is left alone."""
     nb = submission()
@@ -94,8 +100,10 @@ def test_replay_refuses_outputs_of_other_sources(tmp_path):
     ran.cells[2].source = "assert True  # not what was submitted"
     write_recorded(tmp_path, ran)
     out, _ = replayer(tmp_path).preprocess(nb, RESOURCES)
-    reason = ("this notebook could not be graded: the executed notebook does not match the submission; "
-              "every autograded cell scores 0")
+    reason = (
+        "this notebook could not be graded: the executed notebook does not match the submission; "
+        "every autograded cell scores 0"
+    )
     assert not_graded_errors(out) == [reason, reason]
     assert "ran cell" not in json.dumps(out)
 
@@ -105,16 +113,24 @@ def test_replay_gives_the_reason_phase_one_left(tmp_path):
     scratch_for(tmp_path).mkdir()
     (scratch_for(tmp_path) / "reason.txt").write_text("it ran past its 2 s budget and was stopped\n")
     out, _ = replayer(tmp_path).preprocess(submission(), RESOURCES)
-    assert not_graded_errors(out) == ["this notebook could not be graded: it ran past its 2 s budget and was "
-                                      "stopped; every autograded cell scores 0"] * 2
+    assert (
+        not_graded_errors(out)
+        == [
+            "this notebook could not be graded: it ran past its 2 s budget and was "
+            "stopped; every autograded cell scores 0"
+        ]
+        * 2
+    )
     assert out.cells[2].outputs[0].traceback == [f"{NOT_GRADED}: {out.cells[2].outputs[0].evalue}"]
 
 
 def test_replay_without_outputs_or_reason_says_it_was_not_executed(tmp_path):
     """Phase 1 left nothing for this student: the reason says so."""
     out, _ = replayer(tmp_path).preprocess(submission(), RESOURCES)
-    assert not_graded_errors(out) == ["this notebook could not be graded: it was not executed; "
-                                      "every autograded cell scores 0"] * 2
+    assert (
+        not_graded_errors(out)
+        == ["this notebook could not be graded: it was not executed; every autograded cell scores 0"] * 2
+    )
 
 
 def test_without_replay_root_it_executes_as_nbgrader_does(tmp_path, monkeypatch):
@@ -134,8 +150,10 @@ def test_without_replay_root_it_executes_as_nbgrader_does(tmp_path, monkeypatch)
 
 # -- HideHiddenTests ---------------------------------------------------------------------------------------------
 
-def graded_cell(outputs: list, *, points: float | None = 2, score: float | None = 0,
-              execution_count: int = 7) -> nbformat.NotebookNode:
+
+def graded_cell(
+    outputs: list, *, points: float | None = 2, score: float | None = 0, execution_count: int = 7
+) -> nbformat.NotebookNode:
     """An autograded test cell holding a hidden region, with outputs and (after GetGrades) its grade."""
     meta = {"grade": True, "solution": False, "locked": True, "grade_id": "test_clamp", "schema_version": 3}
     if points is not None:
@@ -143,16 +161,27 @@ def graded_cell(outputs: list, *, points: float | None = 2, score: float | None 
     return new_code_cell(HIDDEN_TEST, metadata={"nbgrader": meta}, outputs=outputs, execution_count=execution_count)
 
 
-
-
 def error(ename: str, evalue: str, line: int | None, execution_count: int = 7) -> nbformat.NotebookNode:
     """An error output with IPython's coloured traceback naming the line it was raised from."""
-    frames = [f"\x1b[36mCell\x1b[39m\x1b[36m \x1b[39m\x1b[32mIn[{execution_count}]\x1b[39m\x1b[32m, line {line}"
-              f"\x1b[39m\n----> {line} {HIDDEN_TEST.splitlines()[line - 1]}\n"] if line else []
-    return new_output("error", ename=ename, evalue=evalue, traceback=[
-        "\x1b[31m---------------------------------------------------------------------------\x1b[39m",
-        f"\x1b[31m{ename}\x1b[39m                               Traceback (most recent call last)",
-        *frames, f"\x1b[31m{ename}\x1b[39m: {evalue}"])
+    frames = (
+        [
+            f"\x1b[36mCell\x1b[39m\x1b[36m \x1b[39m\x1b[32mIn[{execution_count}]\x1b[39m\x1b[32m, line {line}"
+            f"\x1b[39m\n----> {line} {HIDDEN_TEST.splitlines()[line - 1]}\n"
+        ]
+        if line
+        else []
+    )
+    return new_output(
+        "error",
+        ename=ename,
+        evalue=evalue,
+        traceback=[
+            "\x1b[31m---------------------------------------------------------------------------\x1b[39m",
+            f"\x1b[31m{ename}\x1b[39m                               Traceback (most recent call last)",
+            *frames,
+            f"\x1b[31m{ename}\x1b[39m: {evalue}",
+        ],
+    )
 
 
 @pytest.fixture
@@ -182,16 +211,19 @@ def assert_nothing_hidden(nb: nbformat.NotebookNode) -> None:
 def test_the_hidden_region_becomes_one_comment_line(preprocessor):
     """The visible lines stay as they were; the region, markers included, is one placeholder line."""
     nb = hide(preprocessor, graded_cell([], score=2))
-    assert nb.cells[0].source == ('"""clamp handles the upper edge (some checks are hidden)."""\n'
-                                  "assert clamp(10, 0, 10) == 10\n# hidden tests: not shown")
+    assert nb.cells[0].source == (
+        '"""clamp handles the upper edge (some checks are hidden)."""\n'
+        "assert clamp(10, 0, 10) == 10\n# hidden tests: not shown"
+    )
     assert_nothing_hidden(nb)
 
 
 def test_an_indented_region_keeps_its_indentation(preprocessor):
     """A region inside a block is replaced at the block's indentation, so the cell still reads as code."""
     cell = graded_cell([])
-    cell.source = ("for x in (1, 2):\n    assert x\n"
-                   "    ### BEGIN HIDDEN TESTS\n    assert x < 3\n    ### END HIDDEN TESTS")
+    cell.source = (
+        "for x in (1, 2):\n    assert x\n    ### BEGIN HIDDEN TESTS\n    assert x < 3\n    ### END HIDDEN TESTS"
+    )
     assert hide(preprocessor, cell).cells[0].source == "for x in (1, 2):\n    assert x\n    # hidden tests: not shown"
 
 
@@ -212,8 +244,10 @@ def test_a_failed_hidden_assert_says_failed_and_quotes_nothing(preprocessor):
 def test_a_failed_visible_check_says_the_hidden_tests_did_not_run(preprocessor):
     """An error raised above the region names that visible error: the hidden tests never ran."""
     nb = hide(preprocessor, graded_cell([error("AssertionError", "clamp(10, 0, 10) returned 11", line=2)]))
-    assert only_line(nb.cells[0]) == ("hidden tests: not run (a visible check before them failed: AssertionError: "
-                                      "clamp(10, 0, 10) returned 11) -- score 0 / 2")
+    assert only_line(nb.cells[0]) == (
+        "hidden tests: not run (a visible check before them failed: AssertionError: "
+        "clamp(10, 0, 10) returned 11) -- score 0 / 2"
+    )
     assert_nothing_hidden(nb)
 
 
@@ -226,19 +260,28 @@ def test_an_error_of_an_earlier_execution_is_not_read_as_this_cells_line(preproc
 def test_writing_to_stderr_counts_as_failing(preprocessor):
     """nbgrader fails a cell that wrote to stderr; the verdict says so without showing what was written."""
     nb = hide(preprocessor, graded_cell([new_output("stream", name="stderr", text=f"warning: {SECRET}\n")]))
-    assert only_line(nb.cells[0]) == "hidden tests: failed (the cell wrote to stderr, which counts as failing) " \
-                                     "-- score 0 / 2"
+    assert (
+        only_line(nb.cells[0]) == "hidden tests: failed (the cell wrote to stderr, which counts as failing) "
+        "-- score 0 / 2"
+    )
     assert_nothing_hidden(nb)
 
 
 def test_a_timed_out_cell_says_it_was_stopped(preprocessor):
     """nbgrader records the interrupt and then a CellTimeoutError: the verdict is the timeout."""
-    outputs = [error("KeyboardInterrupt", "", line=5),
-               new_output("error", ename="CellTimeoutError", evalue="",
-                          traceback=["\x1b[0;31mCellTimeoutError\x1b[0m: No reply from kernel before timeout"])]
+    outputs = [
+        error("KeyboardInterrupt", "", line=5),
+        new_output(
+            "error",
+            ename="CellTimeoutError",
+            evalue="",
+            traceback=["\x1b[0;31mCellTimeoutError\x1b[0m: No reply from kernel before timeout"],
+        ),
+    ]
     nb = hide(preprocessor, graded_cell(outputs))
-    assert only_line(nb.cells[0]) == ("hidden tests: not passed (the cell ran past the time limit and was stopped) "
-                                      "-- score 0 / 2")
+    assert only_line(nb.cells[0]) == (
+        "hidden tests: not passed (the cell ran past the time limit and was stopped) -- score 0 / 2"
+    )
     assert_nothing_hidden(nb)
 
 
@@ -247,8 +290,10 @@ def test_a_notebook_that_was_not_graded_gives_the_reason(preprocessor):
     nb = new_notebook(cells=[graded_cell([])])
     mark_not_graded(nb, "it was not executed")
     nb = hide(preprocessor, *nb.cells)
-    assert only_line(nb.cells[0]) == ("hidden tests: not run (this notebook could not be graded: it was not executed; "
-                                      "every autograded cell scores 0) -- score 0 / 2")
+    assert only_line(nb.cells[0]) == (
+        "hidden tests: not run (this notebook could not be graded: it was not executed; "
+        "every autograded cell scores 0) -- score 0 / 2"
+    )
     assert_nothing_hidden(nb)
 
 
@@ -259,8 +304,11 @@ def test_a_cell_without_a_grade_gets_no_score(preprocessor):
 
 def test_cells_without_a_hidden_region_are_left_alone(preprocessor):
     """Visible tests keep their source and their full outputs, tracebacks included."""
-    visible = new_code_cell("assert clamp(5, 0, 10) == 5", execution_count=4,
-                            outputs=[error("AssertionError", "clamp(5, 0, 10) returned 0", line=1)])
+    visible = new_code_cell(
+        "assert clamp(5, 0, 10) == 5",
+        execution_count=4,
+        outputs=[error("AssertionError", "clamp(5, 0, 10) returned 0", line=1)],
+    )
     text = new_markdown_cell("Why two buffers?")
     before = copy.deepcopy([visible, text])
     nb = hide(preprocessor, visible, text)
@@ -269,8 +317,10 @@ def test_cells_without_a_hidden_region_are_left_alone(preprocessor):
 
 def test_a_markdown_cell_loses_its_hidden_region_too(preprocessor):
     """Hidden text in a markdown cell is cut the same way; markdown has no outputs to replace."""
-    cell = new_markdown_cell(f"Visible.\n### BEGIN HIDDEN TESTS\n{SECRET}\n### END HIDDEN TESTS",
-                             metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "m", "points": 1}})
+    cell = new_markdown_cell(
+        f"Visible.\n### BEGIN HIDDEN TESTS\n{SECRET}\n### END HIDDEN TESTS",
+        metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "m", "points": 1}},
+    )
     nb = hide(preprocessor, cell)
     assert nb.cells[0].source == "Visible.\n# hidden tests: not shown" and "outputs" not in nb.cells[0]
     assert_nothing_hidden(nb)

@@ -49,7 +49,10 @@ def test_log_gets_one_plain_line_per_step_and_no_carriage_return():
     assert "\r" not in log.getvalue()
     rows = _parsed(log.getvalue())
     assert [(r["desc"], r["n"], r["total"], r["label"]) for r in rows] == [
-        ("day54", "1", "3", "closed form"), ("day54", "2", "3", "pipelined b=2"), ("day54", "3", "3", None)]
+        ("day54", "1", "3", "closed form"),
+        ("day54", "2", "3", "pipelined b=2"),
+        ("day54", "3", "3", None),
+    ]
 
 
 def test_status_labels_the_step_that_finishes_and_is_then_cleared():

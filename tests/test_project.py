@@ -43,7 +43,7 @@ def pyproject_requirements(cuda_extra: str, project: dict | None = None) -> dict
 def environment_dependencies(text: str) -> dict[str, str]:
     """Every conda dependency of an environment file (the pip section excluded): name -> spec as written."""
     found = {}
-    for line in text[text.index("dependencies:"):].splitlines():
+    for line in text[text.index("dependencies:") :].splitlines():
         match = re.match(r"^  - ([A-Za-z0-9_.\-]+)\s*([^\s:]*)$", line)  # not "  - pip:", the pip section
         if match:
             found[match.group(1).lower()] = match.group(2)
@@ -52,8 +52,11 @@ def environment_dependencies(text: str) -> dict[str, str]:
 
 def environment_requirements(text: str) -> dict[str, str]:
     """The dependencies pyproject also names, with bounds in pip's canonical form so the two compare."""
-    return {name: str(Requirement(f"{name}{spec}").specifier)
-            for name, spec in environment_dependencies(text).items() if name not in CONDA_ONLY}
+    return {
+        name: str(Requirement(f"{name}{spec}").specifier)
+        for name, spec in environment_dependencies(text).items()
+        if name not in CONDA_ONLY
+    }
 
 
 @pytest.mark.parametrize("env_file", ENVIRONMENTS)
@@ -82,12 +85,15 @@ def test_environment_pins_the_python_ci_runs(env_file):
     assert project["tool"]["ruff"]["target-version"] == f"py3{floor.group(1)}"
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    ("tqdm>=4.66", "tqdm>=4.60"),                  # a bound drifts
-    ("ruff>=0.17,<0.18", "ruff>=0.17"),            # an upper bound is lost
-    ("  - psutil>=5.9\n", ""),                     # a package goes missing
-    ("matplotlib-base>=3.8", "matplotlib>=3.8"),   # the Qt-pulling name comes back
-])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("tqdm>=4.66", "tqdm>=4.60"),  # a bound drifts
+        ("ruff>=0.17,<0.18", "ruff>=0.17"),  # an upper bound is lost
+        ("  - psutil>=5.9\n", ""),  # a package goes missing
+        ("matplotlib-base>=3.8", "matplotlib>=3.8"),  # the Qt-pulling name comes back
+    ],
+)
 def test_a_drifted_environment_is_caught(old, new):
     """The comparison above fails for each kind of drift in environment.yml."""
     text = (ROOT / "environment.yml").read_text()
@@ -147,21 +153,33 @@ def test_ci_runs_the_readme_test_command_verbatim():
 @pytest.mark.skipif(gpu_available(), reason="with a GPU, python -m day54 runs live instead of replaying")
 def test_a_wheel_carries_the_profiles_and_replays_from_another_folder(tmp_path):
     """`pip install .` (a wheel, not editable) ships profiles/; `python -m day54` elsewhere replays them."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(ROOT)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
     wheel = next((tmp_path / "dist").glob("*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for lesson in ("day54", "zero_copy"):
         assert f"course_profiles/h200/{lesson}/results.json" in names
     assert "course_profiles/h200/day54/day54_cuda_gpu_trace.csv" in names
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", "PYTHONPATH")}
-    run = subprocess.run([sys.executable, "-m", "day54", "--no-pitfalls"], cwd=elsewhere, capture_output=True,
-                         text=True, env={**env, "PYTHONPATH": str(site)}, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "day54", "--no-pitfalls"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(site)},
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     first = run.stdout.splitlines()[0]
     assert first.startswith(f"day54: replay of nsys exports in {site / 'course_profiles' / 'h200' / 'day54'}"), first

@@ -32,19 +32,37 @@ RATES = model.Rates(h2d_gbps=54.9, d2h_gbps=54.1, hbm_gbps=4300.0)
 
 
 def _facts(*, can_map: bool = True) -> DeviceFacts:
-    return DeviceFacts(name="NVIDIA H200", compute_capability="9.0", async_engine_count=3,
-                       can_map_host_memory=can_map, integrated=False, can_use_host_pointer_for_registered_mem=True,
-                       pageable_memory_access=False, total_memory_bytes=150_000_000_000, pcie_gen=5, pcie_gen_max=5,
-                       pcie_width=16, driver="580.159.04", cuda_runtime="13.0", cupy="14.2.0")
+    return DeviceFacts(
+        name="NVIDIA H200",
+        compute_capability="9.0",
+        async_engine_count=3,
+        can_map_host_memory=can_map,
+        integrated=False,
+        can_use_host_pointer_for_registered_mem=True,
+        pageable_memory_access=False,
+        total_memory_bytes=150_000_000_000,
+        pcie_gen=5,
+        pcie_gen_max=5,
+        pcie_width=16,
+        driver="580.159.04",
+        cuda_runtime="13.0",
+        cupy="14.2.0",
+    )
 
 
 def _add(record: Record, row: Planned, ms: float, name: str) -> None:
-    record.passes.append(PassTimes(key=str(row.key), name=name, params={}, times_ms=[ms * 0.99, ms, ms * 1.02],
-                                   bytes_moved=row.nbytes))
+    record.passes.append(
+        PassTimes(key=str(row.key), name=name, params={}, times_ms=[ms * 0.99, ms, ms * 1.02], bytes_moved=row.nbytes)
+    )
 
 
-def fake_record(*, gather_factor: float = 1.06, zero_copy_factor: float = 1.08, cached_rereads: bool = False,
-                mailbox_running: bool = True) -> Record:
+def fake_record(
+    *,
+    gather_factor: float = 1.06,
+    zero_copy_factor: float = 1.08,
+    cached_rereads: bool = False,
+    mailbox_running: bool = True,
+) -> Record:
     """A record shaped as a live run leaves it, with times set from the model times a factor."""
     cfg = Config()
     record = Record(lesson="zero_copy", mode="live", source="test", device=_facts(), config=cfg.to_dict())
@@ -60,8 +78,7 @@ def fake_record(*, gather_factor: float = 1.06, zero_copy_factor: float = 1.08, 
     breakeven = model.plan_breakeven(cfg, RATES)
     for row in breakeven["rows"]:
         reads = 1 if cached_rereads else row["reads"]
-        _add(record, row["zero_copy"], row["zero_copy"].model_ms / row["reads"] * reads * zero_copy_factor,
-             "breakeven")
+        _add(record, row["zero_copy"], row["zero_copy"].model_ms / row["reads"] * reads * zero_copy_factor, "breakeven")
         _add(record, row["copy"], row["copy"].model_ms * 1.01, "breakeven")
     record.extra["breakeven"] = as_json(breakeven)
     gather = model.plan_gather(cfg, RATES)
@@ -73,11 +90,28 @@ def fake_record(*, gather_factor: float = 1.06, zero_copy_factor: float = 1.08, 
     _add(record, Planned(gather["fill_key"], nbytes=cfg.table_bytes), cfg.table_bytes / 45e6, "gather fill")
     record.extra["gather"] = {**as_json(gather), "pin_ms": 1234.0}
     mailbox = model.plan_mailbox(cfg)
-    results = [{"round": n, "flag_seen": True, "flag_seen_ms": 0.05, "payload": [n * 1000003 + w for w in range(4)],
-                "payload_ok": True, "running_when_read": mailbox_running, "acked": True, "timed_out": False,
-                "kernel_waited_us": 30.0} for n in range(1, cfg.warmup + cfg.repeats + 1)]
-    record.passes.append(PassTimes(key=str(mailbox["key"]), name="mailbox", params={"clock": "host"},
-                                   times_ms=[r["flag_seen_ms"] for r in results[cfg.warmup:]]))
+    results = [
+        {
+            "round": n,
+            "flag_seen": True,
+            "flag_seen_ms": 0.05,
+            "payload": [n * 1000003 + w for w in range(4)],
+            "payload_ok": True,
+            "running_when_read": mailbox_running,
+            "acked": True,
+            "timed_out": False,
+            "kernel_waited_us": 30.0,
+        }
+        for n in range(1, cfg.warmup + cfg.repeats + 1)
+    ]
+    record.passes.append(
+        PassTimes(
+            key=str(mailbox["key"]),
+            name="mailbox",
+            params={"clock": "host"},
+            times_ms=[r["flag_seen_ms"] for r in results[cfg.warmup :]],
+        )
+    )
     record.extra["mailbox"] = {**as_json(mailbox), "results": results}
     support = MappingSupport(True, False, True, False, True, True, registered_pointers_equal=True)
     record.extra["support"] = dataclasses.asdict(support)
@@ -93,6 +127,7 @@ def profile_dir(tmp_path: Path) -> Path:
 
 
 # -- the model -------------------------------------------------------------------
+
 
 def test_transfer_time_is_bytes_over_rate():
     """1 GB at 50 GB/s takes 20 ms."""
@@ -141,10 +176,17 @@ def test_pass_keys_print_as_the_record_names_them():
     pipeline = PassKey("streaming", "pipeline", nbytes=1 << 30, chunk_bytes=64 << 20, n_streams=3)
     assert str(pipeline) == "streaming pipeline 1GiB chunk=64MiB streams=3"
     assert PassKey.parse(str(pipeline)) == pipeline
-    assert PassKey.parse("reread far mapped k=16 256MiB") == PassKey("reread", "far mapped", reread_k=16,
-                                                                     nbytes=256 << 20)
-    for text in ("", "probe", "probe h2d r=x", "gather sorted rows=5 extra", "probe h2d 256MiB 1GiB",
-                 "streaming pipeline 1GiB streams=3 chunk=64MiB"):
+    assert PassKey.parse("reread far mapped k=16 256MiB") == PassKey(
+        "reread", "far mapped", reread_k=16, nbytes=256 << 20
+    )
+    for text in (
+        "",
+        "probe",
+        "probe h2d r=x",
+        "gather sorted rows=5 extra",
+        "probe h2d 256MiB 1GiB",
+        "streaming pipeline 1GiB streams=3 chunk=64MiB",
+    ):
         assert PassKey.parse(text) is None, text
 
 
@@ -164,8 +206,9 @@ def test_plans_write_their_rows_as_the_shipped_profile_holds_them():
     cfg = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in record.config.items()})
     rates = model.Rates(**record.extra["probes"]["rates"])
     for name in ("streaming", "access", "gather", "saxpy", "reread"):
-        shipped = [{k: v for k, v in row.items() if k not in ("stride", "shift_vec")}
-                   for row in record.extra[name]["rows"]]
+        shipped = [
+            {k: v for k, v in row.items() if k not in ("stride", "shift_vec")} for row in record.extra[name]["rows"]
+        ]
         assert as_json(getattr(model, f"plan_{name}")(cfg, rates))["rows"] == shipped, name
     shipped = [{k: v for k, v in row.items() if k != "shift_vec"} for row in record.extra["breakeven"]["rows"]]
     assert as_json(model.plan_breakeven(cfg, rates))["rows"] == shipped
@@ -184,25 +227,29 @@ def test_gather_model_is_the_batch_copy_time():
 
 # -- the config and bad input ---------------------------------------------------
 
+
 def _exit_and_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     status = run_cli(main, argv)
     err = capsys.readouterr().err.strip().splitlines()
     return status, err[-1] if err else ""
 
 
-@pytest.mark.parametrize(("argv", "needle"), [
-    (["--table-size", "1000000B"], "--table-size"),
-    (["--row-bytes", "100"], "--row-bytes"),
-    (["--only", "gather,teleport"], "teleport"),
-    (["--reads", "4"], "--reads"),
-    (["--reads", "1,x"], "--reads"),
-    (["--buffer-size", "300MiB"], "power of two"),
-    (["--rows", "0"], "--rows"),
-    (["--repeats", "0"], "--repeats"),
-    (["--chunk", "2GiB"], "--chunk"),
-    (["--table-size", "lots"], "not a size"),
-    (["--no-such-option"], "unrecognized"),
-])
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--table-size", "1000000B"], "--table-size"),
+        (["--row-bytes", "100"], "--row-bytes"),
+        (["--only", "gather,teleport"], "teleport"),
+        (["--reads", "4"], "--reads"),
+        (["--reads", "1,x"], "--reads"),
+        (["--buffer-size", "300MiB"], "power of two"),
+        (["--rows", "0"], "--rows"),
+        (["--repeats", "0"], "--repeats"),
+        (["--chunk", "2GiB"], "--chunk"),
+        (["--table-size", "lots"], "not a size"),
+        (["--no-such-option"], "unrecognized"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]):
     """Each bad option gives exit 2 and one error line that names it."""
     status, line = _exit_and_line(argv, capsys)
@@ -245,8 +292,9 @@ def test_a_device_that_cannot_map_is_refused():
     require_mapping(_facts())
 
 
-def test_live_mode_refuses_a_device_that_cannot_map(monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]):
+def test_live_mode_refuses_a_device_that_cannot_map(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
     """With a GPU that cannot map, the command exits 2 before pinning anything."""
     monkeypatch.setattr(mode, "gpu_available", lambda: True)
     monkeypatch.setattr(live, "device_facts", lambda: _facts(can_map=False))
@@ -254,8 +302,9 @@ def test_live_mode_refuses_a_device_that_cannot_map(monkeypatch: pytest.MonkeyPa
     assert status == 2 and "canMapHostMemory=0" in line
 
 
-def test_live_mode_refuses_a_table_too_large_to_pin(monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]):
+def test_live_mode_refuses_a_table_too_large_to_pin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
     """The host memory check runs before the mode line and before any pinning."""
     monkeypatch.setattr(mode, "gpu_available", lambda: True)
     monkeypatch.setattr(live, "device_facts", _facts)
@@ -266,6 +315,7 @@ def test_live_mode_refuses_a_table_too_large_to_pin(monkeypatch: pytest.MonkeyPa
 
 
 # -- the record and the replay --------------------------------------------------
+
 
 def test_record_round_trips_through_json_without_infinities(tmp_path: Path):
     """A saved record validates, loads back equal, and is strict JSON (no inf/NaN)."""
@@ -281,10 +331,14 @@ def test_record_round_trips_through_json_without_infinities(tmp_path: Path):
 def _planned_without_a_pass(record: Record) -> list[str]:
     """The keys the record's plans name (every section's rows, the break-even's pairs, the gather's table fill,
     the mailbox) that no pass of the record carries."""
-    keys = [row.key for name in ("probes", "streaming", "access", "gather", "saxpy", "reread")
-            for row in planned_rows(record.extra[name])]
-    keys += [Planned.from_dict(row[path]).key for row in record.extra["breakeven"]["rows"]
-             for path in ("zero_copy", "copy")]
+    keys = [
+        row.key
+        for name in ("probes", "streaming", "access", "gather", "saxpy", "reread")
+        for row in planned_rows(record.extra[name])
+    ]
+    keys += [
+        Planned.from_dict(row[path]).key for row in record.extra["breakeven"]["rows"] for path in ("zero_copy", "copy")
+    ]
     keys += [read_key(record.extra["gather"]["fill_key"]), read_key(record.extra["mailbox"]["key"])]
     return [str(key) for key in keys if not record.has_pass(key)]
 
@@ -311,8 +365,17 @@ def test_replay_prints_mode_line_then_tables(profile_dir: Path, capsys: pytest.C
     first = out.splitlines()[0]
     assert first.startswith(f"zero_copy: replay of {profile_dir / 'results.json'} (--from-profile), recorded ")
     assert "NVIDIA H200" in first
-    for heading in ("link and HBM", "streaming:", "break-even:", "access shape:", "sparse gather:",
-                    "host-visible results:", "mapped SAXPY:", "failure mode:", "verdicts"):
+    for heading in (
+        "link and HBM",
+        "streaming:",
+        "break-even:",
+        "access shape:",
+        "sparse gather:",
+        "host-visible results:",
+        "mapped SAXPY:",
+        "failure mode:",
+        "verdicts",
+    ):
         assert heading in out
     assert "break-even: HELD" in out and "gather: PASS" in out and "mailbox: PASS" in out
 
@@ -399,8 +462,14 @@ def _offline_env() -> dict[str, str]:
 def test_offline_command_replays_within_5_seconds(profile_dir: Path):
     """`python -m zero_copy --from-profile DIR` as a process prints the tables in under 5 s."""
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "zero_copy", "--from-profile", str(profile_dir)], cwd=REPO,
-                          env=_offline_env(), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "zero_copy", "--from-profile", str(profile_dir)],
+        cwd=REPO,
+        env=_offline_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     elapsed = time.perf_counter() - t0
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("zero_copy: replay of ")
@@ -422,8 +491,9 @@ def test_shipped_profile_is_a_complete_passing_run():
 def test_default_offline_run_replays_the_shipped_profile():
     """Without a GPU, plain `python -m zero_copy` replays profiles/h200/zero_copy in under 5 s."""
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "zero_copy"], cwd=REPO, env=_offline_env(), capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "zero_copy"], cwd=REPO, env=_offline_env(), capture_output=True, text=True, timeout=60
+    )
     assert time.perf_counter() - t0 < 5.0
     if "live on" in done.stdout.splitlines()[0]:
         pytest.skip("a GPU is visible here")

@@ -43,8 +43,26 @@ from zero_copy.mapped import (  # noqa: E402
 from zero_copy.verify import mix32, round_ok  # noqa: E402
 
 MIB = 1 << 20
-SMALL_RUN = ["--table-size", "256MiB", "--rows", "5000", "--buffer-size", "16MiB", "--stream-size", "64MiB",
-             "--chunk", "16MiB", "--saxpy-size", "64MiB", "--reread-k", "4", "--repeats", "2", "--warmup", "1"]
+SMALL_RUN = [
+    "--table-size",
+    "256MiB",
+    "--rows",
+    "5000",
+    "--buffer-size",
+    "16MiB",
+    "--stream-size",
+    "64MiB",
+    "--chunk",
+    "16MiB",
+    "--saxpy-size",
+    "64MiB",
+    "--reread-k",
+    "4",
+    "--repeats",
+    "2",
+    "--warmup",
+    "1",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -92,8 +110,9 @@ def test_registered_buffer_round_trip():
         pass
 
 
-@pytest.mark.skipif(not gpu_available() or not host_register_read_only_supported(),
-                    reason="the device cannot register memory read-only")
+@pytest.mark.skipif(
+    not gpu_available() or not host_register_read_only_supported(), reason="the device cannot register memory read-only"
+)
 def test_read_only_registration_is_readable_from_the_device():
     """cudaHostRegisterReadOnly memory still serves device loads."""
     h_data = page_aligned_empty(4096, np.int32)

@@ -15,10 +15,22 @@ from zero_copy import LESSON, live, replay
 from zero_copy.config import EXPERIMENTS, Config
 from zero_copy.report import report
 
-_SIZE_OPTIONS = {"table_size": "table_bytes", "row_bytes": "row_bytes", "buffer_size": "buffer_bytes",
-                 "stream_size": "stream_bytes", "chunk": "chunk_bytes", "saxpy_size": "saxpy_bytes"}
-_COUNT_OPTIONS = {"rows": "rows", "streams": "n_streams", "reread_k": "reread_k", "repeats": "repeats",
-                  "warmup": "warmup", "seed": "seed"}
+_SIZE_OPTIONS = {
+    "table_size": "table_bytes",
+    "row_bytes": "row_bytes",
+    "buffer_size": "buffer_bytes",
+    "stream_size": "stream_bytes",
+    "chunk": "chunk_bytes",
+    "saxpy_size": "saxpy_bytes",
+}
+_COUNT_OPTIONS = {
+    "rows": "rows",
+    "streams": "n_streams",
+    "reread_k": "reread_k",
+    "repeats": "repeats",
+    "warmup": "warmup",
+    "seed": "seed",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,10 +41,14 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The command's options; sizes take 64MiB, 4GiB or a byte count."""
     defaults = Config()
-    parser = _Parser(prog="python -m zero_copy", description=(
-        "Zero-copy (mapped pinned) memory, measured: streaming, break-even, access shape, sparse gather, "
-        "host-visible results, mapped SAXPY and the re-read failure mode. Without a GPU it replays the "
-        "recorded profile."))
+    parser = _Parser(
+        prog="python -m zero_copy",
+        description=(
+            "Zero-copy (mapped pinned) memory, measured: streaming, break-even, access shape, sparse gather, "
+            "host-visible results, mapped SAXPY and the re-read failure mode. Without a GPU it replays the "
+            "recorded profile."
+        ),
+    )
     add = parser.add_argument
     add("--only", help=f"comma-separated experiments (default all): {','.join(EXPERIMENTS)}")
     add("--table-size", help=f"gather: host table size (default {defaults.table_bytes >> 30}GiB)")
@@ -49,8 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--warmup", type=int, help=f"untimed runs before them (default {defaults.warmup})")
     add("--seed", type=int, help="random seed of the inputs (default 0)")
     add("--json", metavar="PATH", help="write the results record (labcore.record) here")
-    add("--from-profile", metavar="DIR", help="replay a recorded profile (a directory holding results.json, "
-                                              "or the file) instead of running live")
+    add(
+        "--from-profile",
+        metavar="DIR",
+        help="replay a recorded profile (a directory holding results.json, or the file) instead of running live",
+    )
     return parser
 
 
@@ -69,8 +88,9 @@ def config_from(args: argparse.Namespace) -> Config:
         try:
             values["reads"] = tuple(int(part) for part in args.reads.split(",") if part.strip())
         except ValueError:
-            raise UsageError(f"--reads {args.reads!r} is not a comma-separated list of whole numbers, "
-                             f"e.g. 1,2,4,8") from None
+            raise UsageError(
+                f"--reads {args.reads!r} is not a comma-separated list of whole numbers, e.g. 1,2,4,8"
+            ) from None
     cfg = Config(**values)  # type: ignore[arg-type]
     cfg.validate()
     return cfg
@@ -84,8 +104,11 @@ def _sized_options_given(args: argparse.Namespace) -> list[str]:
 def _replay(args: argparse.Namespace, mode: Mode) -> Record:
     """Load the recorded run and print its mode line; UsageError when it is not a zero-copy record."""
     record = replay.load_profile(mode.profile)
-    print(f"{LESSON}: replay of {record.source} ({mode.reason}), recorded {record.recorded_at} on "
-          f"{record.device.summary()}", flush=True)
+    print(
+        f"{LESSON}: replay of {record.source} ({mode.reason}), recorded {record.recorded_at} on "
+        f"{record.device.summary()}",
+        flush=True,
+    )
     ignored = _sized_options_given(args)
     if ignored:
         print(f"note: a replay shows the recorded run; {', '.join(ignored)} ignored", file=sys.stderr)
@@ -105,8 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cfg = config_from(args)
     if args.json and Path(args.json).is_dir():
-        raise UsageError(f"--json {args.json} is a directory; give a file name such as "
-                         f"{Path(args.json) / 'results.json'}")
+        raise UsageError(
+            f"--json {args.json} is a directory; give a file name such as {Path(args.json) / 'results.json'}"
+        )
     mode = Mode.decide(args.from_profile or None)
     record = _live(cfg, argv) if mode.live else _replay(args, mode)
     only = cfg.only if args.only else None

@@ -48,6 +48,7 @@ _HINT = "write the arithmetic yourself"
 
 # -- the gather: launch configuration and id order -------------------------------------------------------------
 
+
 def request_ids(n_rows: int, table_rows: int, pattern: str, seed: int) -> np.ndarray:
     """A batch of row ids: random (duplicates possible), the same sorted descending, or a few rows many times."""
     assert pattern in ID_PATTERNS, f"pattern {pattern!r}; choose from {', '.join(ID_PATTERNS)}"
@@ -60,29 +61,38 @@ def request_ids(n_rows: int, table_rows: int, pattern: str, seed: int) -> np.nda
     return ids
 
 
-def _student_plan(gather_launch: Callable[[int], Any], order_ids: Callable[[np.ndarray], Any],
-                  ids: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray]:
+def _student_plan(
+    gather_launch: Callable[[int], Any], order_ids: Callable[[np.ndarray], Any], ids: np.ndarray
+) -> tuple[int, int, np.ndarray, np.ndarray]:
     """Call the student's two functions and check what they return before anything runs."""
-    assert_own_function(gather_launch, n_params=1, what="gather_launch(n_rows)",
-                        forbidden=("launch_gather_rows", "gather_rows_with"), hint=_HINT)
+    assert_own_function(
+        gather_launch,
+        n_params=1,
+        what="gather_launch(n_rows)",
+        forbidden=("launch_gather_rows", "gather_rows_with"),
+        hint=_HINT,
+    )
     assert_own_function(order_ids, n_params=1, what="order_ids(ids)", hint=_HINT)
     n = ids.size
     config = gather_launch(n)
-    assert isinstance(config, tuple) and len(config) == 2, \
+    assert isinstance(config, tuple) and len(config) == 2, (
         f"gather_launch({n}) should return (threads_per_block, blocks); got {config!r}"
+    )
     threads, blocks = config
     problem = gather.launch_problem(threads, blocks)
     assert problem is None, f"gather_launch({n}): {problem}"
     order = order_ids(ids.copy())
-    assert isinstance(order, tuple) and len(order) == 2, \
+    assert isinstance(order, tuple) and len(order) == 2, (
         f"order_ids should return (sorted_ids, restore); got {type(order).__name__}"
+    )
     problem = gather.order_problem(ids, *order)
     assert problem is None, f"order_ids: {problem}"
     return int(threads), int(blocks), np.asarray(order[0], dtype=np.int64), np.asarray(order[1], dtype=np.int64)
 
 
-def _simulated(ids: np.ndarray, threads: int, blocks: int, sorted_ids: np.ndarray, restore: np.ndarray,
-               row_bytes: int, seed: int) -> tuple[bool, str]:
+def _simulated(
+    ids: np.ndarray, threads: int, blocks: int, sorted_ids: np.ndarray, restore: np.ndarray, row_bytes: int, seed: int
+) -> tuple[bool, str]:
     """The kernel's writes for this grid computed on the CPU, put back with restore, against NumPy's take."""
     rng = np.random.default_rng(seed)
     h_table = rng.integers(0, 2**32, size=(OFFLINE_TABLE_ROWS, row_bytes // 4), dtype=np.uint32)
@@ -91,8 +101,15 @@ def _simulated(ids: np.ndarray, threads: int, blocks: int, sorted_ids: np.ndarra
     return compare(out[restore], np.take(h_table, ids, axis=0))
 
 
-def _gather_verdict(gather_launch: Callable[[int], Any], order_ids: Callable[[np.ndarray], Any], *, n_rows: int,
-                    row_bytes: int, pattern: str, repeats: int) -> tuple[gather.GatherRun | None, str, tuple]:
+def _gather_verdict(
+    gather_launch: Callable[[int], Any],
+    order_ids: Callable[[np.ndarray], Any],
+    *,
+    n_rows: int,
+    row_bytes: int,
+    pattern: str,
+    repeats: int,
+) -> tuple[gather.GatherRun | None, str, tuple]:
     """Run (live) or simulate (offline) the student's gather; AssertionError naming what went wrong."""
     assert n_rows >= 1 and row_bytes % VECTOR_BYTES == 0, "rows >= 1 and a row a multiple of 16 bytes"
     seed = secrets.randbelow(2**31)
@@ -101,48 +118,80 @@ def _gather_verdict(gather_launch: Callable[[int], Any], order_ids: Callable[[np
     ids = request_ids(n_rows, table_rows, pattern, seed)
     threads, blocks, sorted_ids, restore = plan = _student_plan(gather_launch, order_ids, ids)
     idle = gather.idle_blocks(threads, blocks, n_rows)
-    assert idle == 0, (f"{blocks:,} blocks of {threads} threads for {n_rows:,} rows: {idle:,} whole block(s) have no "
-                       f"row to copy; one warp per row needs ceil(32 x {n_rows:,} / {threads}) = {blocks - idle:,}")
+    assert idle == 0, (
+        f"{blocks:,} blocks of {threads} threads for {n_rows:,} rows: {idle:,} whole block(s) have no "
+        f"row to copy; one warp per row needs ceil(32 x {n_rows:,} / {threads}) = {blocks - idle:,}"
+    )
     run = None
     if live:
-        run = gather.run_gather_exercise(ids, threads, blocks, sorted_ids, restore, row_bytes=row_bytes,
-                                         table_bytes=table_rows * row_bytes, seed=seed, repeats=repeats)
+        run = gather.run_gather_exercise(
+            ids,
+            threads,
+            blocks,
+            sorted_ids,
+            restore,
+            row_bytes=row_bytes,
+            table_bytes=table_rows * row_bytes,
+            seed=seed,
+            repeats=repeats,
+        )
         ok, detail = run.ok, run.detail
-        how = (f"live: {n_rows:,} {pattern} ids, rows of {row_bytes} B gathered on the GPU from a "
-               f"{format_size(run.table_bytes)} mapped table, put back with your restore")
+        how = (
+            f"live: {n_rows:,} {pattern} ids, rows of {row_bytes} B gathered on the GPU from a "
+            f"{format_size(run.table_bytes)} mapped table, put back with your restore"
+        )
     else:
         ok, detail = _simulated(ids, threads, blocks, sorted_ids, restore, row_bytes, seed)
-        how = (f"offline: {n_rows:,} {pattern} ids, rows of {row_bytes} B; what your grid makes the kernel write "
-               f"was computed thread by thread on the CPU (no GPU to run it on)")
+        how = (
+            f"offline: {n_rows:,} {pattern} ids, rows of {row_bytes} B; what your grid makes the kernel write "
+            f"was computed thread by thread on the CPU (no GPU to run it on)"
+        )
     if not ok:
         diagnosis = gather.mapping_problem(threads, blocks, n_rows)
-        raise AssertionError(f"grid of {blocks:,} blocks x {threads} threads, rows put back with your restore: "
-                             f"{detail}" + (f". {diagnosis}" if diagnosis else ""))
+        raise AssertionError(
+            f"grid of {blocks:,} blocks x {threads} threads, rows put back with your restore: "
+            f"{detail}" + (f". {diagnosis}" if diagnosis else "")
+        )
     return run, how + f": {detail}", plan
 
 
-def check_gather_correct(gather_launch: Callable[[int], Any], order_ids: Callable[[np.ndarray], Any], *,
-                         n_rows: int = GATHER_ROWS, row_bytes: int = ROW_BYTES, pattern: str = "random") -> None:
+def check_gather_correct(
+    gather_launch: Callable[[int], Any],
+    order_ids: Callable[[np.ndarray], Any],
+    *,
+    n_rows: int = GATHER_ROWS,
+    row_bytes: int = ROW_BYTES,
+    pattern: str = "random",
+) -> None:
     """Rows bit-exact against NumPy's take in request order (no block launched without a row to copy)."""
-    _, how, (threads, blocks, _, _) = _gather_verdict(gather_launch, order_ids, n_rows=n_rows, row_bytes=row_bytes,
-                                                      pattern=pattern, repeats=0)
+    _, how, (threads, blocks, _, _) = _gather_verdict(
+        gather_launch, order_ids, n_rows=n_rows, row_bytes=row_bytes, pattern=pattern, repeats=0
+    )
     say(f"{how}; grid {blocks:,} x {threads}")
 
 
 def check_gather_launch(gather_launch: Callable[[int], Any], n_values: tuple[int, ...] = LAUNCH_SIZES) -> None:
     """For every batch size: a grid CUDA launches, one whole warp per row, and no block without a row."""
-    assert_own_function(gather_launch, n_params=1, what="gather_launch(n_rows)",
-                        forbidden=("launch_gather_rows", "gather_rows_with"), hint=_HINT)
+    assert_own_function(
+        gather_launch,
+        n_params=1,
+        what="gather_launch(n_rows)",
+        forbidden=("launch_gather_rows", "gather_rows_with"),
+        hint=_HINT,
+    )
     for n in n_values:
         config = gather_launch(n)
-        assert isinstance(config, tuple) and len(config) == 2, \
+        assert isinstance(config, tuple) and len(config) == 2, (
             f"gather_launch({n}) should return (threads_per_block, blocks); got {config!r}"
+        )
         problem = gather.launch_problem(*config) or gather.mapping_problem(int(config[0]), int(config[1]), n)
         assert problem is None, f"gather_launch({n:,}): {problem}"
         idle = gather.idle_blocks(int(config[0]), int(config[1]), n)
         assert idle == 0, f"gather_launch({n:,}) = {config}: {idle:,} whole block(s) have no row to copy"
-    say(f"gather_launch gives every row one warp and no idle block for {len(n_values)} batch sizes "
-        f"({min(n_values):,} to {max(n_values):,} rows)")
+    say(
+        f"gather_launch gives every row one warp and no idle block for {len(n_values)} batch sizes "
+        f"({min(n_values):,} to {max(n_values):,} rows)"
+    )
 
 
 def _recorded_gather(sorted_ids: np.ndarray, threads: int, threshold: float) -> None:
@@ -153,43 +202,67 @@ def _recorded_gather(sorted_ids: np.ndarray, threads: int, threshold: float) -> 
     path = "sorted" if descent is None else "unsorted"
     found = record.pass_times(next(r.key for r in planned_rows(plan) if r.key.path == path))
     fraction = found.gbps() / verdict["copy_gbps"]
-    where = (f"offline, from the recorded {record.device.name} run ({record.recorded_at}): its gather with {path} "
-             f"ids moved {found.gbps():.1f} GB/s = {fraction:.2f} of the pinned copy of the same batch "
-             f"({verdict['copy_gbps']:.1f} GB/s)")
+    where = (
+        f"offline, from the recorded {record.device.name} run ({record.recorded_at}): its gather with {path} "
+        f"ids moved {found.gbps():.1f} GB/s = {fraction:.2f} of the pinned copy of the same batch "
+        f"({verdict['copy_gbps']:.1f} GB/s)"
+    )
     assert fraction >= threshold, (
         f"your ids are not in ascending order (ids[{descent}] > ids[{descent + 1}]); {where}, below {threshold}"
-        if descent is not None else f"{where}, below {threshold}")
-    note = ("" if threads == THREADS else
-            f"; it launched {THREADS} threads per block, yours {threads}: that difference is not measurable offline")
+        if descent is not None
+        else f"{where}, below {threshold}"
+    )
+    note = (
+        ""
+        if threads == THREADS
+        else f"; it launched {THREADS} threads per block, yours {threads}: that difference is not measurable offline"
+    )
     say(f"your ids are in ascending order; {where} >= {threshold}{note}")
 
 
-def check_gather_bandwidth(gather_launch: Callable[[int], Any], order_ids: Callable[[np.ndarray], Any], *,
-                           threshold: float = GATHER_LINK_FRACTION, n_rows: int = GATHER_ROWS,
-                           row_bytes: int = ROW_BYTES) -> None:
+def check_gather_bandwidth(
+    gather_launch: Callable[[int], Any],
+    order_ids: Callable[[np.ndarray], Any],
+    *,
+    threshold: float = GATHER_LINK_FRACTION,
+    n_rows: int = GATHER_ROWS,
+    row_bytes: int = ROW_BYTES,
+) -> None:
     """The gather moves at least `threshold` of the pinned H2D copy's GB/s for the same batch, measured together."""
-    run, how, (threads, _, sorted_ids, _) = _gather_verdict(gather_launch, order_ids, n_rows=n_rows,
-                                                            row_bytes=row_bytes, pattern="random",
-                                                            repeats=GATHER_REPEATS)
+    run, how, (threads, _, sorted_ids, _) = _gather_verdict(
+        gather_launch, order_ids, n_rows=n_rows, row_bytes=row_bytes, pattern="random", repeats=GATHER_REPEATS
+    )
     if run is None:
         say(how)
         _recorded_gather(sorted_ids, threads, threshold)
         return
     fraction = run.fraction_of_copy
-    measured = (f"live, medians of {GATHER_REPEATS}: your gather {run.gather_ms:.3f} ms = "
-                f"{run.gbps(run.gather_ms):.1f} GB/s, the pinned copy of the same {run.batch_bytes / 1e6:.1f} MB "
-                f"{run.copy_ms:.3f} ms = {run.gbps(run.copy_ms):.1f} GB/s: {fraction:.2f} of it")
+    measured = (
+        f"live, medians of {GATHER_REPEATS}: your gather {run.gather_ms:.3f} ms = "
+        f"{run.gbps(run.gather_ms):.1f} GB/s, the pinned copy of the same {run.batch_bytes / 1e6:.1f} MB "
+        f"{run.copy_ms:.3f} ms = {run.gbps(run.copy_ms):.1f} GB/s: {fraction:.2f} of it"
+    )
     assert fraction >= threshold, f"{measured}, below {threshold}"
     say(f"{how}; {measured} >= {threshold} (putting rows back took another {run.restore_ms:.3f} ms in HBM)")
 
 
 # -- the break-even --------------------------------------------------------------------------------------------
 
-def check_break_even(break_even_reads: Callable[[float, float], float], record: Record | None = None, *,
-                     cases: list[tuple[float, float]] | None = None) -> None:
+
+def check_break_even(
+    break_even_reads: Callable[[float, float], float],
+    record: Record | None = None,
+    *,
+    cases: list[tuple[float, float]] | None = None,
+) -> None:
     """The student's r* solves B/L + r·B/H = r·B/L on the record's L and H and on other links (inf: never)."""
-    assert_own_function(break_even_reads, n_params=2, what="break_even_reads(link_gbps, hbm_gbps)",
-                        forbidden=("crossover_reads", "fit_breakeven"), hint=_HINT)
+    assert_own_function(
+        break_even_reads,
+        n_params=2,
+        what="break_even_reads(link_gbps, hbm_gbps)",
+        forbidden=("crossover_reads", "fit_breakeven"),
+        hint=_HINT,
+    )
     todo = list(cases if cases is not None else BREAK_EVEN_CASES)
     if record is not None:
         measured = rates(record)
@@ -197,33 +270,41 @@ def check_break_even(break_even_reads: Callable[[float, float], float], record: 
     for link, hbm in todo:
         want = model.crossover_reads(link, hbm)
         got = break_even_reads(link, hbm)
-        assert isinstance(got, (int, float, np.floating, np.integer)) and not isinstance(got, bool), \
+        assert isinstance(got, (int, float, np.floating, np.integer)) and not isinstance(got, bool), (
             f"break_even_reads({link:g}, {hbm:g}) should return a number, got {got!r}"
+        )
         if math.isinf(want):
             assert math.isinf(got) and got > 0, (
                 f"L = {link:g}, H = {hbm:g} GB/s: copying costs B/L + r·B/H, more than zero-copy's r·B/L for every "
-                f"r, so copying never wins: return math.inf; you return {got!r}")
+                f"r, so copying never wins: return math.inf; you return {got!r}"
+            )
             continue
         assert math.isfinite(got) and abs(got - want) <= BREAK_EVEN_TOLERANCE * want, (
             f"L = {link:g}, H = {hbm:g} GB/s: you give r* = {got:.6g}, the model {want:.6g} "
-            f"(where copying, B/L + r·B/H, costs what zero-copy, r·B/L, does)")
+            f"(where copying, B/L + r·B/H, costs what zero-copy, r·B/L, does)"
+        )
     origin = ""
     if record is not None:
         link, hbm = todo[0]
-        origin = (f"; on the record's L = {link:.1f} and H = {hbm:.0f} GB/s ({record.device.name}, "
-                  f"{record.recorded_at}) r* = {break_even_reads(link, hbm):.3f}")
+        origin = (
+            f"; on the record's L = {link:.1f} and H = {hbm:.0f} GB/s ({record.device.name}, "
+            f"{record.recorded_at}) r* = {break_even_reads(link, hbm):.3f}"
+        )
     say(f"{len(todo)} (L, H) pairs match the model{origin}")
 
 
 # -- the mailbox -----------------------------------------------------------------------------------------------
+
 
 def _round_problem(result: dict[str, Any]) -> str | None:
     n = result["round"]
     if not result["flag_seen"]:
         return f"round {n}: the host never saw the flag {n} within {mailbox.HOST_TIMEOUT_S:.0f} s"
     if not result["payload_ok"]:
-        return (f"round {n}: after seeing the flag the host read the payload {result['payload']}, "
-                f"expected {mailbox.expected_payload(n)}")
+        return (
+            f"round {n}: after seeing the flag the host read the payload {result['payload']}, "
+            f"expected {mailbox.expected_payload(n)}"
+        )
     if not result["running_when_read"]:
         return f"round {n}: the kernel had already finished when the host read the payload"
     if result["timed_out"] or not result["acked"]:
@@ -242,9 +323,11 @@ def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) 
         verdict = mailbox_verdict(record)
         failed = verdict["rounds"] - verdict["good_rounds"]
         assert verdict["passed"], f"offline: the recorded mailbox failed in {failed} of {verdict['rounds']} rounds"
-        say(f"offline: {order} (read from the source; no GPU to compile or run it); the recorded {record.device.name} "
+        say(
+            f"offline: {order} (read from the source; no GPU to compile or run it); the recorded {record.device.name} "
             f"run ({record.recorded_at}), whose kernel does the same, read the exact payload while the kernel ran in "
-            f"{verdict['good_rounds']} of {verdict['rounds']} rounds")
+            f"{verdict['good_rounds']} of {verdict['rounds']} rounds"
+        )
         return
     try:
         results = mailbox.mailbox_rounds(publish_source, rounds)
@@ -253,5 +336,7 @@ def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) 
     problems = [p for p in map(_round_problem, results) if p]
     assert not problems, f"{len(problems)} of {rounds} rounds failed; first: {problems[0]}"
     latency_ms = statistics.median(r["flag_seen_ms"] for r in results)
-    say(f"live: {order}; in {rounds} of {rounds} rounds the host saw the flag (median {latency_ms * 1e3:.0f} us after "
-        f"the launch) and read the exact payload while your kernel was still running")
+    say(
+        f"live: {order}; in {rounds} of {rounds} rounds the host saw the flag (median {latency_ms * 1e3:.0f} us after "
+        f"the launch) and read the exact payload while your kernel was still running"
+    )

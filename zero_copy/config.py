@@ -58,36 +58,53 @@ class Config:
 
 def _check_sizes(cfg: Config) -> None:
     if cfg.row_bytes < VECTOR_BYTES or cfg.row_bytes % VECTOR_BYTES:
-        raise UsageError(f"--row-bytes {cfg.row_bytes} is not a positive multiple of {VECTOR_BYTES} "
-                         f"(the gather copies 16-byte words); try 1KiB")
+        raise UsageError(
+            f"--row-bytes {cfg.row_bytes} is not a positive multiple of {VECTOR_BYTES} "
+            f"(the gather copies 16-byte words); try 1KiB"
+        )
     if cfg.table_bytes < cfg.row_bytes or cfg.table_bytes % cfg.row_bytes:
-        raise UsageError(f"--table-size {format_size(cfg.table_bytes)} is not a whole number of "
-                         f"{format_size(cfg.row_bytes)} rows; use a multiple of --row-bytes, e.g. "
-                         f"{format_size(max(1, cfg.table_bytes // cfg.row_bytes) * cfg.row_bytes)}")
+        raise UsageError(
+            f"--table-size {format_size(cfg.table_bytes)} is not a whole number of "
+            f"{format_size(cfg.row_bytes)} rows; use a multiple of --row-bytes, e.g. "
+            f"{format_size(max(1, cfg.table_bytes // cfg.row_bytes) * cfg.row_bytes)}"
+        )
     if cfg.buffer_bytes < (1 << 20) or cfg.buffer_bytes & (cfg.buffer_bytes - 1):
-        raise UsageError(f"--buffer-size {format_size(cfg.buffer_bytes)} is not a power of two of at least 1MiB "
-                         f"(the scattered pattern permutes indices modulo the size); try 256MiB")
-    for option, nbytes in (("--stream-size", cfg.stream_bytes), ("--chunk", cfg.chunk_bytes),
-                           ("--saxpy-size", cfg.saxpy_bytes)):
+        raise UsageError(
+            f"--buffer-size {format_size(cfg.buffer_bytes)} is not a power of two of at least 1MiB "
+            f"(the scattered pattern permutes indices modulo the size); try 256MiB"
+        )
+    for option, nbytes in (
+        ("--stream-size", cfg.stream_bytes),
+        ("--chunk", cfg.chunk_bytes),
+        ("--saxpy-size", cfg.saxpy_bytes),
+    ):
         if nbytes < VECTOR_BYTES or nbytes % VECTOR_BYTES:
-            raise UsageError(f"{option} {format_size(nbytes)} is not a positive multiple of {VECTOR_BYTES} bytes "
-                             f"(kernels load float4)")
+            raise UsageError(
+                f"{option} {format_size(nbytes)} is not a positive multiple of {VECTOR_BYTES} bytes "
+                f"(kernels load float4)"
+            )
     if cfg.chunk_bytes > min(cfg.stream_bytes, cfg.saxpy_bytes):
-        raise UsageError(f"--chunk {format_size(cfg.chunk_bytes)} is larger than the data it splits "
-                         f"(--stream-size {format_size(cfg.stream_bytes)}, "
-                         f"--saxpy-size {format_size(cfg.saxpy_bytes)})")
+        raise UsageError(
+            f"--chunk {format_size(cfg.chunk_bytes)} is larger than the data it splits "
+            f"(--stream-size {format_size(cfg.stream_bytes)}, "
+            f"--saxpy-size {format_size(cfg.saxpy_bytes)})"
+        )
 
 
 def _check_counts(cfg: Config) -> None:
     unknown = [name for name in cfg.only if name not in EXPERIMENTS]
     if unknown or not cfg.only:
-        raise UsageError(f"--only {','.join(cfg.only) or '(empty)'}: unknown experiment "
-                         f"{', '.join(unknown) or '(none given)'}; choose from {','.join(EXPERIMENTS)}")
+        raise UsageError(
+            f"--only {','.join(cfg.only) or '(empty)'}: unknown experiment "
+            f"{', '.join(unknown) or '(none given)'}; choose from {','.join(EXPERIMENTS)}"
+        )
     if not 1 <= cfg.rows < 2**31:
         raise UsageError(f"--rows {cfg.rows} must be between 1 and {2**31 - 1}")
     if not cfg.reads or any(not 1 <= r <= MAX_READS for r in cfg.reads) or len(set(cfg.reads)) < 2:
-        raise UsageError(f"--reads {','.join(map(str, cfg.reads))}: give at least two different counts "
-                         f"between 1 and {MAX_READS} (the crossover is fitted through them), e.g. 1,2,4,8")
+        raise UsageError(
+            f"--reads {','.join(map(str, cfg.reads))}: give at least two different counts "
+            f"between 1 and {MAX_READS} (the crossover is fitted through them), e.g. 1,2,4,8"
+        )
     if not 1 <= cfg.reread_k <= MAX_READS:
         raise UsageError(f"--reread-k {cfg.reread_k} must be between 1 and {MAX_READS}")
     if not 1 <= cfg.n_streams <= 32:
@@ -191,8 +208,13 @@ class Planned:
 
     def to_dict(self) -> dict[str, Any]:
         """The row as a results record stores it: {"key": <string form>, "label", "model_ms", "bytes", ...}."""
-        return {"key": str(self.key), "label": self.label, "model_ms": self.model_ms, "bytes": self.nbytes,
-                **self.params}
+        return {
+            "key": str(self.key),
+            "label": self.label,
+            "model_ms": self.model_ms,
+            "bytes": self.nbytes,
+            **self.params,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Planned:

@@ -50,14 +50,23 @@ def run_probes(lab: Lab) -> model.Rates:
     with alloc_mapped(PROBE_BYTES) as h_buf:
         stream = h_buf.use(lab.stream())
         d_buf = cp.empty(PROBE_BYTES, dtype=np.uint8)
-        h2d = lab.time(partial(rt.memcpyAsync, d_buf.data.ptr, h_buf.host_ptr, PROBE_BYTES,
-                               rt.memcpyHostToDevice, stream.ptr), h2d_row, name="probe")
-        d2h = lab.time(partial(rt.memcpyAsync, h_buf.host_ptr, d_buf.data.ptr, PROBE_BYTES,
-                               rt.memcpyDeviceToHost, stream.ptr), d2h_row, name="probe")
+        h2d = lab.time(
+            partial(rt.memcpyAsync, d_buf.data.ptr, h_buf.host_ptr, PROBE_BYTES, rt.memcpyHostToDevice, stream.ptr),
+            h2d_row,
+            name="probe",
+        )
+        d2h = lab.time(
+            partial(rt.memcpyAsync, h_buf.host_ptr, d_buf.data.ptr, PROBE_BYTES, rt.memcpyDeviceToHost, stream.ptr),
+            d2h_row,
+            name="probe",
+        )
     d_src = cp.zeros(HBM_PROBE_BYTES, dtype=np.uint8)
     d_dst = cp.empty_like(d_src)
-    hbm = lab.time(partial(rt.memcpyAsync, d_dst.data.ptr, d_src.data.ptr, HBM_PROBE_BYTES,
-                           rt.memcpyDeviceToDevice, stream.ptr), hbm_row, name="probe")
+    hbm = lab.time(
+        partial(rt.memcpyAsync, d_dst.data.ptr, d_src.data.ptr, HBM_PROBE_BYTES, rt.memcpyDeviceToDevice, stream.ptr),
+        hbm_row,
+        name="probe",
+    )
     rates = model.Rates(h2d.gbps(), d2h.gbps(), hbm.gbps())
     lab.record.extra["probes"] = {**as_json(plan), "rates": dataclasses.asdict(rates)}
     return rates
@@ -120,12 +129,18 @@ def run_breakeven(lab: Lab, rates: model.Rates, support: MappingSupport) -> None
             shift = row["shift_vec"] = far_shift(n // 4, reads)
             lab.progress(f"reference for r={reads}")
             expected = expected_reread(h_in.h, reads, 4 * shift)
-            paths = (("zero-copy", partial(launch_reread, h_in.d, d_out, n // 4, reads, shift, stream)),
-                     ("copy", partial(_copy_then_kernel, h_in.host_ptr, d_in, d_out, nbytes, reads, shift, stream)))
+            paths = (
+                ("zero-copy", partial(launch_reread, h_in.d, d_out, n // 4, reads, shift, stream)),
+                ("copy", partial(_copy_then_kernel, h_in.host_ptr, d_in, d_out, nbytes, reads, shift, stream)),
+            )
             for path, fn in paths:
                 lab.check_run(f"breakeven {path} r={reads}", fn, d_out, expected)
-                lab.time(fn, row["zero_copy" if path == "zero-copy" else "copy"], name=f"breakeven {path}",
-                         params={"reads": reads, "shift_vec": shift})
+                lab.time(
+                    fn,
+                    row["zero_copy" if path == "zero-copy" else "copy"],
+                    name=f"breakeven {path}",
+                    params={"reads": reads, "shift_vec": shift},
+                )
     if plan["crossover_model"] == float("inf"):
         plan["crossover_model"] = None
     lab.record.extra["breakeven"] = as_json(plan)
@@ -159,8 +174,9 @@ def _saxpy_sync(x_ptr: int, y_ptr: int, out_ptr: int, d_x: Any, d_y: Any, d_out:
     rt.memcpy(out_ptr, d_out.data.ptr, nbytes, rt.memcpyDeviceToHost)
 
 
-def _saxpy_async(x_ptr: int, y_ptr: int, out_ptr: int, d_x: Any, d_y: Any, d_out: Any, nbytes: int,
-                 chunk: int, streams: list[Any]) -> None:
+def _saxpy_async(
+    x_ptr: int, y_ptr: int, out_ptr: int, d_x: Any, d_y: Any, d_out: Any, nbytes: int, chunk: int, streams: list[Any]
+) -> None:
     """Chunk k on stream k % n: copy x and y in, kernel, copy out; chunks overlap across streams."""
     rt = _runtime()
     for k, offset in enumerate(range(0, nbytes, chunk)):
@@ -184,8 +200,10 @@ def run_saxpy(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
     expected = np.float32(SAXPY_A) * h_x + h_y
     lab.progress("registering x and y")
     t0 = time.perf_counter()
-    with register_mapped(h_x, read_only=support.host_register_read_only) as x, \
-            register_mapped(h_y, read_only=support.host_register_read_only) as y:
+    with (
+        register_mapped(h_x, read_only=support.host_register_read_only) as x,
+        register_mapped(h_y, read_only=support.host_register_read_only) as y,
+    ):
         plan["register_ms"] = (time.perf_counter() - t0) * 1e3
         plan["read_only"] = support.host_register_read_only
         support.registered_pointers_equal = x.pointers_equal and y.pointers_equal
@@ -198,8 +216,18 @@ def run_saxpy(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
             enqueue = {
                 "mapped": partial(launch_saxpy, x.d, y.d, out.d, SAXPY_A, n, streams[0]),
                 "sync-copies": partial(_saxpy_sync, x.host_ptr, y.host_ptr, out.host_ptr, d_x, d_y, d_out, nbytes),
-                "async-copies": partial(_saxpy_async, x.host_ptr, y.host_ptr, out.host_ptr, d_x, d_y, d_out,
-                                        nbytes, cfg.chunk_bytes, streams),
+                "async-copies": partial(
+                    _saxpy_async,
+                    x.host_ptr,
+                    y.host_ptr,
+                    out.host_ptr,
+                    d_x,
+                    d_y,
+                    d_out,
+                    nbytes,
+                    cfg.chunk_bytes,
+                    streams,
+                ),
             }
             for row in plan["rows"]:
                 fn = enqueue[row.key.path]

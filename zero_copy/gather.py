@@ -51,6 +51,7 @@ def _runtime() -> Any:
 
 # -- the lesson's experiment ---------------------------------------------------------------------------
 
+
 def _take_then_copy(h_table: np.ndarray, ids: np.ndarray, staging: Any, d_out: Any, stream: Any) -> None:
     """The CPU path: NumPy gathers the rows into pinned staging, then one copy sends the batch."""
     rt = _runtime()
@@ -63,13 +64,22 @@ def _fill_table(lab: Lab, table: Any, plan: dict[str, Any], stream: Any) -> None
     cfg = lab.config
     n_words = table.nbytes // 4
     fill_row = Planned(plan["fill_key"], nbytes=table.nbytes)
-    lab.time(partial(launch_fill_words, table.d, n_words, cfg.seed, stream), fill_row, name="gather fill",
-             repeats=1, warmup=0)
+    lab.time(
+        partial(launch_fill_words, table.d, n_words, cfg.seed, stream),
+        fill_row,
+        name="gather fill",
+        repeats=1,
+        warmup=0,
+    )
     sample = np.random.default_rng(cfg.seed + 5).integers(0, n_words, FILL_SAMPLE)
     got = table.h.reshape(-1)[sample]
     ok = np.array_equal(got, mix32(sample, cfg.seed))
-    lab.check("gather table fill", ok, f"{FILL_SAMPLE} sampled words of the {format_size(table.nbytes)} table "
-              f"{'match' if ok else 'do not match'} the fill hash")
+    lab.check(
+        "gather table fill",
+        ok,
+        f"{FILL_SAMPLE} sampled words of the {format_size(table.nbytes)} table "
+        f"{'match' if ok else 'do not match'} the fill hash",
+    )
 
 
 def run_gather(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
@@ -99,17 +109,20 @@ def run_gather(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
             cpu_path = partial(_take_then_copy, table.h, ids["sorted"], staging, d_out, stream)
             lab.check_run("gather cpu-take+copy", cpu_path, d_out, expected["sorted"])
             rt = _runtime()
-            copy = partial(rt.memcpyAsync, d_out.data.ptr, staging.host_ptr, staging.nbytes,
-                           rt.memcpyHostToDevice, stream.ptr)
+            copy = partial(
+                rt.memcpyAsync, d_out.data.ptr, staging.host_ptr, staging.nbytes, rt.memcpyHostToDevice, stream.ptr
+            )
             lab.time(copy, rows["copy"], name="gather")
-            lab.host_time(partial(np.take, table.h, ids["sorted"], axis=0, out=staging.h), rows["cpu-take"],
-                          name="gather")
+            lab.host_time(
+                partial(np.take, table.h, ids["sorted"], axis=0, out=staging.h), rows["cpu-take"], name="gather"
+            )
             lab.time(cpu_path, rows["cpu-take+copy"], name="gather")
         plan["ids_unique"] = int(np.unique(ids["sorted"]).size)
     lab.record.extra["gather"] = as_json(plan)
 
 
 # -- the exercise: launch configuration and id order ----------------------------------------------------
+
 
 def launch_problem(threads: Any, blocks: Any) -> str | None:
     """Why CUDA would refuse this launch (or None): whole numbers, 1..1024 threads, 1..2^31-1 blocks."""
@@ -125,12 +138,16 @@ def mapping_problem(threads: int, blocks: int, n_rows: int) -> str | None:
     """What is wrong with a grid meant to give each of n_rows rows one warp (None when nothing is)."""
     total = threads * blocks
     if total < WARP * n_rows:
-        return (f"{blocks:,} blocks x {threads} threads = {total:,} threads = {total // WARP:,} warps for "
-                f"{n_rows:,} rows; one warp per row needs {WARP * n_rows:,} threads")
+        return (
+            f"{blocks:,} blocks x {threads} threads = {total:,} threads = {total // WARP:,} warps for "
+            f"{n_rows:,} rows; one warp per row needs {WARP * n_rows:,} threads"
+        )
     if threads % WARP:
-        return (f"threads_per_block = {threads} is not a multiple of {WARP}: the kernel takes a thread's row from "
-                f"its global index / 32 but its lane from threadIdx.x % 32, so a warp that straddles two blocks "
-                f"gets some lanes twice and others never")
+        return (
+            f"threads_per_block = {threads} is not a multiple of {WARP}: the kernel takes a thread's row from "
+            f"its global index / 32 but its lane from threadIdx.x % 32, so a warp that straddles two blocks "
+            f"gets some lanes twice and others never"
+        )
     return None
 
 
@@ -154,9 +171,11 @@ def order_problem(ids: np.ndarray, sorted_ids: Any, restore: Any) -> str | None:
     wrong = np.flatnonzero(back != ids)
     if wrong.size:
         i = int(wrong[0])
-        return (f"{wrong.size:,} of {n:,} rows come back in the wrong place: result row {i} would hold table row "
-                f"{int(back[i])} (sorted_ids[restore[{i}]]), but request {i} asked for row {int(ids[i])}; "
-                f"restore must undo the sort")
+        return (
+            f"{wrong.size:,} of {n:,} rows come back in the wrong place: result row {i} would hold table row "
+            f"{int(back[i])} (sorted_ids[restore[{i}]]), but request {i} asked for row {int(ids[i])}; "
+            f"restore must undo the sort"
+        )
     return None
 
 
@@ -212,8 +231,18 @@ class GatherRun:
         return None if not ms else self.batch_bytes / (ms * 1e6)
 
 
-def run_gather_exercise(ids: np.ndarray, threads: int, blocks: int, sorted_ids: np.ndarray, restore: np.ndarray, *,
-                        row_bytes: int, table_bytes: int, seed: int, repeats: int = 0) -> GatherRun:
+def run_gather_exercise(
+    ids: np.ndarray,
+    threads: int,
+    blocks: int,
+    sorted_ids: np.ndarray,
+    restore: np.ndarray,
+    *,
+    row_bytes: int,
+    table_bytes: int,
+    seed: int,
+    repeats: int = 0,
+) -> GatherRun:
     """Gather `sorted_ids` from a mapped table with this grid, put rows back with `restore`, compare with NumPy.
 
     With repeats > 0 it then times, in the same run, the gather kernel, the restore (an HBM pass) and the pinned
@@ -254,8 +283,9 @@ def run_gather_exercise(ids: np.ndarray, threads: int, blocks: int, sorted_ids: 
     return run
 
 
-def _time_gather_exercise(run: GatherRun, gather: Callable[[], None], put_back: Callable[[], None],
-                          d_dst: Any, stream: Any, repeats: int) -> None:
+def _time_gather_exercise(
+    run: GatherRun, gather: Callable[[], None], put_back: Callable[[], None], d_dst: Any, stream: Any, repeats: int
+) -> None:
     """Medians of the gather, the restore and the pinned H2D copy of the same batch, all in this run."""
     rt = _runtime()
     with alloc_mapped(d_dst.shape, np.uint32) as staging:
@@ -266,7 +296,14 @@ def _time_gather_exercise(run: GatherRun, gather: Callable[[], None], put_back: 
 
         timed = {}
         for name, fn in (("gather", gather), ("restore", put_back), ("copy", copy)):
-            found = time_pass(fn, key=str(PassKey("exercise", name, rows=run.n_rows)), name=f"exercise {name}",
-                              params={}, domain="grader", repeats=repeats, bytes_moved=run.batch_bytes)
+            found = time_pass(
+                fn,
+                key=str(PassKey("exercise", name, rows=run.n_rows)),
+                name=f"exercise {name}",
+                params={},
+                domain="grader",
+                repeats=repeats,
+                bytes_moved=run.batch_bytes,
+            )
             timed[name] = found.median_ms
     run.gather_ms, run.restore_ms, run.copy_ms = timed["gather"], timed["restore"], timed["copy"]

@@ -40,16 +40,31 @@ class Lab:
     def sync(self) -> None:
         self.cp.cuda.Device().synchronize()
 
-    def time(self, fn: Callable[[], Any], row: Planned, *, name: str, params: dict[str, Any] | None = None,
-             before: Callable[[], Any] | None = None, repeats: int | None = None,
-             warmup: int | None = None) -> PassTimes:
+    def time(
+        self,
+        fn: Callable[[], Any],
+        row: Planned,
+        *,
+        name: str,
+        params: dict[str, Any] | None = None,
+        before: Callable[[], Any] | None = None,
+        repeats: int | None = None,
+        warmup: int | None = None,
+    ) -> PassTimes:
         """Time `fn` with legacy-stream events in NVTX ranges named by the row's key; add it to the record."""
         key = str(row.key)
         self.progress(key)
-        found = time_pass(fn, key=key, name=name, params={**row.params, **(params or {})}, domain=DOMAIN,
-                          repeats=self.config.repeats if repeats is None else repeats,
-                          warmup=self.config.warmup if warmup is None else warmup,
-                          bytes_moved=row.nbytes, before=before)
+        found = time_pass(
+            fn,
+            key=key,
+            name=name,
+            params={**row.params, **(params or {})},
+            domain=DOMAIN,
+            repeats=self.config.repeats if repeats is None else repeats,
+            warmup=self.config.warmup if warmup is None else warmup,
+            bytes_moved=row.nbytes,
+            before=before,
+        )
         self.record.passes.append(found)
         return found
 
@@ -65,8 +80,14 @@ class Lab:
                 t0 = time.perf_counter()
                 fn()
                 times_ms.append((time.perf_counter() - t0) * 1e3)
-        found = PassTimes(key=key, name=name, params={**row.params, "clock": "host"}, times_ms=times_ms,
-                          host_ms=list(times_ms), bytes_moved=row.nbytes)
+        found = PassTimes(
+            key=key,
+            name=name,
+            params={**row.params, "clock": "host"},
+            times_ms=times_ms,
+            host_ms=list(times_ms),
+            bytes_moved=row.nbytes,
+        )
         self.record.passes.append(found)
         return found
 

@@ -86,9 +86,11 @@ def check_host_memory(cfg: Config, host: HostMemory) -> None:
         if need <= pinnable:
             continue
         hint = _smaller(cfg, name, option, pinnable)
-        raise UsageError(f"the {name} experiment would pin {need / GIB:.2f} GiB of host memory but only "
-                         f"{pinnable / GIB:.2f} GiB may be pinned here ({host.describe()}, less "
-                         f"{host.reserve_bytes / GIB:.1f} GiB kept for the OS and the checks); {hint}")
+        raise UsageError(
+            f"the {name} experiment would pin {need / GIB:.2f} GiB of host memory but only "
+            f"{pinnable / GIB:.2f} GiB may be pinned here ({host.describe()}, less "
+            f"{host.reserve_bytes / GIB:.1f} GiB kept for the OS and the checks); {hint}"
+        )
 
 
 def _smaller(cfg: Config, name: str, option: str, pinnable: int) -> str:

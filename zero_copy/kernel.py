@@ -15,8 +15,16 @@ THREADS = 256
 FILL_BLOCKS = 4096
 
 # The mailbox: int32 words in mapped memory. The kernel gets the same numbers as -D options.
-MAILBOX = {"FLAG": 0, "RELEASE": 1, "ACK": 2, "TIMED_OUT": 3, "PAYLOAD": 4, "PAYLOAD_WORDS": 4,
-           "T_PUBLISH": 8, "T_RELEASED": 10}
+MAILBOX = {
+    "FLAG": 0,
+    "RELEASE": 1,
+    "ACK": 2,
+    "TIMED_OUT": 3,
+    "PAYLOAD": 4,
+    "PAYLOAD_WORDS": 4,
+    "T_PUBLISH": 8,
+    "T_RELEASED": 10,
+}
 MAILBOX_WORDS = 16
 
 
@@ -39,15 +47,19 @@ def _blocks(n_threads: int) -> int:
 
 def launch_reread(d_in: Any, d_out: Any, n_vec: int, reads: int, shift_vec: int, stream: Any) -> None:
     """out[i] = sum of `reads` float4 loads, `shift_vec` vectors apart (modulo n_vec)."""
-    module().get_function("reread")((_blocks(n_vec),), (THREADS,),
-                                    (d_in, d_out, np.int64(n_vec), np.int32(reads), np.int64(shift_vec)),
-                                    stream=stream)
+    module().get_function("reread")(
+        (_blocks(n_vec),),
+        (THREADS,),
+        (d_in, d_out, np.int64(n_vec), np.int32(reads), np.int64(shift_vec)),
+        stream=stream,
+    )
 
 
 def launch_load_words(d_in: Any, d_out: Any, n_words: int, stride: int, stream: Any) -> None:
     """out[i] = in[(i * stride) mod n_words]; n_words a power of two."""
-    module().get_function("load_words")((_blocks(n_words),), (THREADS,),
-                                        (d_in, d_out, np.int64(n_words), np.uint64(stride)), stream=stream)
+    module().get_function("load_words")(
+        (_blocks(n_words),), (THREADS,), (d_in, d_out, np.int64(n_words), np.uint64(stride)), stream=stream
+    )
 
 
 def launch_gather_rows(d_table: Any, d_ids: Any, n_ids: int, row_bytes: int, d_out: Any, stream: Any) -> None:
@@ -55,18 +67,23 @@ def launch_gather_rows(d_table: Any, d_ids: Any, n_ids: int, row_bytes: int, d_o
     gather_rows_with(d_table, d_ids, n_ids, row_bytes, d_out, THREADS, _blocks(32 * n_ids), stream)
 
 
-def gather_rows_with(d_table: Any, d_ids: Any, n_ids: int, row_bytes: int, d_out: Any, threads: int, blocks: int,
-                     stream: Any) -> None:
+def gather_rows_with(
+    d_table: Any, d_ids: Any, n_ids: int, row_bytes: int, d_out: Any, threads: int, blocks: int, stream: Any
+) -> None:
     """Launch gather_rows with a grid of the caller's choosing (launch_gather_rows picks its own)."""
-    module().get_function("gather_rows")((int(blocks),), (int(threads),),
-                                         (d_table, d_ids, np.int32(n_ids), np.int32(row_bytes // VECTOR_BYTES), d_out),
-                                         stream=stream)
+    module().get_function("gather_rows")(
+        (int(blocks),),
+        (int(threads),),
+        (d_table, d_ids, np.int32(n_ids), np.int32(row_bytes // VECTOR_BYTES), d_out),
+        stream=stream,
+    )
 
 
 def launch_fill_words(d_out: Any, n_words: int, seed: int, stream: Any) -> None:
     """Fill n_words uint32 with the hash of (i + seed) that zero_copy.verify.mix32 computes on the CPU."""
-    module().get_function("fill_words")((min(FILL_BLOCKS, _blocks(n_words)),), (THREADS,),
-                                        (d_out, np.int64(n_words), np.uint64(seed)), stream=stream)
+    module().get_function("fill_words")(
+        (min(FILL_BLOCKS, _blocks(n_words)),), (THREADS,), (d_out, np.int64(n_words), np.uint64(seed)), stream=stream
+    )
 
 
 def launch_publish_and_wait(d_box: Any, round_no: int, timeout_ns: int, stream: Any, kernel: Any = None) -> None:
@@ -80,6 +97,6 @@ def launch_publish_and_wait(d_box: Any, round_no: int, timeout_ns: int, stream: 
 def launch_saxpy(d_x: Any, d_y: Any, d_out: Any, a: float, n_floats: int, stream: Any) -> None:
     """out = a*x + y over n_floats (a multiple of 4)."""
     n_vec = n_floats // 4
-    module().get_function("saxpy")((_blocks(n_vec),), (THREADS,),
-                                   (d_x, d_y, d_out, np.float32(a), np.int64(n_vec)), stream=stream)
-
+    module().get_function("saxpy")(
+        (_blocks(n_vec),), (THREADS,), (d_x, d_y, d_out, np.float32(a), np.int64(n_vec)), stream=stream
+    )

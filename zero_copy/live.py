@@ -23,8 +23,13 @@ from zero_copy.mailbox import run_mailbox
 from zero_copy.mapped import live_buffers, read_support, require_mapping
 
 RUNNERS: dict[str, Callable[..., None]] = {
-    "streaming": run_streaming, "breakeven": run_breakeven, "access": run_access, "gather": run_gather,
-    "mailbox": run_mailbox, "saxpy": run_saxpy, "reread": run_reread,
+    "streaming": run_streaming,
+    "breakeven": run_breakeven,
+    "access": run_access,
+    "gather": run_gather,
+    "mailbox": run_mailbox,
+    "saxpy": run_saxpy,
+    "reread": run_reread,
 }
 
 
@@ -71,5 +76,8 @@ def _free_device_pool(lab: Lab) -> None:
 def _check_nothing_pinned(lab: Lab) -> None:
     """Every buffer an experiment allocated or registered was freed or unregistered by its end."""
     left = live_buffers()
-    lab.check("every mapped buffer freed or unregistered", not left,
-              "none left pinned" if not left else f"still pinned: {', '.join(map(repr, left))}")
+    lab.check(
+        "every mapped buffer freed or unregistered",
+        not left,
+        "none left pinned" if not left else f"still pinned: {', '.join(map(repr, left))}",
+    )

@@ -58,15 +58,19 @@ def one_round(box: MappedBuffer, round_no: int, stream: Any, kernel: Any = None)
     seen = _wait_for_flag(h_box, round_no, t_launch + HOST_TIMEOUT_S)
     t_seen = time.perf_counter()
     start = MAILBOX["PAYLOAD"]
-    payload = h_box[start:start + MAILBOX["PAYLOAD_WORDS"]].tolist()
+    payload = h_box[start : start + MAILBOX["PAYLOAD_WORDS"]].tolist()
     running = not stream.done  # cudaStreamQuery: the kernel has not finished
     h_box[MAILBOX["RELEASE"]] = round_no
     stream.synchronize()
-    stamps = h_box[MAILBOX["T_PUBLISH"]:MAILBOX["T_RELEASED"] + 2].view(np.uint64)
+    stamps = h_box[MAILBOX["T_PUBLISH"] : MAILBOX["T_RELEASED"] + 2].view(np.uint64)
     return {
-        "round": round_no, "flag_seen": seen, "flag_seen_ms": (t_seen - t_launch) * 1e3,
-        "payload": payload, "payload_ok": seen and payload == expected_payload(round_no),
-        "running_when_read": running, "acked": bool(h_box[MAILBOX["ACK"]] == round_no),
+        "round": round_no,
+        "flag_seen": seen,
+        "flag_seen_ms": (t_seen - t_launch) * 1e3,
+        "payload": payload,
+        "payload_ok": seen and payload == expected_payload(round_no),
+        "running_when_read": running,
+        "acked": bool(h_box[MAILBOX["ACK"]] == round_no),
         "timed_out": bool(h_box[MAILBOX["TIMED_OUT"]] == round_no),
         "kernel_waited_us": (int(stamps[1]) - int(stamps[0])) / 1e3,
     }
@@ -92,14 +96,23 @@ def run_mailbox(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
     cfg = lab.config
     plan = model.plan_mailbox(cfg)
     results = _rounds(cfg.warmup + cfg.repeats, lab)
-    timed = results[cfg.warmup:]
-    lab.record.passes.append(PassTimes(key=str(plan["key"]), name="mailbox", params={"clock": "host"},
-                                       times_ms=[max(r["flag_seen_ms"], 1e-6) for r in timed],
-                                       host_ms=[r["flag_seen_ms"] for r in timed]))
+    timed = results[cfg.warmup :]
+    lab.record.passes.append(
+        PassTimes(
+            key=str(plan["key"]),
+            name="mailbox",
+            params={"clock": "host"},
+            times_ms=[max(r["flag_seen_ms"], 1e-6) for r in timed],
+            host_ms=[r["flag_seen_ms"] for r in timed],
+        )
+    )
     good = sum(round_ok(r) for r in results)
-    lab.check("mailbox payload read while the kernel ran", good == len(results),
-              f"{good} of {len(results)} rounds: payload exact, stream still busy when read, kernel released "
-              f"by the host and acknowledged")
+    lab.check(
+        "mailbox payload read while the kernel ran",
+        good == len(results),
+        f"{good} of {len(results)} rounds: payload exact, stream still busy when read, kernel released "
+        f"by the host and acknowledged",
+    )
     lab.record.extra["mailbox"] = {**as_json(plan), "results": results}
 
 
@@ -139,8 +152,9 @@ def compile_publish(publish_source: str) -> Any:
     from cupy.cuda.compiler import CompileException  # optional, as above
 
     try:
-        return cp.RawModule(code=mailbox_source(publish_source),
-                            options=compile_options()).get_function("exercise_publish_and_wait")
+        return cp.RawModule(code=mailbox_source(publish_source), options=compile_options()).get_function(
+            "exercise_publish_and_wait"
+        )
     except CompileException as exc:
         errors = [line.strip() for line in str(exc).splitlines() if "error" in line]
         raise PublishCompileError("; ".join(errors[:3]) or str(exc).splitlines()[0]) from None
@@ -157,8 +171,10 @@ _PAYLOAD_STORE = re.compile(r"(\bbox\s*\[\s*MB_PAYLOAD\b[^\]]*\]|\*\s*\(\s*box\s
 _FLAG_STORE = re.compile(r"(\bbox\s*\[\s*MB_FLAG\s*\]|\*\s*\(\s*box\s*\+\s*MB_FLAG\s*\))\s*=(?!=)")
 _SYSTEM_FENCE = re.compile(r"\b__threadfence_system\s*\(\s*\)")
 _DEVICE_FENCE = re.compile(r"\b__threadfence\s*\(\s*\)")
-_SIGNATURE = re.compile(r"__device__\s+(?:__forceinline__\s+|inline\s+)?void\s+publish\s*\(\s*volatile\s+int\s*\*"
-                        r"\s*box\s*,\s*int\s+round\s*\)")
+_SIGNATURE = re.compile(
+    r"__device__\s+(?:__forceinline__\s+|inline\s+)?void\s+publish\s*\(\s*volatile\s+int\s*\*"
+    r"\s*box\s*,\s*int\s+round\s*\)"
+)
 
 
 def strip_comments(source: str) -> str:
@@ -182,11 +198,15 @@ def publish_order_problem(source: str) -> str | None:
         return "the flag is stored before the last payload store: the host may see the flag with an old payload"
     if not fences:
         if _DEVICE_FENCE.search(code):
-            return ("__threadfence() orders the stores only as other threads of the GPU see them; the host needs "
-                    "__threadfence_system() between the payload and the flag")
+            return (
+                "__threadfence() orders the stores only as other threads of the GPU see them; the host needs "
+                "__threadfence_system() between the payload and the flag"
+            )
         return "no __threadfence_system() between the payload and the flag: nothing orders them for the host"
     if not any(payload[-1] < f < flags[0] for f in fences):
         where = "after the flag" if fences[0] > flags[0] else "before the payload"
-        return (f"__threadfence_system() comes {where}; it must sit between the last payload store and the flag "
-                f"store, so the host sees the payload before the flag")
+        return (
+            f"__threadfence_system() comes {where}; it must sit between the last payload store and the flag "
+            f"store, so the host sees the payload before the flag"
+        )
     return None

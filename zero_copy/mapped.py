@@ -48,33 +48,48 @@ class MappingSupport:
 
     def line(self) -> str:
         """The attributes on one line, as the CUDA names spell them."""
+
         def flag(value: bool | None) -> str:
             return "?" if value is None else str(int(value))
-        return (f"canMapHostMemory={flag(self.can_map_host_memory)} integrated={flag(self.integrated)} "
-                f"canUseHostPointerForRegisteredMem={flag(self.can_use_host_pointer_for_registered_mem)} "
-                f"pageableMemoryAccess={flag(self.pageable_memory_access)} "
-                f"hostRegisterReadOnly={flag(self.host_register_read_only)} "
-                f"cudaDeviceMapHost={flag(self.device_map_host)}")
+
+        return (
+            f"canMapHostMemory={flag(self.can_map_host_memory)} integrated={flag(self.integrated)} "
+            f"canUseHostPointerForRegisteredMem={flag(self.can_use_host_pointer_for_registered_mem)} "
+            f"pageableMemoryAccess={flag(self.pageable_memory_access)} "
+            f"hostRegisterReadOnly={flag(self.host_register_read_only)} "
+            f"cudaDeviceMapHost={flag(self.device_map_host)}"
+        )
 
     def notes(self) -> list[str]:
         """What each answer means for this run."""
         notes = [
             "integrated GPU: host and device share DRAM, so a mapped load is a local load and zero-copy is "
             "often the right default; the 'link' rates below are memory-system rates"
-            if self.integrated else
-            "discrete GPU: every mapped load crosses the link (PCIe here), so L, not H, bounds zero-copy",
+            if self.integrated
+            else "discrete GPU: every mapped load crosses the link (PCIe here), so L, not H, bounds zero-copy",
         ]
-        ptr = ("device pointer = host pointer for registered memory here" if self.registered_pointers_equal
-               else "device pointer differs from the host pointer for registered memory here"
-               if self.registered_pointers_equal is False else "")
-        notes.append("device pointers come from cudaHostGetDevicePointer, never assumed "
-                     f"(canUseHostPointerForRegisteredMem={int(self.can_use_host_pointer_for_registered_mem)}"
-                     f"{'; ' + ptr if ptr else ''})")
-        notes.append("registered inputs are marked cudaHostRegisterReadOnly" if self.host_register_read_only
-                     else "the device cannot mark registered memory read-only; inputs are registered writable")
+        ptr = (
+            "device pointer = host pointer for registered memory here"
+            if self.registered_pointers_equal
+            else "device pointer differs from the host pointer for registered memory here"
+            if self.registered_pointers_equal is False
+            else ""
+        )
+        notes.append(
+            "device pointers come from cudaHostGetDevicePointer, never assumed "
+            f"(canUseHostPointerForRegisteredMem={int(self.can_use_host_pointer_for_registered_mem)}"
+            f"{'; ' + ptr if ptr else ''})"
+        )
+        notes.append(
+            "registered inputs are marked cudaHostRegisterReadOnly"
+            if self.host_register_read_only
+            else "the device cannot mark registered memory read-only; inputs are registered writable"
+        )
         if self.pageable_memory_access:
-            notes.append("the GPU can also read pageable memory (pageableMemoryAccess=1), but through the OS's "
-                         "page tables; the lesson still pins and maps, which is what runs at link speed")
+            notes.append(
+                "the GPU can also read pageable memory (pageableMemoryAccess=1), but through the OS's "
+                "page tables; the lesson still pins and maps, which is what runs at link speed"
+            )
         return notes
 
     @classmethod
@@ -86,9 +101,11 @@ class MappingSupport:
 def require_mapping(facts: DeviceFacts) -> None:
     """UsageError when the device cannot map host memory: nothing in this lesson can run there."""
     if not facts.can_map_host_memory:
-        raise UsageError(f"{facts.name} cannot map host memory (canMapHostMemory=0), so no kernel can load "
-                         f"from pinned host memory; replay the recorded profile instead: "
-                         f"python -m zero_copy --from-profile profiles/h200/zero_copy")
+        raise UsageError(
+            f"{facts.name} cannot map host memory (canMapHostMemory=0), so no kernel can load "
+            f"from pinned host memory; replay the recorded profile instead: "
+            f"python -m zero_copy --from-profile profiles/h200/zero_copy"
+        )
 
 
 class CudaCallError(RuntimeError):
@@ -104,8 +121,10 @@ def cudart() -> Any:
     try:
         from cuda.bindings import runtime  # optional: the cuda12/cuda13 extras install it, offline readers need not
     except ImportError:
-        raise UsageError("zero-copy needs NVIDIA's cuda-bindings for cudaHostGetDevicePointer (CuPy 14 lacks it); "
-                         "install the extra that matches your CuPy: pip install '.[cuda13]' or '.[cuda12]'") from None
+        raise UsageError(
+            "zero-copy needs NVIDIA's cuda-bindings for cudaHostGetDevicePointer (CuPy 14 lacks it); "
+            "install the extra that matches your CuPy: pip install '.[cuda13]' or '.[cuda12]'"
+        ) from None
     return runtime
 
 
@@ -142,8 +161,17 @@ def _device_view(device_ptr: int, nbytes: int, shape: tuple[int, ...], dtype: np
 class MappedBuffer:
     """Pinned host memory a kernel reaches over the link: `h` (NumPy view), `d` (CuPy view), freed after its streams."""
 
-    def __init__(self, host_ptr: int, nbytes: int, shape: tuple[int, ...], dtype: np.dtype, *, how: str,
-                 flags: int, owner: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        host_ptr: int,
+        nbytes: int,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+        *,
+        how: str,
+        flags: int,
+        owner: np.ndarray | None = None,
+    ) -> None:
         self.host_ptr = host_ptr
         self.nbytes = nbytes
         self.how = how  # "cudaHostAlloc" or "cudaHostRegister"
@@ -242,8 +270,10 @@ def alloc_mapped(shape: int | tuple[int, ...], dtype: Any = np.uint8, *, write_c
         host_ptr = int(call("cudaHostAlloc", rt.cudaHostAlloc(nbytes, flags)))
     except CudaCallError as exc:
         if exc.error == rt.cudaError_t.cudaErrorMemoryAllocation:
-            raise UsageError(f"cudaHostAlloc could not pin {format_size(nbytes)} of host memory "
-                             f"({nbytes / 2**30:.2f} GiB); ask for less") from None
+            raise UsageError(
+                f"cudaHostAlloc could not pin {format_size(nbytes)} of host memory "
+                f"({nbytes / 2**30:.2f} GiB); ask for less"
+            ) from None
         raise
     return MappedBuffer(host_ptr, nbytes, shape, dtype, how="cudaHostAlloc", flags=flags)
 
@@ -260,8 +290,9 @@ def register_mapped(array: np.ndarray, *, read_only: bool = False) -> MappedBuff
         if exc.error == rt.cudaError_t.cudaErrorMemoryAllocation:
             raise UsageError(f"cudaHostRegister could not pin {format_size(array.nbytes)}; ask for less") from None
         raise
-    return MappedBuffer(array.ctypes.data, array.nbytes, array.shape, array.dtype, how="cudaHostRegister",
-                        flags=flags, owner=array)
+    return MappedBuffer(
+        array.ctypes.data, array.nbytes, array.shape, array.dtype, how="cudaHostRegister", flags=flags, owner=array
+    )
 
 
 def page_aligned_empty(shape: int | tuple[int, ...], dtype: Any = np.uint8) -> np.ndarray:
@@ -271,7 +302,7 @@ def page_aligned_empty(shape: int | tuple[int, ...], dtype: Any = np.uint8) -> n
     nbytes = _nbytes(shape, dtype)
     raw = np.empty(nbytes + mmap.PAGESIZE, dtype=np.uint8)
     start = -raw.ctypes.data % mmap.PAGESIZE
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
+    return raw[start : start + nbytes].view(dtype).reshape(shape)
 
 
 def live_buffers() -> list[MappedBuffer]:

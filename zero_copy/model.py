@@ -65,12 +65,18 @@ def fit_breakeven(reads: list[int], zero_copy: list[float], copy: list[float]) -
 
 def plan_probes() -> dict[str, Any]:
     """The three copies that measure L (each direction) and H; the HBM copy counts bytes read and written."""
-    return {"rows": [
-        Planned(PassKey("probe", "h2d", nbytes=PROBE_BYTES), "pinned H2D copy (L)", nbytes=PROBE_BYTES),
-        Planned(PassKey("probe", "d2h", nbytes=PROBE_BYTES), "pinned D2H copy", nbytes=PROBE_BYTES),
-        Planned(PassKey("probe", "hbm", nbytes=HBM_PROBE_BYTES), "HBM device copy (H, read+write)",
-                nbytes=2 * HBM_PROBE_BYTES, params={"copy_bytes": HBM_PROBE_BYTES}),
-    ]}
+    return {
+        "rows": [
+            Planned(PassKey("probe", "h2d", nbytes=PROBE_BYTES), "pinned H2D copy (L)", nbytes=PROBE_BYTES),
+            Planned(PassKey("probe", "d2h", nbytes=PROBE_BYTES), "pinned D2H copy", nbytes=PROBE_BYTES),
+            Planned(
+                PassKey("probe", "hbm", nbytes=HBM_PROBE_BYTES),
+                "HBM device copy (H, read+write)",
+                nbytes=2 * HBM_PROBE_BYTES,
+                params={"copy_bytes": HBM_PROBE_BYTES},
+            ),
+        ]
+    }
 
 
 def _row(key: PassKey, label: str, model_ms: float | None, nbytes: int, **more: Any) -> Planned:
@@ -85,25 +91,44 @@ def plan_streaming(cfg: Config, rates: Rates) -> dict[str, Any]:
 
     def key(path: str, **chunked: int) -> PassKey:
         return PassKey("streaming", path, nbytes=b, **chunked)
-    return {"nbytes": b, "chunk_bytes": c, "n_streams": cfg.n_streams, "rows": [
-        _row(key("zero-copy"), "zero-copy: kernel reads mapped memory", link, b, path="zero-copy"),
-        _row(key("zero-copy-wc"), "zero-copy, write-combined buffer", link, b, path="zero-copy-wc"),
-        _row(key("copy-then-kernel"), "copy, then kernel", link + kernel, b, path="copy-then-kernel"),
-        _row(key("pipeline", chunk_bytes=c, n_streams=cfg.n_streams),
-             f"pipeline: {format_size(c)} chunks on {cfg.n_streams} streams",
-             link + kernel * c / b, b, path="pipeline"),
-    ]}
+
+    return {
+        "nbytes": b,
+        "chunk_bytes": c,
+        "n_streams": cfg.n_streams,
+        "rows": [
+            _row(key("zero-copy"), "zero-copy: kernel reads mapped memory", link, b, path="zero-copy"),
+            _row(key("zero-copy-wc"), "zero-copy, write-combined buffer", link, b, path="zero-copy-wc"),
+            _row(key("copy-then-kernel"), "copy, then kernel", link + kernel, b, path="copy-then-kernel"),
+            _row(
+                key("pipeline", chunk_bytes=c, n_streams=cfg.n_streams),
+                f"pipeline: {format_size(c)} chunks on {cfg.n_streams} streams",
+                link + kernel * c / b,
+                b,
+                path="pipeline",
+            ),
+        ],
+    }
 
 
 def plan_breakeven(cfg: Config, rates: Rates) -> dict[str, Any]:
     """Each r in cfg.reads: zero-copy r·B/L against copy B/L + r·B/H, and the crossover they predict."""
     b = cfg.buffer_bytes
-    rows = [{"reads": r,
-             "zero_copy": _row(PassKey("breakeven", "zero-copy", reads=r, nbytes=b), f"zero-copy r={r}",
-                               zero_copy_ms(b, r, rates.h2d_gbps), r * b),
-             "copy": _row(PassKey("breakeven", "copy", reads=r, nbytes=b), f"copy then kernel r={r}",
-                          copy_path_ms(b, r, rates), b)}
-            for r in sorted(set(cfg.reads))]
+    rows = [
+        {
+            "reads": r,
+            "zero_copy": _row(
+                PassKey("breakeven", "zero-copy", reads=r, nbytes=b),
+                f"zero-copy r={r}",
+                zero_copy_ms(b, r, rates.h2d_gbps),
+                r * b,
+            ),
+            "copy": _row(
+                PassKey("breakeven", "copy", reads=r, nbytes=b), f"copy then kernel r={r}", copy_path_ms(b, r, rates), b
+            ),
+        }
+        for r in sorted(set(cfg.reads))
+    ]
     return {"nbytes": b, "rows": rows, "crossover_model": crossover_reads(rates.h2d_gbps, rates.hbm_gbps)}
 
 
@@ -111,12 +136,27 @@ def plan_access(cfg: Config, rates: Rates) -> dict[str, Any]:
     """4-byte loads over the link: coalesced at L; scattered at most L·4/32 (one 32-byte sector per word)."""
     b = cfg.buffer_bytes
     scattered_gbps = rates.h2d_gbps * WORD_BYTES / SECTOR_BYTES
-    return {"nbytes": b, "rows": [
-        _row(PassKey("access", "coalesced", nbytes=b), "coalesced: a warp loads 128 contiguous bytes",
-             transfer_ms(b, rates.h2d_gbps), b, pattern="coalesced", model_gbps=rates.h2d_gbps),
-        _row(PassKey("access", "scattered", nbytes=b), "scattered: 32 lanes, 32 different lines",
-             transfer_ms(b, scattered_gbps), b, pattern="scattered", model_gbps=scattered_gbps),
-    ]}
+    return {
+        "nbytes": b,
+        "rows": [
+            _row(
+                PassKey("access", "coalesced", nbytes=b),
+                "coalesced: a warp loads 128 contiguous bytes",
+                transfer_ms(b, rates.h2d_gbps),
+                b,
+                pattern="coalesced",
+                model_gbps=rates.h2d_gbps,
+            ),
+            _row(
+                PassKey("access", "scattered", nbytes=b),
+                "scattered: 32 lanes, 32 different lines",
+                transfer_ms(b, scattered_gbps),
+                b,
+                pattern="scattered",
+                model_gbps=scattered_gbps,
+            ),
+        ],
+    }
 
 
 def plan_gather(cfg: Config, rates: Rates) -> dict[str, Any]:
@@ -126,15 +166,21 @@ def plan_gather(cfg: Config, rates: Rates) -> dict[str, Any]:
 
     def key(path: str) -> PassKey:
         return PassKey("gather", path, rows=n)
-    return {"table_bytes": cfg.table_bytes, "row_bytes": cfg.row_bytes, "n_rows": n, "batch_bytes": batch,
-            "fill_key": PassKey("gather", "fill", nbytes=cfg.table_bytes),
-            "rows": [
-                _row(key("sorted"), "GPU gather, sorted ids (one warp per row)", link, batch, path="sorted"),
-                _row(key("unsorted"), "GPU gather, unsorted ids", link, batch, path="unsorted"),
-                _row(key("copy"), "pinned H2D copy of the batch alone", link, batch, path="copy"),
-                _row(key("cpu-take"), "CPU take into pinned staging (host clock)", None, batch, path="cpu-take"),
-                _row(key("cpu-take+copy"), "CPU take, then copy", None, batch, path="cpu-take+copy"),
-            ]}
+
+    return {
+        "table_bytes": cfg.table_bytes,
+        "row_bytes": cfg.row_bytes,
+        "n_rows": n,
+        "batch_bytes": batch,
+        "fill_key": PassKey("gather", "fill", nbytes=cfg.table_bytes),
+        "rows": [
+            _row(key("sorted"), "GPU gather, sorted ids (one warp per row)", link, batch, path="sorted"),
+            _row(key("unsorted"), "GPU gather, unsorted ids", link, batch, path="unsorted"),
+            _row(key("copy"), "pinned H2D copy of the batch alone", link, batch, path="copy"),
+            _row(key("cpu-take"), "CPU take into pinned staging (host clock)", None, batch, path="cpu-take"),
+            _row(key("cpu-take+copy"), "CPU take, then copy", None, batch, path="cpu-take+copy"),
+        ],
+    }
 
 
 def plan_mailbox(cfg: Config) -> dict[str, Any]:
@@ -150,14 +196,30 @@ def plan_saxpy(cfg: Config, rates: Rates) -> dict[str, Any]:
 
     def key(path: str, **chunked: int) -> PassKey:
         return PassKey("saxpy", path, n_floats=nfl, **chunked)
-    return {"nbytes": b, "n_floats": nfl, "chunk_bytes": c, "n_streams": cfg.n_streams, "rows": [
-        _row(key("mapped"), "mapped: x, y read and result written over the link", h2d, 3 * b, path="mapped"),
-        _row(key("sync-copies"), "synchronous copies in, kernel, copy out", h2d + hbm + d2h, 3 * b,
-             path="sync-copies"),
-        _row(key("async-copies", chunk_bytes=c, n_streams=cfg.n_streams),
-             f"asynchronous copies, {format_size(c)} chunks on {cfg.n_streams} streams",
-             h2d + d2h * c / b, 3 * b, path="async-copies"),
-    ]}
+
+    return {
+        "nbytes": b,
+        "n_floats": nfl,
+        "chunk_bytes": c,
+        "n_streams": cfg.n_streams,
+        "rows": [
+            _row(key("mapped"), "mapped: x, y read and result written over the link", h2d, 3 * b, path="mapped"),
+            _row(
+                key("sync-copies"),
+                "synchronous copies in, kernel, copy out",
+                h2d + hbm + d2h,
+                3 * b,
+                path="sync-copies",
+            ),
+            _row(
+                key("async-copies", chunk_bytes=c, n_streams=cfg.n_streams),
+                f"asynchronous copies, {format_size(c)} chunks on {cfg.n_streams} streams",
+                h2d + d2h * c / b,
+                3 * b,
+                path="async-copies",
+            ),
+        ],
+    }
 
 
 def plan_reread(cfg: Config, rates: Rates) -> dict[str, Any]:
@@ -168,7 +230,14 @@ def plan_reread(cfg: Config, rates: Rates) -> dict[str, Any]:
     spacings = (("far", "re-reads a whole buffer apart"), ("near", "re-reads of a neighbouring warp's lines"))
     for spacing, what in spacings:
         for memory, label, model_ms in (("mapped", "mapped", link), ("device", "HBM", hbm)):
-            rows.append(_row(PassKey("reread", f"{spacing} {memory}", reread_k=k, nbytes=b),
-                             f"{spacing}: {what}, {label}", model_ms, k * b, spacing=spacing, memory=memory))
+            rows.append(
+                _row(
+                    PassKey("reread", f"{spacing} {memory}", reread_k=k, nbytes=b),
+                    f"{spacing}: {what}, {label}",
+                    model_ms,
+                    k * b,
+                    spacing=spacing,
+                    memory=memory,
+                )
+            )
     return {"nbytes": b, "k": k, "rows": rows}
-

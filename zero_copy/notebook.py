@@ -40,7 +40,7 @@ def kernel_source(name: str) -> str:
     text = KERNEL_PATH.read_text()
     start = text.index(f'extern "C" __global__ void {name}(')
     comment = text.rfind("\n\n", 0, start) + 2
-    return text[comment:text.index("\n}\n", start) + 2]
+    return text[comment : text.index("\n}\n", start) + 2]
 
 
 def _picked(only: str) -> tuple[str, ...]:
@@ -59,8 +59,10 @@ def measure(only: str = "all", *, repeats: int = 5, profile: str | Path | None =
         record = replay.load_profile(mode.profile)
         replay.require_experiments(record, picked)
         why = "" if mode.reason == FROM_PROFILE else f"; {mode.reason}, so these are recorded numbers"
-        print(f"{LESSON}: replay of {_shown(Path(record.source))}, recorded {record.recorded_at} on "
-              f"{record.device.summary()}{why}")
+        print(
+            f"{LESSON}: replay of {_shown(Path(record.source))}, recorded {record.recorded_at} on "
+            f"{record.device.summary()}{why}"
+        )
         return record
     cfg = Config(only=picked, repeats=repeats)
     cfg.validate()
@@ -88,23 +90,37 @@ def _per_read(record: Record, reads: int | None = None) -> dict:
 MEASURED: dict[str, tuple[str, Callable[[Record], float]]] = {
     "link_gbps": ("pinned H2D copy, GB/s (L)", lambda r: rates(r).h2d_gbps),
     "hbm_over_link": ("HBM copy rate over L (H/L)", lambda r: rates(r).hbm_gbps / rates(r).h2d_gbps),
-    "zero_copy_read_once_gbps": ("kernel reading mapped memory once, GB/s", lambda r: (
-        r.extra["streaming"]["nbytes"] / (_pass_ms(r, "streaming", path="zero-copy") * 1e6))),
-    "scattered_over_coalesced": ("scattered / coalesced useful GB/s", lambda r: (
-        _pass_ms(r, "access", pattern="coalesced") / _pass_ms(r, "access", pattern="scattered"))),
+    "zero_copy_read_once_gbps": (
+        "kernel reading mapped memory once, GB/s",
+        lambda r: r.extra["streaming"]["nbytes"] / (_pass_ms(r, "streaming", path="zero-copy") * 1e6),
+    ),
+    "scattered_over_coalesced": (
+        "scattered / coalesced useful GB/s",
+        lambda r: _pass_ms(r, "access", pattern="coalesced") / _pass_ms(r, "access", pattern="scattered"),
+    ),
     "breakeven_reads": ("measured break-even r*", lambda r: breakeven_verdict(r)["crossover_measured"]),
-    "zero_copy_over_copy_at_max_r": ("zero-copy / copy time at the largest r", lambda r: (
-        _per_read(r)["zero_copy_ms"] / _per_read(r)["copy_ms"])),
+    "zero_copy_over_copy_at_max_r": (
+        "zero-copy / copy time at the largest r",
+        lambda r: _per_read(r)["zero_copy_ms"] / _per_read(r)["copy_ms"],
+    ),
     "gather_fraction_of_copy": ("sorted gather / pinned copy, GB/s", lambda r: gather_verdict(r)["fraction_of_copy"]),
     "unsorted_over_sorted": ("unsorted / sorted gather time", lambda r: gather_verdict(r)["unsorted_over_sorted"]),
     "gather_speedup_over_cpu": ("CPU take + copy / GPU gather time", lambda r: gather_verdict(r)["speedup_over_cpu"]),
-    "flag_latency_us": ("launch to flag seen by the host, us", lambda r: (
-        statistics.median(r.pass_times(read_key(r.extra["mailbox"]["key"])).times_ms) * 1e3)),
-    "reread_mapped_over_hbm": ("re-read loop, mapped / HBM time", lambda r: (
-        _pass_ms(r, "reread", spacing="far", memory="mapped") / _pass_ms(r, "reread", spacing="far",
-                                                                         memory="device"))),
-    "saxpy_sync_over_mapped": ("SAXPY, synchronous copies / mapped time", lambda r: (
-        _pass_ms(r, "saxpy", path="sync-copies") / _pass_ms(r, "saxpy", path="mapped"))),
+    "flag_latency_us": (
+        "launch to flag seen by the host, us",
+        lambda r: statistics.median(r.pass_times(read_key(r.extra["mailbox"]["key"])).times_ms) * 1e3,
+    ),
+    "reread_mapped_over_hbm": (
+        "re-read loop, mapped / HBM time",
+        lambda r: (
+            _pass_ms(r, "reread", spacing="far", memory="mapped")
+            / _pass_ms(r, "reread", spacing="far", memory="device")
+        ),
+    ),
+    "saxpy_sync_over_mapped": (
+        "SAXPY, synchronous copies / mapped time",
+        lambda r: _pass_ms(r, "saxpy", path="sync-copies") / _pass_ms(r, "saxpy", path="mapped"),
+    ),
 }
 
 
@@ -127,8 +143,10 @@ def api_demo() -> None:
     if not Mode.decide().live:
         record = replay.load_profile()
         support = MappingSupport.from_dict(record.extra["support"])
-        print(f"zero_copy: no GPU here; the mapping facts of the recorded {record.device.name} run "
-              f"({record.recorded_at}):\n{support.line()}")
+        print(
+            f"zero_copy: no GPU here; the mapping facts of the recorded {record.device.name} run "
+            f"({record.recorded_at}):\n{support.line()}"
+        )
         print("\n".join(f"  - {note}" for note in support.notes()))
         return
     import cupy as cp  # optional: only a live demo reaches here, and offline readers need not install CuPy
@@ -140,8 +158,10 @@ def api_demo() -> None:
         d_view *= 3.0  # a CuPy kernel loads from and stores to host memory through the device pointer
         cp.cuda.Device().synchronize()
         del d_view  # views must not outlive the buffer
-        print(f"cudaHostAlloc(Mapped): {buf}; device pointer == host pointer: {buf.pointers_equal}; "
-              f"the host now reads {buf.h[:3]} (the GPU wrote it)")
+        print(
+            f"cudaHostAlloc(Mapped): {buf}; device pointer == host pointer: {buf.pointers_equal}; "
+            f"the host now reads {buf.h[:3]} (the GPU wrote it)"
+        )
     h_data = page_aligned_empty(1 << 20, np.float32)
     with register_mapped(h_data) as reg:
         print(f"cudaHostRegister(Mapped) of a NumPy array: {reg}; driver says {driver_memory_type(reg.host_ptr)}")

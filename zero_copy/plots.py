@@ -21,14 +21,22 @@ def breakeven(record: Record) -> Figure:
     per = verdict["per_reads"]
     reads = [p["reads"] for p in per]
     r_axis = np.linspace(0, max(reads), 200)
-    ax.plot(r_axis, [model.zero_copy_ms(nbytes, r, link.h2d_gbps) for r in r_axis], "--", color="C0",
-            label="zero-copy model r·B/L")
-    ax.plot(r_axis, [model.copy_path_ms(nbytes, r, link) for r in r_axis], "--", color="C1",
-            label="copy model B/L + r·B/H")
+    ax.plot(
+        r_axis,
+        [model.zero_copy_ms(nbytes, r, link.h2d_gbps) for r in r_axis],
+        "--",
+        color="C0",
+        label="zero-copy model r·B/L",
+    )
+    ax.plot(
+        r_axis, [model.copy_path_ms(nbytes, r, link) for r in r_axis], "--", color="C1", label="copy model B/L + r·B/H"
+    )
     ax.plot(reads, [p["zero_copy_ms"] for p in per], "o", color="C0", label="zero-copy measured")
     ax.plot(reads, [p["copy_ms"] for p in per], "s", color="C1", label="copy then kernel measured")
-    for value, style, label in ((verdict["crossover_model"], "--", "model r*"),
-                                (verdict["crossover_measured"], ":", "measured r*")):
+    for value, style, label in (
+        (verdict["crossover_model"], "--", "model r*"),
+        (verdict["crossover_measured"], ":", "measured r*"),
+    ):
         if value is not None:
             ax.axvline(value, color="grey", linestyle=style, label=f"{label} = {value:.2f}")
     ax.set_xlabel("reads per byte r")
@@ -44,7 +52,17 @@ def gather(record: Record) -> Figure:
     plan = record.extra["gather"]
     rows = planned_rows(plan)
     values = {row.label: record.pass_times(row.key).gbps() for row in rows}
-    kinds = {row.label: "GPU reads mapped memory" if row.key.path in ("sorted", "unsorted") else
-             "copy engine" if row.key.path == "copy" else "CPU" for row in rows}
-    return bars(values, kinds=kinds, unit="GB/s",
-                title=f"{plan['n_rows']:,} rows of {plan['row_bytes']} B on {record.device.name}")
+    kinds = {
+        row.label: "GPU reads mapped memory"
+        if row.key.path in ("sorted", "unsorted")
+        else "copy engine"
+        if row.key.path == "copy"
+        else "CPU"
+        for row in rows
+    }
+    return bars(
+        values,
+        kinds=kinds,
+        unit="GB/s",
+        title=f"{plan['n_rows']:,} rows of {plan['row_bytes']} B on {record.device.name}",
+    )

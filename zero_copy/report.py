@@ -44,6 +44,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
         first = str(cells[0]).ljust(widths[0])
         rest = [str(c).rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
         return "  " + "  ".join([first, *rest]).rstrip()
+
     return [line(headers), *(line(row) for row in rows)]
 
 
@@ -71,9 +72,14 @@ def rates(record: Record) -> model.Rates:
 def _timed_row(record: Record, row: Planned, model_ms: float | None = None) -> list[str]:
     found = _pass(record, row.key)
     predicted = row.model_ms if model_ms is None else model_ms
-    return [row.label, _ms(found.median_ms if found else None), _spread(found),
-            _gbps(found.gbps() if found else None), _ms(predicted),
-            _ratio(found.median_ms if found else None, predicted)]
+    return [
+        row.label,
+        _ms(found.median_ms if found else None),
+        _spread(found),
+        _gbps(found.gbps() if found else None),
+        _ms(predicted),
+        _ratio(found.median_ms if found else None, predicted),
+    ]
 
 
 _TIMED_HEADERS = ("path", "median ms", "min..max ms", "GB/s", "model ms", "meas/model")
@@ -81,21 +87,26 @@ _TIMED_HEADERS = ("path", "median ms", "min..max ms", "GB/s", "model ms", "meas/
 
 # -- sections ------------------------------------------------------------------
 
+
 def _header(record: Record) -> list[str]:
     dev = record.device
     arch = f" (sm_{dev.compute_capability.replace('.', '')})" if dev.compute_capability else ""
     driver_cuda = getattr(dev, "driver_cuda", None)
-    lines = [f"device: {dev.name}{arch}, driver {dev.driver or '?'}"
-             + (f" (CUDA {driver_cuda})" if driver_cuda else "")
-             + f", CUDA runtime {dev.cuda_runtime or '?'}, CuPy {dev.cupy or '?'}, {dev.link_text()}"]
+    lines = [
+        f"device: {dev.name}{arch}, driver {dev.driver or '?'}"
+        + (f" (CUDA {driver_cuda})" if driver_cuda else "")
+        + f", CUDA runtime {dev.cuda_runtime or '?'}, CuPy {dev.cupy or '?'}, {dev.link_text()}"
+    ]
     if "support" in record.extra:
         support = MappingSupport.from_dict(record.extra["support"])
         lines.append(f"mapping: {support.line()}")
         lines += [f"  - {note}" for note in support.notes()]
     cfg = record.config
     took = record.extra.get("wall_s")
-    lines.append(f"run: {cfg.get('repeats')} timed repeats after {cfg.get('warmup')} warm-up, medians shown; "
-                 f"recorded {record.recorded_at}" + (f"; took {took:.0f} s" if took else ""))
+    lines.append(
+        f"run: {cfg.get('repeats')} timed repeats after {cfg.get('warmup')} warm-up, medians shown; "
+        f"recorded {record.recorded_at}" + (f"; took {took:.0f} s" if took else "")
+    )
     return lines
 
 
@@ -105,33 +116,52 @@ def _probes(record: Record) -> list[str]:
     for row in planned_rows(plan):
         found = _pass(record, row.key)
         size = format_size(row.params.get("copy_bytes", row.nbytes))
-        rows.append([row.label, size, _ms(found.median_ms if found else None), _spread(found),
-                     _gbps(found.gbps() if found else None)])
-    return ["link and HBM, the model's inputs",
-            *_table(("probe", "copy", "median ms", "min..max ms", "GB/s"), rows)]
+        rows.append(
+            [
+                row.label,
+                size,
+                _ms(found.median_ms if found else None),
+                _spread(found),
+                _gbps(found.gbps() if found else None),
+            ]
+        )
+    return ["link and HBM, the model's inputs", *_table(("probe", "copy", "median ms", "min..max ms", "GB/s"), rows)]
 
 
 def _streaming(record: Record) -> list[str]:
     plan = record.extra["streaming"]
-    return [f"streaming: read {format_size(plan['nbytes'])} once (float32), result to HBM",
-            *_table(_TIMED_HEADERS, [_timed_row(record, row) for row in planned_rows(plan)]),
-            "  model: zero-copy B/L; copy then kernel B/L + 2B/H; pipeline B/L + 2c/H (the last chunk's kernel)"]
+    return [
+        f"streaming: read {format_size(plan['nbytes'])} once (float32), result to HBM",
+        *_table(_TIMED_HEADERS, [_timed_row(record, row) for row in planned_rows(plan)]),
+        "  model: zero-copy B/L; copy then kernel B/L + 2B/H; pipeline B/L + 2c/H (the last chunk's kernel)",
+    ]
 
 
 def _breakeven(record: Record) -> list[str]:
     plan, verdict = record.extra["breakeven"], breakeven_verdict(record)
     rows = []
     for item in verdict["per_reads"]:
-        model_says = (f"close ({item['model_margin']:.0%})" if item["model_close"] else item["model_winner"])
-        rows.append([str(item["reads"]), _ms(item["zero_copy_ms"]), _ms(item["zero_copy_model_ms"]),
-                     _ms(item["copy_ms"]), _ms(item["copy_model_ms"]), item["winner"], model_says])
+        model_says = f"close ({item['model_margin']:.0%})" if item["model_close"] else item["model_winner"]
+        rows.append(
+            [
+                str(item["reads"]),
+                _ms(item["zero_copy_ms"]),
+                _ms(item["zero_copy_model_ms"]),
+                _ms(item["copy_ms"]),
+                _ms(item["copy_model_ms"]),
+                item["winner"],
+                model_says,
+            ]
+        )
     fit = verdict["fit"]
-    return [f"break-even: {format_size(plan['nbytes'])}, a kernel reads every byte r times",
-            *_table(("r", "zero-copy ms", "model", "copy+kernel ms", "model", "faster", "model says"), rows),
-            f"  model: copy B/L + r·B/H, zero-copy r·B/L -> crossover r* = {_reads(verdict['crossover_model'])}",
-            f"  measured: zero-copy {_ms(fit['zero_copy_ms_per_read'])} ms per read, copy "
-            f"{_ms(fit['copy_fixed_ms'])} ms + {_ms(fit['copy_ms_per_read'])} ms per read "
-            f"-> crossover r* = {_reads(verdict['crossover_measured'])}"]
+    return [
+        f"break-even: {format_size(plan['nbytes'])}, a kernel reads every byte r times",
+        *_table(("r", "zero-copy ms", "model", "copy+kernel ms", "model", "faster", "model says"), rows),
+        f"  model: copy B/L + r·B/H, zero-copy r·B/L -> crossover r* = {_reads(verdict['crossover_model'])}",
+        f"  measured: zero-copy {_ms(fit['zero_copy_ms_per_read'])} ms per read, copy "
+        f"{_ms(fit['copy_fixed_ms'])} ms + {_ms(fit['copy_ms_per_read'])} ms per read "
+        f"-> crossover r* = {_reads(verdict['crossover_measured'])}",
+    ]
 
 
 def _reads(value: float | None) -> str:
@@ -145,11 +175,21 @@ def _access(record: Record) -> list[str]:
         found = _pass(record, row.key)
         measured = found.gbps() if found else None
         model_gbps = row.params["model_gbps"]
-        rows.append([row.label, _ms(found.median_ms if found else None), _spread(found), _gbps(measured),
-                     _gbps(model_gbps), _ratio(measured, model_gbps)])
-    return [f"access shape: 4-byte loads from {format_size(plan['nbytes'])} of mapped memory",
-            *_table(("pattern", "median ms", "min..max ms", "useful GB/s", "model GB/s", "meas/model"), rows),
-            "  model: coalesced at L; scattered at most L·4/32, if each 4-byte load costs a 32-byte sector"]
+        rows.append(
+            [
+                row.label,
+                _ms(found.median_ms if found else None),
+                _spread(found),
+                _gbps(measured),
+                _gbps(model_gbps),
+                _ratio(measured, model_gbps),
+            ]
+        )
+    return [
+        f"access shape: 4-byte loads from {format_size(plan['nbytes'])} of mapped memory",
+        *_table(("pattern", "median ms", "min..max ms", "useful GB/s", "model GB/s", "meas/model"), rows),
+        "  model: coalesced at L; scattered at most L·4/32, if each 4-byte load costs a 32-byte sector",
+    ]
 
 
 def _gather(record: Record) -> list[str]:
@@ -161,14 +201,18 @@ def _gather(record: Record) -> list[str]:
     for row in planned:
         predicted = take + copy_model if row.key.path == "cpu-take+copy" and take else None
         rows.append(_timed_row(record, row, predicted))
-    lines = [f"sparse gather: {plan['n_rows']:,} rows x {format_size(plan['row_bytes'])} "
-             f"({plan['batch_bytes'] / 1e6:.1f} MB) from a {format_size(plan['table_bytes'])} mapped table",
-             *_table(_TIMED_HEADERS, rows),
-             "  model: the GPU gather takes the batch's copy time, batch/L; the CPU path adds its measured take"]
+    lines = [
+        f"sparse gather: {plan['n_rows']:,} rows x {format_size(plan['row_bytes'])} "
+        f"({plan['batch_bytes'] / 1e6:.1f} MB) from a {format_size(plan['table_bytes'])} mapped table",
+        *_table(_TIMED_HEADERS, rows),
+        "  model: the GPU gather takes the batch's copy time, batch/L; the CPU path adds its measured take",
+    ]
     fill = _pass(record, read_key(plan["fill_key"]))
     if fill and plan.get("pin_ms"):
-        lines.append(f"  pinning the table took {plan['pin_ms'] / 1e3:.2f} s; the GPU filled it over the link at "
-                     f"{_gbps(fill.gbps())} GB/s")
+        lines.append(
+            f"  pinning the table took {plan['pin_ms'] / 1e3:.2f} s; the GPU filled it over the link at "
+            f"{_gbps(fill.gbps())} GB/s"
+        )
     return lines
 
 
@@ -177,42 +221,62 @@ def _mailbox(record: Record) -> list[str]:
     rows = []
     for result in plan["results"]:
         warm = " (warm-up)" if result["round"] <= plan["warmup"] else ""
-        rows.append([f"{result['round']}{warm}", _ms(result["flag_seen_ms"]),
-                     "exact" if result["payload_ok"] else "WRONG",
-                     "yes" if result["running_when_read"] else "NO",
-                     f"{result['kernel_waited_us']:.1f}",
-                     "timed out" if result["timed_out"] else "released" if result["acked"] else "NO ACK"])
-    return ["host-visible results: payload, __threadfence_system(), flag; the kernel then waits for the host",
-            *_table(("round", "flag seen after ms", "payload", "kernel running when read",
-                     "kernel waited us", "kernel end"), rows),
-            "  the host reads the payload, sees the stream still busy, and only then releases the kernel"]
+        rows.append(
+            [
+                f"{result['round']}{warm}",
+                _ms(result["flag_seen_ms"]),
+                "exact" if result["payload_ok"] else "WRONG",
+                "yes" if result["running_when_read"] else "NO",
+                f"{result['kernel_waited_us']:.1f}",
+                "timed out" if result["timed_out"] else "released" if result["acked"] else "NO ACK",
+            ]
+        )
+    return [
+        "host-visible results: payload, __threadfence_system(), flag; the kernel then waits for the host",
+        *_table(
+            ("round", "flag seen after ms", "payload", "kernel running when read", "kernel waited us", "kernel end"),
+            rows,
+        ),
+        "  the host reads the payload, sees the stream still busy, and only then releases the kernel",
+    ]
 
 
 def _saxpy(record: Record) -> list[str]:
     plan = record.extra["saxpy"]
     flags = "cudaHostRegisterMapped" + ("|ReadOnly" if plan.get("read_only") else "")
-    return [f"mapped SAXPY: {plan['n_floats']:,} floats (x, y in, a·x + y out; "
-            f"{3 * plan['nbytes'] / 1e9:.2f} GB moved)",
-            *_table(_TIMED_HEADERS, [_timed_row(record, row) for row in planned_rows(plan)]),
-            "  model: mapped 2B/L (writes overlap the reads); sync 2B/L + 3B/H + B/L_d2h; async 2B/L + c/L_d2h",
-            f"  x and y are NumPy arrays registered with {flags}: 2 x {format_size(plan['nbytes'])} in "
-            f"{plan.get('register_ms', 0):.0f} ms, done once and never per batch"]
+    return [
+        f"mapped SAXPY: {plan['n_floats']:,} floats (x, y in, a·x + y out; {3 * plan['nbytes'] / 1e9:.2f} GB moved)",
+        *_table(_TIMED_HEADERS, [_timed_row(record, row) for row in planned_rows(plan)]),
+        "  model: mapped 2B/L (writes overlap the reads); sync 2B/L + 3B/H + B/L_d2h; async 2B/L + c/L_d2h",
+        f"  x and y are NumPy arrays registered with {flags}: 2 x {format_size(plan['nbytes'])} in "
+        f"{plan.get('register_ms', 0):.0f} ms, done once and never per batch",
+    ]
 
 
 def _reread(record: Record) -> list[str]:
     plan = record.extra["reread"]
     rows = [_timed_row(record, row) for row in planned_rows(plan)]
-    return [f"failure mode: a loop re-reads each float4 k={plan['k']} times ({format_size(plan['nbytes'])}); "
-            f"GB/s counts every load",
-            *_table(_TIMED_HEADERS, rows),
-            "  model: k·B/L from mapped memory (nothing cached you can rely on), k·B/H from HBM; nsys shows no copy"]
+    return [
+        f"failure mode: a loop re-reads each float4 k={plan['k']} times ({format_size(plan['nbytes'])}); "
+        f"GB/s counts every load",
+        *_table(_TIMED_HEADERS, rows),
+        "  model: k·B/L from mapped memory (nothing cached you can rely on), k·B/H from HBM; nsys shows no copy",
+    ]
 
 
-SECTIONS = {"streaming": _streaming, "breakeven": _breakeven, "access": _access, "gather": _gather,
-            "mailbox": _mailbox, "saxpy": _saxpy, "reread": _reread}
+SECTIONS = {
+    "streaming": _streaming,
+    "breakeven": _breakeven,
+    "access": _access,
+    "gather": _gather,
+    "mailbox": _mailbox,
+    "saxpy": _saxpy,
+    "reread": _reread,
+}
 
 
 # -- verdicts ------------------------------------------------------------------
+
 
 def breakeven_verdict(record: Record) -> dict[str, Any]:
     """Did the copy-vs-zero-copy crossover fall where B/L + r·B/H = r·B/L puts it? With the numbers why not."""
@@ -223,13 +287,22 @@ def breakeven_verdict(record: Record) -> dict[str, Any]:
         zc, cp = _median(record, zc_row.key), _median(record, cp_row.key)
         zc_model, cp_model = zc_row.model_ms, cp_row.model_ms
         margin = abs(zc_model - cp_model) / min(zc_model, cp_model)
-        per_reads.append({
-            "reads": row["reads"], "zero_copy_ms": zc, "copy_ms": cp, "zero_copy_model_ms": zc_model,
-            "copy_model_ms": cp_model, "winner": "zero-copy" if zc < cp else "copy",
-            "model_winner": "zero-copy" if zc_model < cp_model else "copy", "model_margin": margin,
-            "model_close": margin < CLOSE_MARGIN})
-    fit = model.fit_breakeven([p["reads"] for p in per_reads], [p["zero_copy_ms"] for p in per_reads],
-                              [p["copy_ms"] for p in per_reads])
+        per_reads.append(
+            {
+                "reads": row["reads"],
+                "zero_copy_ms": zc,
+                "copy_ms": cp,
+                "zero_copy_model_ms": zc_model,
+                "copy_model_ms": cp_model,
+                "winner": "zero-copy" if zc < cp else "copy",
+                "model_winner": "zero-copy" if zc_model < cp_model else "copy",
+                "model_margin": margin,
+                "model_close": margin < CLOSE_MARGIN,
+            }
+        )
+    fit = model.fit_breakeven(
+        [p["reads"] for p in per_reads], [p["zero_copy_ms"] for p in per_reads], [p["copy_ms"] for p in per_reads]
+    )
     zero_copy_gbps = plan["nbytes"] / (fit["zero_copy_ms_per_read"] * 1e6)
     predicted = plan["crossover_model"]
     measured = fit["crossover_reads"] if math.isfinite(fit["crossover_reads"]) else None
@@ -239,11 +312,19 @@ def breakeven_verdict(record: Record) -> dict[str, Any]:
     else:
         crossover_agrees = abs(measured - predicted) <= CROSSOVER_TOLERANCE * max(1.0, predicted)
     refined = model.crossover_reads(link.h2d_gbps, link.hbm_gbps, zero_copy_gbps)
-    return {"held": winners_agree and crossover_agrees, "winners_agree": winners_agree,
-            "crossover_agrees": crossover_agrees, "crossover_model": predicted, "crossover_measured": measured,
-            "crossover_with_zero_copy_rate": refined if math.isfinite(refined) else None,
-            "zero_copy_gbps": zero_copy_gbps, "link_gbps": link.h2d_gbps, "hbm_gbps": link.hbm_gbps,
-            "fit": fit, "per_reads": per_reads}
+    return {
+        "held": winners_agree and crossover_agrees,
+        "winners_agree": winners_agree,
+        "crossover_agrees": crossover_agrees,
+        "crossover_model": predicted,
+        "crossover_measured": measured,
+        "crossover_with_zero_copy_rate": refined if math.isfinite(refined) else None,
+        "zero_copy_gbps": zero_copy_gbps,
+        "link_gbps": link.h2d_gbps,
+        "hbm_gbps": link.hbm_gbps,
+        "fit": fit,
+        "per_reads": per_reads,
+    }
 
 
 def gather_verdict(record: Record) -> dict[str, Any]:
@@ -255,10 +336,15 @@ def gather_verdict(record: Record) -> dict[str, Any]:
     fraction_of_l = gathered.gbps() / rates(record).h2d_gbps
     speedup = cpu.median_ms / gathered.median_ms
     unsorted = by_path["unsorted"]
-    return {"passed": fraction >= GATHER_LINK_FRACTION and speedup >= GATHER_SPEEDUP,
-            "gather_gbps": gathered.gbps(), "copy_gbps": copied.gbps(), "fraction_of_copy": fraction,
-            "fraction_of_link": fraction_of_l, "speedup_over_cpu": speedup,
-            "unsorted_over_sorted": unsorted.median_ms / gathered.median_ms if unsorted else None}
+    return {
+        "passed": fraction >= GATHER_LINK_FRACTION and speedup >= GATHER_SPEEDUP,
+        "gather_gbps": gathered.gbps(),
+        "copy_gbps": copied.gbps(),
+        "fraction_of_copy": fraction,
+        "fraction_of_link": fraction_of_l,
+        "speedup_over_cpu": speedup,
+        "unsorted_over_sorted": unsorted.median_ms / gathered.median_ms if unsorted else None,
+    }
 
 
 def mailbox_verdict(record: Record) -> dict[str, Any]:
@@ -271,23 +357,28 @@ def mailbox_verdict(record: Record) -> dict[str, Any]:
 def _verdict_lines(record: Record, picked: Sequence[str]) -> list[str]:
     lines = ["verdicts"]
     failed = [c for c in record.checks if not c.ok]
-    lines.append(f"  correctness: {len(record.checks) - len(failed)} of {len(record.checks)} checks passed"
-                 + ("" if not failed else "; FAILED: " + "; ".join(f"{c.name} ({c.detail})" for c in failed)))
+    lines.append(
+        f"  correctness: {len(record.checks) - len(failed)} of {len(record.checks)} checks passed"
+        + ("" if not failed else "; FAILED: " + "; ".join(f"{c.name} ({c.detail})" for c in failed))
+    )
     if "breakeven" in picked:
         lines += _breakeven_lines(breakeven_verdict(record))
     if "gather" in picked:
         g = gather_verdict(record)
-        lines.append(f"  gather: {'PASS' if g['passed'] else 'FAIL'}: sorted gather moved {_gbps(g['gather_gbps'])} "
-                     f"GB/s = {g['fraction_of_copy']:.2f} of the pinned copy of the same batch "
-                     f"({_gbps(g['copy_gbps'])} GB/s; needs >= {GATHER_LINK_FRACTION}) and "
-                     f"{g['fraction_of_link']:.2f} of L; {g['speedup_over_cpu']:.1f}x faster than CPU take + copy "
-                     f"(needs >= {GATHER_SPEEDUP:.0f}x)"
-                     + (f"; unsorted ids took {g['unsorted_over_sorted']:.2f}x as long"
-                        if g["unsorted_over_sorted"] else ""))
+        lines.append(
+            f"  gather: {'PASS' if g['passed'] else 'FAIL'}: sorted gather moved {_gbps(g['gather_gbps'])} "
+            f"GB/s = {g['fraction_of_copy']:.2f} of the pinned copy of the same batch "
+            f"({_gbps(g['copy_gbps'])} GB/s; needs >= {GATHER_LINK_FRACTION}) and "
+            f"{g['fraction_of_link']:.2f} of L; {g['speedup_over_cpu']:.1f}x faster than CPU take + copy "
+            f"(needs >= {GATHER_SPEEDUP:.0f}x)"
+            + (f"; unsorted ids took {g['unsorted_over_sorted']:.2f}x as long" if g["unsorted_over_sorted"] else "")
+        )
     if "mailbox" in picked:
         m = mailbox_verdict(record)
-        lines.append(f"  mailbox: {'PASS' if m['passed'] else 'FAIL'}: payload seen while the kernel was still "
-                     f"running in {m['good_rounds']} of {m['rounds']} rounds")
+        lines.append(
+            f"  mailbox: {'PASS' if m['passed'] else 'FAIL'}: payload seen while the kernel was still "
+            f"running in {m['good_rounds']} of {m['rounds']} rounds"
+        )
     lines += _other_lines(record, picked)
     return lines
 
@@ -296,22 +387,30 @@ def _breakeven_lines(v: dict[str, Any]) -> list[str]:
     agree = [str(p["reads"]) for p in v["per_reads"] if p["winner"] == p["model_winner"] and not p["model_close"]]
     close = [p for p in v["per_reads"] if p["model_close"]]
     differ = [p for p in v["per_reads"] if p["winner"] != p["model_winner"] and not p["model_close"]]
-    lines = [f"  break-even: {'HELD' if v['held'] else 'DID NOT HOLD'}: model crossover r* = "
-             f"{_reads(v['crossover_model'])} (L {_gbps(v['link_gbps'])}, H {_gbps(v['hbm_gbps'])} GB/s), "
-             f"measured r* = {_reads(v['crossover_measured'])}"]
+    lines = [
+        f"  break-even: {'HELD' if v['held'] else 'DID NOT HOLD'}: model crossover r* = "
+        f"{_reads(v['crossover_model'])} (L {_gbps(v['link_gbps'])}, H {_gbps(v['hbm_gbps'])} GB/s), "
+        f"measured r* = {_reads(v['crossover_measured'])}"
+    ]
     if agree:
         lines.append(f"    measured winner = model's at r = {', '.join(agree)}")
     for p in close:
         apart = abs(p["zero_copy_ms"] - p["copy_ms"]) / min(p["zero_copy_ms"], p["copy_ms"])
-        lines.append(f"    at r = {p['reads']} the model calls it close ({p['model_margin']:.0%} apart); measured: "
-                     f"{p['winner']} by {apart:.0%}")
+        lines.append(
+            f"    at r = {p['reads']} the model calls it close ({p['model_margin']:.0%} apart); measured: "
+            f"{p['winner']} by {apart:.0%}"
+        )
     for p in differ:
-        lines.append(f"    at r = {p['reads']} the model picks {p['model_winner']} but {p['winner']} won: "
-                     f"zero-copy {_ms(p['zero_copy_ms'])} ms (model {_ms(p['zero_copy_model_ms'])}), copy "
-                     f"{_ms(p['copy_ms'])} ms (model {_ms(p['copy_model_ms'])})")
-    lines.append(f"    why the measured crossover differs: zero-copy loads ran at {_gbps(v['zero_copy_gbps'])} GB/s "
-                 f"(fit), {v['zero_copy_gbps'] / v['link_gbps']:.2f} of the copy's L; with that rate the model's "
-                 f"crossover is r* = {_reads(v['crossover_with_zero_copy_rate'])}")
+        lines.append(
+            f"    at r = {p['reads']} the model picks {p['model_winner']} but {p['winner']} won: "
+            f"zero-copy {_ms(p['zero_copy_ms'])} ms (model {_ms(p['zero_copy_model_ms'])}), copy "
+            f"{_ms(p['copy_ms'])} ms (model {_ms(p['copy_model_ms'])})"
+        )
+    lines.append(
+        f"    why the measured crossover differs: zero-copy loads ran at {_gbps(v['zero_copy_gbps'])} GB/s "
+        f"(fit), {v['zero_copy_gbps'] / v['link_gbps']:.2f} of the copy's L; with that rate the model's "
+        f"crossover is r* = {_reads(v['crossover_with_zero_copy_rate'])}"
+    )
     return lines
 
 
@@ -327,27 +426,35 @@ def _other_lines(record: Record, picked: Sequence[str]) -> list[str]:
         speed = "link speed" if low <= fraction <= high else "not link speed"
         near = by[("near", "mapped")]
         crossed = near.median_ms * link * 1e6 / plan["nbytes"]
-        lines.append(f"  re-read loop: far re-reads of mapped memory ran at {_gbps(far_mapped.gbps())} GB/s of loads "
-                     f"= {fraction:.2f} of L ({speed}), {far_mapped.median_ms / far_device.median_ms:.0f}x slower "
-                     f"than from HBM; near re-reads: {plan['k']} loads per byte took the time of {crossed:.1f} x B "
-                     f"over the link, so most never crossed it")
+        lines.append(
+            f"  re-read loop: far re-reads of mapped memory ran at {_gbps(far_mapped.gbps())} GB/s of loads "
+            f"= {fraction:.2f} of L ({speed}), {far_mapped.median_ms / far_device.median_ms:.0f}x slower "
+            f"than from HBM; near re-reads: {plan['k']} loads per byte took the time of {crossed:.1f} x B "
+            f"over the link, so most never crossed it"
+        )
     if "access" in picked:
         plan = record.extra["access"]
         coalesced, scattered = (_pass(record, r.key) for r in planned_rows(plan))
         link_bytes = model.WORD_BYTES * link / scattered.gbps()
-        lines.append(f"  access: scattered 4-byte loads delivered {scattered.gbps() / coalesced.gbps():.3f} of the "
-                     f"coalesced rate (model {model.WORD_BYTES / model.SECTOR_BYTES:.3f}): each one held the link as "
-                     f"long as {link_bytes:.0f} bytes at L, not {model.SECTOR_BYTES}")
+        lines.append(
+            f"  access: scattered 4-byte loads delivered {scattered.gbps() / coalesced.gbps():.3f} of the "
+            f"coalesced rate (model {model.WORD_BYTES / model.SECTOR_BYTES:.3f}): each one held the link as "
+            f"long as {link_bytes:.0f} bytes at L, not {model.SECTOR_BYTES}"
+        )
     if "saxpy" in picked:
         by = {r.key.path: _pass(record, r.key) for r in planned_rows(record.extra["saxpy"])}
-        lines.append(f"  saxpy: mapped {by['mapped'].median_ms:.2f} ms; synchronous copies "
-                     f"{by['sync-copies'].median_ms / by['mapped'].median_ms:.2f}x and asynchronous copies "
-                     f"{by['async-copies'].median_ms / by['mapped'].median_ms:.2f}x as long")
+        lines.append(
+            f"  saxpy: mapped {by['mapped'].median_ms:.2f} ms; synchronous copies "
+            f"{by['sync-copies'].median_ms / by['mapped'].median_ms:.2f}x and asynchronous copies "
+            f"{by['async-copies'].median_ms / by['mapped'].median_ms:.2f}x as long"
+        )
     if "streaming" in picked:
         by = {r.key.path: _pass(record, r.key) for r in planned_rows(record.extra["streaming"])}
         best = min(by, key=lambda path: by[path].median_ms)
-        lines.append(f"  streaming: fastest {best} ({by[best].median_ms:.2f} ms); zero-copy "
-                     f"{by['zero-copy'].gbps() / link:.2f} of L, pipeline {by['pipeline'].gbps() / link:.2f} of L")
+        lines.append(
+            f"  streaming: fastest {best} ({by[best].median_ms:.2f} ms); zero-copy "
+            f"{by['zero-copy'].gbps() / link:.2f} of L, pipeline {by['pipeline'].gbps() / link:.2f} of L"
+        )
     return lines
 
 
@@ -360,6 +467,10 @@ def picked_experiments(record: Record, only: Sequence[str] | None = None) -> lis
 def report(record: Record, only: Sequence[str] | None = None) -> str:
     """Every table and verdict of a run, from its record alone (no mode line: the caller prints that)."""
     picked = picked_experiments(record, only)
-    blocks = [_header(record), _probes(record), *(SECTIONS[name](record) for name in picked),
-              _verdict_lines(record, picked)]
+    blocks = [
+        _header(record),
+        _probes(record),
+        *(SECTIONS[name](record) for name in picked),
+        _verdict_lines(record, picked),
+    ]
     return "\n\n".join("\n".join(block) for block in blocks)

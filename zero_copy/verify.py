@@ -27,8 +27,10 @@ def compare(got: np.ndarray, expected: np.ndarray) -> tuple[bool, str]:
         return True, f"bit-exact, {got.size:,} values"
     first = int(np.flatnonzero(got_bits != want_bits)[0])
     bad = int(np.count_nonzero(got_bits != want_bits))
-    return False, (f"{bad:,} of {got.size:,} values differ; first at flat index {first}: "
-                   f"got {got.reshape(-1)[first]!r}, expected {expected.reshape(-1)[first]!r}")
+    return False, (
+        f"{bad:,} of {got.size:,} values differ; first at flat index {first}: "
+        f"got {got.reshape(-1)[first]!r}, expected {expected.reshape(-1)[first]!r}"
+    )
 
 
 def _bits(array: np.ndarray) -> np.ndarray:
@@ -41,7 +43,7 @@ def fill_small_ints(h_out: np.ndarray, seed: int) -> None:
     step = 1 << 26
     flat = h_out.reshape(-1)
     for start in range(0, flat.size, step):
-        part = flat[start:start + step]
+        part = flat[start : start + step]
         part[:] = rng.integers(0, 256, size=part.size, dtype=np.uint8)
 
 
@@ -51,9 +53,9 @@ def expected_reread(h_in: np.ndarray, reads: int, shift: int) -> np.ndarray:
     acc = np.zeros_like(h_in)
     for j in range(reads):
         s = (j * shift) % n
-        acc[:n - s] += h_in[s:]
+        acc[: n - s] += h_in[s:]
         if s:
-            acc[n - s:] += h_in[:s]
+            acc[n - s :] += h_in[:s]
     return acc
 
 
@@ -71,5 +73,4 @@ def mix32(index: np.ndarray, seed: int) -> np.ndarray:
 def round_ok(result: dict[str, Any]) -> bool:
     """A mailbox round passed: payload exact, read while the stream was busy, and the kernel finished because
     the host released it."""
-    return bool(result["payload_ok"] and result["running_when_read"] and result["acked"]
-                and not result["timed_out"])
+    return bool(result["payload_ok"] and result["running_when_read"] and result["acked"] and not result["timed_out"])
