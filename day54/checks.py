@@ -9,22 +9,24 @@ simulates the schedule on the recorded H200 stage times, and says so.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from day54 import report, schedules
+from day54 import DOMAIN, report, schedules
 from day54.config import MiB, PassKey
-from day54.context import CupyContext, HostArrays
+from day54.context import LEGACY, CupyContext, HostArrays
 from day54.model import Stages, predict
 from day54.recording import RecordingContext
-from day54.replay import from_exports, load_profile
+from day54.replay import COPY_SLACK_BYTES, from_exports, load_profile
 from day54.simulate import Rates, simulated_ms
 from day54.verify import check_bit_exact
 from labcore.checking import assert_own_function, say
 from labcore.device import gpu_available
+from labcore.exports import Exports
 from labcore.record import Record
 from labcore.timing import time_pass
 
@@ -46,24 +48,33 @@ def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
 
 # -- correctness ------------------------------------------------------------------------------------
 
+# (chunks, buffer pairs) every schedule must get right: one chunk, an odd count, the lesson's 16, many.
+CORRECTNESS_CASES = tuple((n, b) for n in (1, 7, 16, 256) for b in (2, 3, 4))
+LIVE_CASES = ((1, 2), (7, 3), (16, 2), (16, 4), (256, 3))  # on the GPU, each with fresh random input
+LIVE_WINDOW = 1 * MiB
 
-def check_schedule_correct(schedule: Callable[[Any], None], *, buffers: int = 2, n_chunks: int = 16) -> None:
-    """Output bit-exact against naive: on the GPU with fresh random input; offline by CUDA's ordering rules."""
-    assert_own_schedule(schedule)
+
+def _fake_problems(schedule: Callable[[Any], None], n_chunks: int, buffers: int) -> str | None:
+    """What CUDA's ordering rules say is wrong with the schedule at one configuration (recording fake)."""
     fake = RecordingContext(n_chunks, buffers)
-    schedule(fake)
+    try:
+        schedule(fake)
+    except IndexError as exc:  # a chunk, pair or stream outside the context's range
+        return f"{n_chunks} chunks, {buffers} buffers: {exc}"
     problems = fake.problems()
-    assert not problems, f"{len(problems)} problem(s); first bad chunk {problems[0].chunk}: {problems[0].message}"
-    if not gpu_available():
-        say(
-            f"offline: {buffers} buffers, {n_chunks} chunks: every chunk's output comes from its own input and no "
-            f"buffer access is unordered (recording fake; no GPU to run it on)"
-        )
-        return
-    window = 4 * MiB
-    host = HostArrays(window * n_chunks)
+    if not problems:
+        return None
+    return (
+        f"{n_chunks} chunks, {buffers} buffers: {len(problems)} problem(s); first bad chunk {problems[0].chunk}: "
+        f"{problems[0].message}"
+    )
+
+
+def _live_correct(schedule: Callable[[Any], None], n_chunks: int, buffers: int) -> str:
+    """Run the schedule on the GPU on fresh random input, output poisoned first, against naive bit for bit."""
+    host = HostArrays(LIVE_WINDOW * n_chunks)
     host.fill_random(secrets.randbelow(2**31))
-    ctx = CupyContext(host, window, buffers, 512)
+    ctx = CupyContext(host, LIVE_WINDOW, buffers, 512)
     host.poison()
     schedules.naive(ctx.with_buffers(1))
     ctx.synchronize()
@@ -72,14 +83,37 @@ def check_schedule_correct(schedule: Callable[[Any], None], *, buffers: int = 2,
     schedule(ctx)
     ctx.synchronize()
     check = check_bit_exact("your schedule", host.h_out, reference, ctx.chunk_elems)
-    assert check.ok, check.detail
-    say(f"live: {buffers} buffers, {n_chunks} chunks of fresh random input: {check.detail}")
+    assert check.ok, f"live, {n_chunks} chunks, {buffers} buffers: {check.detail}"
+    return check.detail
+
+
+def check_schedule_correct(schedule: Callable[[Any], None], *, buffers: int = 2, n_chunks: int = 16) -> None:
+    """Right output at every chunk count and depth: by CUDA's ordering rules, and live on fresh input with a GPU."""
+    assert_own_schedule(schedule)
+    cases = dict.fromkeys([(n_chunks, buffers), *CORRECTNESS_CASES])
+    for n, b in cases:
+        problem = _fake_problems(schedule, n, b)
+        assert problem is None, problem
+    shown = ", ".join(f"{n}x{b}" for n, b in cases)
+    if not gpu_available():
+        say(
+            f"offline: every chunk's output comes from its own input and no buffer access is unordered at "
+            f"{shown} (chunks x buffers; recording fake, no GPU to run it on)"
+        )
+        return
+    for n, b in LIVE_CASES:
+        _live_correct(schedule, n, b)
+    live = ", ".join(f"{n}x{b}" for n, b in LIVE_CASES)
+    say(f"by the ordering rules at {shown}; live on fresh random input at {live}")
 
 
 def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2, n_chunks: int = 12) -> None:
     """No buffer pair takes a new chunk before the copy out of its previous chunk is ordered before it."""
     ctx = RecordingContext(n_chunks, buffers)
-    schedule(ctx)
+    try:
+        schedule(ctx)
+    except IndexError as exc:  # a chunk, pair or stream outside the context's range
+        raise AssertionError(f"{n_chunks} chunks, {buffers} buffers: {exc}") from None
     last_out: dict[int, Any] = {}
     for rec in ctx.ops:
         if rec.op == "h2d" and rec.pair in last_out:
@@ -91,98 +125,181 @@ def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2, n
     say(f"{buffers} buffers: every pair is reused only after its previous chunk was copied out")
 
 
+def practice_problems(schedule: Callable[[Any], None], n_chunks: int = 16, buffers: int = 2) -> list[str]:
+    """Practices that stop a pipeline overlapping, read from what the schedule enqueues (any GPU or none)."""
+    ctx = RecordingContext(n_chunks, buffers)
+    schedule(ctx)
+    found = [f"{rec.describe()} is on the legacy default stream" for rec in ctx.ops if rec.stream == LEGACY]
+    found += [
+        f"a device-wide synchronize after operation {at} of {len(ctx.ops)}: the host stops the pipeline mid-loop"
+        for at, kind in ctx.syncs
+        if kind == "device" and at < len(ctx.ops)
+    ]
+    return found
+
+
+def check_good_practice(schedule: Callable[[Any], None], *, buffers: int = 2) -> None:
+    """No operation on the legacy default stream and no device-wide synchronize inside the loop."""
+    assert_own_schedule(schedule)
+    found = practice_problems(schedule, buffers=buffers)
+    assert not found, f"{len(found)} practice problem(s), each of which serializes the streams: {found[0]}" + (
+        f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    )
+    say(f"{buffers} buffers: worker streams only, and the host waits only after the loop")
+
+
 # -- timing -----------------------------------------------------------------------------------------
 
+REFERENCE_FACTOR = 1.05  # your pipelined time may exceed the reference pipeline's, same run and GPU, by this much
 
-def _live_ratio(schedule: Callable[[Any], None], window: int, buffers: int, rounds: int) -> tuple[float, str]:
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Naive, the reference pipeline and your schedule, measured (or simulated) together, and how."""
+
+    naive_ms: float
+    reference_ms: float
+    mine_ms: float
+    how: str
+
+    @property
+    def ratio(self) -> float:
+        return self.mine_ms / self.naive_ms
+
+    @property
+    def over_reference(self) -> float:
+        return self.mine_ms / self.reference_ms
+
+
+def _live_timing(schedule: Callable[[Any], None], window: int, buffers: int, rounds: int) -> Timing:
+    """Naive, reference and yours on one GPU in the same run; yours poisoned before and verified after each repeat."""
     host = HostArrays(1 << 30)
     host.fill_random(secrets.randbelow(2**31))
     ctx = CupyContext(host, window, buffers, 512)
-    ratios, detail = [], ""
+    host.poison()
+    schedules.naive(ctx.with_buffers(1))
+    ctx.synchronize()
+    expected = host.h_out.copy()
+
+    def verify() -> None:
+        check = check_bit_exact("your schedule, timed", host.h_out, expected, ctx.chunk_elems)
+        assert check.ok, f"the output of a timed run of your schedule is wrong: {check.detail}"
+
+    timed = dict(params={}, domain="grader", repeats=3)
+    medians: dict[str, list[float]] = {"naive": [], "reference": [], "yours": []}
+    runs = {
+        "naive": (lambda: schedules.naive(ctx.with_buffers(1)), None, None),
+        "reference": (lambda: schedules.pipelined(ctx), None, None),
+        "yours": (lambda: schedule(ctx), host.poison, verify),
+    }
     for _ in range(rounds):
-        naive = time_pass(
-            lambda: schedules.naive(ctx.with_buffers(1)),
-            key="grader naive",
-            name="naive",
-            params={},
-            domain="grader",
-            repeats=3,
-        )
-        mine = time_pass(
-            lambda: schedule(ctx), key="grader student", name="student", params={}, domain="grader", repeats=3
-        )
-        for p in (naive, mine):
-            host_ms = statistics.median(p.host_ms)
-            assert host_ms <= p.median_ms * HOST_CLOCK_SLACK + 1.0, (
-                f"{p.name}: events say {p.median_ms:.2f} ms but the host clock after a device synchronize says "
+        for name, (fn, before, after) in runs.items():
+            found = time_pass(fn, key=f"grader {name}", name=name, before=before, after=after, **timed)
+            host_ms = statistics.median(found.host_ms)
+            assert host_ms <= found.median_ms * HOST_CLOCK_SLACK + 1.0, (
+                f"{name}: events say {found.median_ms:.2f} ms but the host clock after a device synchronize says "
                 f"{host_ms:.2f} ms: work ran outside the blocking streams the events wait for"
             )
-        ratios.append(mine.median_ms / naive.median_ms)
-        detail = f"naive {naive.median_ms:.2f} ms, yours {mine.median_ms:.2f} ms"
-    return statistics.median(ratios), f"live, median of {rounds} rounds (last: {detail})"
+            medians[name].append(found.median_ms)
+    naive, reference, mine = (statistics.median(medians[n]) for n in ("naive", "reference", "yours"))
+    return Timing(naive, reference, mine, f"live, medians of {rounds} rounds, every timed output verified")
 
 
-EXPORTS_AGREEMENT = 0.15  # exported and simulated ratios of one schedule differ by less than this on the H200
+def _recorded_sequences(schedule: Callable[[Any], None], n_chunks: int, buffers: int, window: int) -> list:
+    """What the schedule enqueues on each stream, (kind, bytes) in order; streams in order of first use."""
+    ctx = RecordingContext(n_chunks, buffers, window_bytes=window)
+    schedule(ctx)
+    by_stream: dict[int, list[tuple[str, int]]] = {}
+    for rec in ctx.ops:
+        by_stream.setdefault(rec.stream, []).append((rec.op, 0 if rec.op == "kernel" else window))
+    return list(by_stream.values())
 
 
-def _exports_ratio(
-    schedule: Callable[[Any], None], directory: Path, window: int, buffers: int
-) -> tuple[float, str] | None:
-    """The ratio from the student's own recorded run, if its exports are here, checked against the schedule."""
+def _exported_sequences(ops: Any, window: int) -> list:
+    """The same from one exported range instance (issue order is the CUDA correlation id)."""
+    by_stream: dict[int, list[tuple[str, int]]] = {}
+    for row in ops.sort_values("corr_id").itertuples(index=False):
+        size = 0 if row.kind == "kernel" else window if abs(int(row.bytes) - window) <= COPY_SLACK_BYTES else row.bytes
+        by_stream.setdefault(int(row.stream), []).append((row.kind, int(size)))
+    return list(by_stream.values())
+
+
+def _exports_timing(schedule: Callable[[Any], None], directory: Path, window: int, buffers: int) -> Timing | None:
+    """Times from the student's own recorded run, accepted only if they recorded the submitted schedule."""
     if not any(directory.glob(f"{RUN_PREFIX}_*.csv")):
         return None
     record = from_exports(directory)
     key = PassKey("student", window, buffers)
     assert record.has_pass(key), f"your run's exports in {directory} have no '{key}' range"
-    ratio = record.pass_times(key).median_ms / report.measured(record, "naive", window, 1)
-    simulated, _ = _simulated_ratio(schedule, window, buffers, record)
-    assert abs(ratio - simulated) < EXPORTS_AGREEMENT, (
-        f"your exports say {ratio:.3f} but the schedule in this notebook simulates to {simulated:.3f} on the "
-        f"exported stage times: the exports are not from this schedule"
+    exported = _exported_sequences(Exports(directory, DOMAIN).by_key[str(key)][0], window)
+    n_chunks = record.config["total_bytes"] // window
+    expected = _recorded_sequences(schedule, n_chunks, buffers, window)
+    if exported != expected:
+        counts = [len(s) for s in exported], [len(s) for s in expected]
+        raise AssertionError(
+            f"your exports are not a run of the schedule in this notebook: per stream they hold "
+            f"{counts[0]} operations in another order than the {counts[1]} your schedule enqueues "
+            f"({n_chunks} chunks, {buffers} buffers); record your run again with this schedule"
+        )
+    return Timing(
+        report.measured(record, "naive", window, 1),
+        report.measured(record, "pipelined", window, buffers),
+        record.pass_times(key).median_ms,
+        f"from your run's nsys exports ({RUN_PREFIX}_*.csv), the operation sequence checked against your schedule",
     )
-    return ratio, f"from your run's nsys exports ({RUN_PREFIX}_*.csv; simulated {simulated:.3f})"
 
 
-def _simulated_ratio(schedule: Callable[[Any], None], window: int, buffers: int, record: Record) -> tuple[float, str]:
+def _simulated_timing(schedule: Callable[[Any], None], window: int, buffers: int, record: Record) -> Timing:
     stages = report.stages(record, window)
     rates = Rates.from_stages(stages, report.link_floor_ms(record))
-    times = [
-        simulated_ms(fn, stages.n_chunks, depth, rates) for fn, depth in ((schedules.naive, 1), (schedule, buffers))
-    ]
-    return times[1] / times[0], (
+    naive, reference, mine = (
+        simulated_ms(fn, stages.n_chunks, depth, rates)
+        for fn, depth in ((schedules.naive, 1), (schedules.pipelined, buffers), (schedule, buffers))
+    )
+    return Timing(
+        naive,
+        reference,
+        mine,
         f"offline, simulated on the recorded {record.device.name} stage times "
-        f"(naive {times[0]:.2f} ms, yours {times[1]:.2f} ms simulated)"
+        f"(naive {naive:.2f} ms, yours {mine:.2f} ms simulated)",
     )
 
 
-def pipelined_ratio(
+def measure_schedule(
     schedule: Callable[[Any], None],
     *,
     window: int = 64 * MiB,
     buffers: int = 2,
     rounds: int = 3,
     directory: str | Path = ".",
-) -> tuple[float, str]:
-    """Your schedule's time over naive's: live, from your run's exports, or simulated (in that order)."""
+) -> Timing:
+    """Naive, the reference pipeline and yours: live, from your run's exports, or simulated (in that order)."""
     if gpu_available():
-        return _live_ratio(schedule, window, buffers, rounds)
-    found = _exports_ratio(schedule, Path(directory), window, buffers)
+        return _live_timing(schedule, window, buffers, rounds)
+    found = _exports_timing(schedule, Path(directory), window, buffers)
     if found is not None:
         return found
-    return _simulated_ratio(schedule, window, buffers, load_profile())
+    return _simulated_timing(schedule, window, buffers, load_profile())
 
 
 def check_pipelined_ratio(
     schedule: Callable[[Any], None], *, window: int = 64 * MiB, buffers: int = 2, threshold: float = 0.70
 ) -> None:
-    """Pipelined at `window` takes at most `threshold` of naive (returns nothing: a number would be partial credit)."""
+    """At most `threshold` of naive and within REFERENCE_FACTOR of the reference pipeline, both in the same run."""
     assert_own_schedule(schedule)
-    ratio, how = pipelined_ratio(schedule, window=window, buffers=buffers)
-    assert ratio <= threshold, (
-        f"pipelined/naive = {ratio:.3f} at {window // MiB} MiB with {buffers} buffers, "
-        f"above the {threshold:.2f} threshold ({how})"
+    timing = measure_schedule(schedule, window=window, buffers=buffers)
+    where = f"at {window // MiB} MiB with {buffers} buffers ({timing.how})"
+    assert timing.ratio <= threshold, (
+        f"pipelined/naive = {timing.ratio:.3f} {where}, above the {threshold:.2f} threshold"
     )
-    say(f"pipelined/naive = {ratio:.3f} <= {threshold:.2f} at {window // MiB} MiB, {buffers} buffers ({how})")
+    assert timing.over_reference <= REFERENCE_FACTOR, (
+        f"your schedule takes {timing.over_reference:.3f}x the reference pipeline's time {where}: more than "
+        f"{REFERENCE_FACTOR:.2f}x; something in it serializes what the reference overlaps"
+    )
+    say(
+        f"pipelined/naive = {timing.ratio:.3f} <= {threshold:.2f}, {timing.over_reference:.3f}x the reference "
+        f"pipeline <= {REFERENCE_FACTOR:.2f}x {where}"
+    )
 
 
 # -- analysis functions the student writes --------------------------------------------------------------

@@ -38,10 +38,12 @@ def time_pass(
     warmup: int = 1,
     bytes_moved: int | None = None,
     before: Callable[[], Any] | None = None,
+    after: Callable[[], Any] | None = None,
 ) -> PassTimes:
     """Warm up, then time `fn` `repeats` times; each timed call is one NVTX range named str(key).
 
-    `before` runs untimed ahead of every call (poisoning outputs, say).
+    `before` runs untimed ahead of every call (poisoning outputs, say), `after` untimed once the device is
+    idle after every timed call (verifying what that very call wrote, say).
     """
     key = str(key)
     cp = _cupy()
@@ -68,6 +70,8 @@ def time_pass(
             device.synchronize()
             t1 = time.perf_counter()
         times_ms.append(cp.cuda.get_elapsed_time(start, stop))
+        if after:
+            after()
         host_ms.append((t1 - t0) * 1e3)
     return PassTimes(
         key=key, name=name, params=dict(params), times_ms=times_ms, host_ms=host_ms, bytes_moved=bytes_moved

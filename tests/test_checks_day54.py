@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from day54 import checks, report, schedules
+from day54.context import LEGACY
 from day54.replay import load_profile
 from day54.simulate import Rates, simulated_ms
 from day54.student import load_schedule
@@ -100,15 +101,30 @@ def test_simulator_tracks_the_recorded_run():
 
 
 def test_student_exports_are_read(capsys):
-    """With the student's own day54_run_* exports beside the notebook, the ratio comes from them."""
-    ratio, how = checks.pipelined_ratio(my_pipelined, directory=STUDENT_RUN)
-    assert 0.5 < ratio < 0.70 and "from your run's nsys exports" in how
+    """With the student's own day54_run_* exports beside the notebook, the times come from them."""
+    timing = checks.measure_schedule(my_pipelined, directory=STUDENT_RUN)
+    assert 0.5 < timing.ratio < 0.70 and "from your run's nsys exports" in timing.how
+    assert timing.over_reference == pytest.approx(1.0, abs=0.05)  # the same schedule as the reference
 
 
 def test_exports_that_do_not_fit_the_schedule_are_refused():
-    """Exports of a pipelined run submitted with a one-stream schedule: they are not from this schedule."""
-    with pytest.raises(AssertionError, match="the exports are not from this schedule"):
-        checks.pipelined_ratio(one_stream, directory=STUDENT_RUN)
+    """Exports of a pipelined run submitted with a one-stream schedule: not a run of this schedule."""
+    with pytest.raises(AssertionError, match="your exports are not a run of the schedule in this notebook"):
+        checks.measure_schedule(one_stream, directory=STUDENT_RUN)
+
+
+def test_exports_of_a_schedule_that_enqueues_less_are_refused():
+    """A schedule that skips chunks when it is not being checked: its exports hold more than it enqueues."""
+
+    def fewer(ctx):
+        for k in range(ctx.n_chunks - 1):
+            pair = k % ctx.n_buffers
+            ctx.copy_in(k, pair)
+            ctx.launch(k, pair)
+            ctx.copy_out(k, pair)
+
+    with pytest.raises(AssertionError, match=r"per stream they hold \[24, 24\] operations .* the \[24, 21\]"):
+        checks.measure_schedule(fewer, directory=STUDENT_RUN)
 
 
 def test_exports_without_the_student_pass(tmp_path):
@@ -122,6 +138,96 @@ def test_exports_without_the_student_pass(tmp_path):
         )
         if name == "nvtx_pushpop_trace":  # the summary still counts them: these exports are not of one run
             with pytest.raises(UsageError, match="'student w=64MiB b=2': 5 instances, the push/pop trace has 0"):
-                checks.pipelined_ratio(my_pipelined, directory=tmp_path)
+                checks.measure_schedule(my_pipelined, directory=tmp_path)
     with pytest.raises(AssertionError, match="have no 'student w=64MiB b=2' range"):
-        checks.pipelined_ratio(my_pipelined, directory=tmp_path)
+        checks.measure_schedule(my_pipelined, directory=tmp_path)
+
+
+def hard_coded_16(ctx):
+    """Right for the lesson's 16 chunks only."""
+    for k in range(16):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+
+
+def skips_the_last_of_many(ctx):
+    """Right up to 16 chunks; beyond, the last chunk is never copied out."""
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        if k < 16 or k < ctx.n_chunks - 1:
+            ctx.copy_out(k, pair)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        (hard_coded_16, r"1 chunks, 2 buffers: h2d: chunk 1 is outside 0\.\.0"),
+        (skips_the_last_of_many, r"256 chunks, 2 buffers: 1 problem\(s\); first bad chunk 255: chunk 255 is never"),
+    ],
+)
+def test_correct_only_for_some_chunk_counts_fails(schedule, message):
+    """Correctness is checked at 1, 7, 16 and 256 chunks and 2, 3 and 4 buffers, not at the lesson's 16 alone."""
+    assert checks._fake_problems(schedule, 16, 2) is None  # at the lesson's 16 chunks nothing is wrong
+    with pytest.raises(AssertionError, match=message):
+        checks.check_schedule_correct(schedule)
+
+
+def legacy_launch(ctx):
+    middle = ctx.n_chunks // 2
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair, stream=LEGACY if k == middle else None)
+        ctx.copy_out(k, pair)
+
+
+def sync_in_loop(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        ctx.synchronize()
+
+
+def waits_every_fourth(ctx):
+    """Correct, and under 0.70 of naive, but the host waits on a stream every fourth chunk."""
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        if k % 4 == 3:
+            ctx.stream_synchronize(pair)
+
+
+def test_practice_is_read_from_the_trace():
+    """Legacy-stream work and a device synchronize in the loop lose the practice point; a stream wait does not."""
+    with pytest.raises(AssertionError, match=r"kernel of chunk 8 on pair 0 \(the legacy default stream\) is on the"):
+        checks.check_good_practice(legacy_launch)
+    with pytest.raises(AssertionError, match=r"15 practice .*synchronize after operation 3 of 48.*\(and 14 more\)"):
+        checks.check_good_practice(sync_in_loop)
+    checks.check_good_practice(my_pipelined)
+    checks.check_good_practice(waits_every_fourth)
+    checks.check_schedule_correct(legacy_launch)  # correct output: only the practice point is lost
+    checks.check_schedule_correct(sync_in_loop)
+
+
+def test_ratio_is_judged_against_the_reference_of_the_same_run():
+    """Under 0.70 of naive is not enough: more than 1.05x the reference pipeline (simulated here) fails."""
+    timing = checks.measure_schedule(waits_every_fourth)
+    assert timing.ratio < 0.70
+    with pytest.raises(AssertionError, match=r"takes 1\.1\d\dx the reference pipeline's time"):
+        checks.check_pipelined_ratio(waits_every_fourth)
+
+
+def test_a_hard_coded_sweep_fails_on_the_rescaled_record():
+    """Ratios typed in from the recorded run match it, but not a record whose times were rescaled."""
+    record = load_profile(ROOT / "profiles" / "h200" / "day54" / "results.json")
+    typed_in = {w: report.ratio(record, w, 2) for w in report.windows(record)}
+    with pytest.raises(AssertionError, match=r"on a rescaled record: ratio at 4 MiB is 0\.\d+, the record says"):
+        checks.check_sweep_ratios(lambda rec, buffers: dict(typed_in), record, buffers=2)
