@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from day54 import live
+from day54.__main__ import main
 from day54.config import Config
 from labcore.device import gpu_available
-from labcore.errors import UsageError
+from labcore.errors import UsageError, run_cli
 from labcore.record import validate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,12 +92,18 @@ def test_plot_and_json(tmp_path):
         (["--from-profile", str(PROFILE), "--window", "8MiB"], "--window 8MiB is not in the record"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(args, message):
-    """Each bad option gets exactly one stderr line naming it, exit status 2, no traceback."""
-    done = day54(*args)
+def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
+    """Each bad option gets exactly one stderr line naming it and exit status 2 (run in this process)."""
+    assert run_cli(main, args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err
+
+
+def test_python_m_day54_bad_input_has_no_traceback():
+    """The real command, as a user runs it: one line, exit status 2, no traceback."""
+    done = day54("--frobnicate")
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ")
-    assert message in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr == "error: unrecognized arguments: --frobnicate\n"
 
 
 @pytest.mark.skipif(gpu_available(), reason="with a GPU the default is a live run")
@@ -107,12 +114,12 @@ def test_no_gpu_and_no_profile(tmp_path):
     assert "no GPU found and no recorded profile" in done.stderr and "--from-profile" in done.stderr
 
 
-def test_malformed_results_json(tmp_path):
+def test_malformed_results_json(tmp_path, capsys):
     """A broken results.json is named with its line."""
     path = tmp_path / "results.json"
     path.write_text('{"schema": 1,\n "lesson": ')
-    done = day54("--from-profile", str(path))
-    assert done.returncode == 2 and "line 2: not valid JSON" in done.stderr
+    assert run_cli(main, ["--from-profile", str(path)]) == 2
+    assert "line 2: not valid JSON" in capsys.readouterr().err
 
 
 def test_memory_check_refuses_before_allocating(monkeypatch):
