@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from day54 import DOMAIN, report, schedules
+from day54 import DOMAIN, report, schedules, trace
 from day54.config import MiB, PassKey
 from day54.context import LEGACY, CupyContext, HostArrays
 from day54.model import Stages, predict
@@ -54,13 +54,22 @@ LIVE_CASES = ((1, 2), (7, 3), (16, 2), (16, 4), (256, 3))  # on the GPU, each wi
 LIVE_WINDOW = 1 * MiB
 
 
-def _fake_problems(schedule: Callable[[Any], None], n_chunks: int, buffers: int) -> str | None:
-    """What CUDA's ordering rules say is wrong with the schedule at one configuration (recording fake)."""
+def _on_fake(schedule: Callable[[Any], None], n_chunks: int, buffers: int) -> RecordingContext:
+    """The schedule's recorded trace replayed on the recording fake (AssertionError naming a bad call)."""
     fake = RecordingContext(n_chunks, buffers)
     try:
-        schedule(fake)
+        trace.record(schedule, n_chunks, buffers).replay(fake)
     except IndexError as exc:  # a chunk, pair or stream outside the context's range
-        return f"{n_chunks} chunks, {buffers} buffers: {exc}"
+        raise AssertionError(f"{n_chunks} chunks, {buffers} buffers: {exc}") from None
+    return fake
+
+
+def _fake_problems(schedule: Callable[[Any], None], n_chunks: int, buffers: int) -> str | None:
+    """What CUDA's ordering rules say is wrong with the schedule at one configuration (recording fake)."""
+    try:
+        fake = _on_fake(schedule, n_chunks, buffers)
+    except AssertionError as exc:
+        return str(exc)
     problems = fake.problems()
     if not problems:
         return None
@@ -74,13 +83,14 @@ def _live_correct(schedule: Callable[[Any], None], n_chunks: int, buffers: int) 
     """Run the schedule on the GPU on fresh random input, output poisoned first, against naive bit for bit."""
     host = HostArrays(LIVE_WINDOW * n_chunks)
     host.fill_random(secrets.randbelow(2**31))
+    recorded = trace.record(schedule, n_chunks, buffers, window_bytes=LIVE_WINDOW)
     ctx = CupyContext(host, LIVE_WINDOW, buffers, 512)
     host.poison()
     schedules.naive(ctx.with_buffers(1))
     ctx.synchronize()
     reference = host.h_out.copy()
     host.poison()
-    schedule(ctx)
+    recorded.replay(ctx)
     ctx.synchronize()
     check = check_bit_exact("your schedule", host.h_out, reference, ctx.chunk_elems)
     assert check.ok, f"live, {n_chunks} chunks, {buffers} buffers: {check.detail}"
@@ -109,11 +119,7 @@ def check_schedule_correct(schedule: Callable[[Any], None], *, buffers: int = 2,
 
 def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2, n_chunks: int = 12) -> None:
     """No buffer pair takes a new chunk before the copy out of its previous chunk is ordered before it."""
-    ctx = RecordingContext(n_chunks, buffers)
-    try:
-        schedule(ctx)
-    except IndexError as exc:  # a chunk, pair or stream outside the context's range
-        raise AssertionError(f"{n_chunks} chunks, {buffers} buffers: {exc}") from None
+    ctx = _on_fake(schedule, n_chunks, buffers)
     last_out: dict[int, Any] = {}
     for rec in ctx.ops:
         if rec.op == "h2d" and rec.pair in last_out:
@@ -127,8 +133,7 @@ def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2, n
 
 def practice_problems(schedule: Callable[[Any], None], n_chunks: int = 16, buffers: int = 2) -> list[str]:
     """Practices that stop a pipeline overlapping, read from what the schedule enqueues (any GPU or none)."""
-    ctx = RecordingContext(n_chunks, buffers)
-    schedule(ctx)
+    ctx = _on_fake(schedule, n_chunks, buffers)
     found = [f"{rec.describe()} is on the legacy default stream" for rec in ctx.ops if rec.stream == LEGACY]
     found += [
         f"a device-wide synchronize after operation {at} of {len(ctx.ops)}: the host stops the pipeline mid-loop"
@@ -172,7 +177,11 @@ class Timing:
 
 
 def _live_timing(schedule: Callable[[Any], None], window: int, buffers: int, rounds: int) -> Timing:
-    """Naive, reference and yours on one GPU in the same run; yours poisoned before and verified after each repeat."""
+    """Naive, reference and yours on one GPU in the same run; yours poisoned before and verified after each repeat.
+
+    Yours is the trace recorded from the schedule, replayed: what is timed is what the checks judged.
+    """
+    recorded = trace.record(schedule, (1 << 30) // window, buffers, window_bytes=window)
     host = HostArrays(1 << 30)
     host.fill_random(secrets.randbelow(2**31))
     ctx = CupyContext(host, window, buffers, 512)
@@ -190,7 +199,7 @@ def _live_timing(schedule: Callable[[Any], None], window: int, buffers: int, rou
     runs = {
         "naive": (lambda: schedules.naive(ctx.with_buffers(1)), None, None),
         "reference": (lambda: schedules.pipelined(ctx), None, None),
-        "yours": (lambda: schedule(ctx), host.poison, verify),
+        "yours": (lambda: recorded.replay(ctx), host.poison, verify),
     }
     for _ in range(rounds):
         for name, (fn, before, after) in runs.items():
@@ -208,7 +217,7 @@ def _live_timing(schedule: Callable[[Any], None], window: int, buffers: int, rou
 def _recorded_sequences(schedule: Callable[[Any], None], n_chunks: int, buffers: int, window: int) -> list:
     """What the schedule enqueues on each stream, (kind, bytes) in order; streams in order of first use."""
     ctx = RecordingContext(n_chunks, buffers, window_bytes=window)
-    schedule(ctx)
+    trace.record(schedule, n_chunks, buffers, window_bytes=window).replay(ctx)
     by_stream: dict[int, list[tuple[str, int]]] = {}
     for rec in ctx.ops:
         by_stream.setdefault(rec.stream, []).append((rec.op, 0 if rec.op == "kernel" else window))
@@ -252,9 +261,10 @@ def _exports_timing(schedule: Callable[[Any], None], directory: Path, window: in
 def _simulated_timing(schedule: Callable[[Any], None], window: int, buffers: int, record: Record) -> Timing:
     stages = report.stages(record, window)
     rates = Rates.from_stages(stages, report.link_floor_ms(record))
+    mine = trace.record(schedule, stages.n_chunks, buffers, window_bytes=window).replay
     naive, reference, mine = (
         simulated_ms(fn, stages.n_chunks, depth, rates)
-        for fn, depth in ((schedules.naive, 1), (schedules.pipelined, buffers), (schedule, buffers))
+        for fn, depth in ((schedules.naive, 1), (schedules.pipelined, buffers), (mine, buffers))
     )
     return Timing(
         naive,
