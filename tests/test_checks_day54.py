@@ -8,14 +8,13 @@ from pathlib import Path
 import pytest
 
 from day54 import checks, report, schedules
-from day54.context import LEGACY
 from day54.replay import load_profile
 from day54.simulate import Rates, simulated_ms
 from day54.student import load_schedule
 from labcore.device import gpu_available
 from labcore.errors import UsageError
 
-from wrong_schedules import off_by_one
+from wrong_schedules import off_by_one, one_stream, rotating, waits_every
 
 pytestmark = pytest.mark.skipif(gpu_available(), reason="these are the offline paths; with a GPU the checks run live")
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,14 +37,6 @@ def early_reuse(ctx):
         ctx.copy_in(k, pair)
         ctx.launch(k, pair)
         ctx.copy_out(k, pair, stream=(pair + 1) % ctx.n_buffers)
-
-
-def one_stream(ctx):
-    for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.copy_in(k, pair, stream=0)
-        ctx.launch(k, pair, stream=0)
-        ctx.copy_out(k, pair, stream=0)
 
 
 def test_reference_answer_passes_offline(capsys):
@@ -116,13 +107,7 @@ def test_exports_that_do_not_fit_the_schedule_are_refused():
 def test_exports_of_a_schedule_that_enqueues_less_are_refused():
     """A schedule that skips chunks when it is not being checked: its exports hold more than it enqueues."""
 
-    def fewer(ctx):
-        for k in range(ctx.n_chunks - 1):
-            pair = k % ctx.n_buffers
-            ctx.copy_in(k, pair)
-            ctx.launch(k, pair)
-            ctx.copy_out(k, pair)
-
+    fewer = rotating(lambda ctx: ctx.n_chunks - 1)
     with pytest.raises(AssertionError, match=r"per stream they hold \[24, 24\] operations .* the \[24, 21\]"):
         checks.measure_schedule(fewer, directory=STUDENT_RUN)
 
@@ -143,15 +128,6 @@ def test_exports_without_the_student_pass(tmp_path):
         checks.measure_schedule(my_pipelined, directory=tmp_path)
 
 
-def hard_coded_16(ctx):
-    """Right for the lesson's 16 chunks only."""
-    for k in range(16):
-        pair = k % ctx.n_buffers
-        ctx.copy_in(k, pair)
-        ctx.launch(k, pair)
-        ctx.copy_out(k, pair)
-
-
 def skips_the_last_of_many(ctx):
     """Right up to 16 chunks; beyond, the last chunk is never copied out."""
     for k in range(ctx.n_chunks):
@@ -165,7 +141,7 @@ def skips_the_last_of_many(ctx):
 @pytest.mark.parametrize(
     ("schedule", "message"),
     [
-        (hard_coded_16, r"1 chunks, 2 buffers: h2d: chunk 1 is outside 0\.\.0"),
+        (rotating(lambda ctx: 16), r"1 chunks, 2 buffers: h2d: chunk 1 is outside 0\.\.0"),
         (skips_the_last_of_many, r"256 chunks, 2 buffers: 1 problem\(s\); first bad chunk 255: chunk 255 is never"),
     ],
 )
@@ -176,53 +152,24 @@ def test_correct_only_for_some_chunk_counts_fails(schedule, message):
         checks.check_schedule_correct(schedule)
 
 
-def legacy_launch(ctx):
-    middle = ctx.n_chunks // 2
-    for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.copy_in(k, pair)
-        ctx.launch(k, pair, stream=LEGACY if k == middle else None)
-        ctx.copy_out(k, pair)
-
-
-def sync_in_loop(ctx):
-    for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.copy_in(k, pair)
-        ctx.launch(k, pair)
-        ctx.copy_out(k, pair)
-        ctx.synchronize()
-
-
-def waits_every_fourth(ctx):
-    """Correct, and under 0.70 of naive, but the host waits on a stream every fourth chunk."""
-    for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.copy_in(k, pair)
-        ctx.launch(k, pair)
-        ctx.copy_out(k, pair)
-        if k % 4 == 3:
-            ctx.stream_synchronize(pair)
-
-
 def test_practice_is_read_from_the_trace():
     """Legacy-stream work and a device synchronize in the loop lose the practice point; a stream wait does not."""
     with pytest.raises(AssertionError, match=r"kernel of chunk 8 on pair 0 \(the legacy default stream\) is on the"):
-        checks.check_good_practice(legacy_launch)
+        checks.check_good_practice(schedules.pitfall_legacy_launch)
     with pytest.raises(AssertionError, match=r"15 practice .*synchronize after operation 3 of 48.*\(and 14 more\)"):
-        checks.check_good_practice(sync_in_loop)
+        checks.check_good_practice(schedules.pitfall_sync_in_loop)
     checks.check_good_practice(my_pipelined)
-    checks.check_good_practice(waits_every_fourth)
-    checks.check_schedule_correct(legacy_launch)  # correct output: only the practice point is lost
-    checks.check_schedule_correct(sync_in_loop)
+    checks.check_good_practice(waits_every(4))
+    checks.check_schedule_correct(schedules.pitfall_legacy_launch)  # correct output: only the practice point is lost
+    checks.check_schedule_correct(schedules.pitfall_sync_in_loop)
 
 
 def test_ratio_is_judged_against_the_reference_of_the_same_run():
     """Under 0.70 of naive is not enough: more than 1.05x the reference pipeline (simulated here) fails."""
-    timing = checks.measure_schedule(waits_every_fourth)
+    timing = checks.measure_schedule(waits_every(4))
     assert timing.ratio < 0.70
     with pytest.raises(AssertionError, match=r"takes 1\.1\d\dx the reference pipeline's time"):
-        checks.check_pipelined_ratio(waits_every_fourth)
+        checks.check_pipelined_ratio(waits_every(4))
 
 
 def test_a_hard_coded_sweep_fails_on_the_rescaled_record():

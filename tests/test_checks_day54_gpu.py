@@ -6,41 +6,12 @@ import pytest
 
 from day54 import checks
 
-from wrong_schedules import off_by_one
+from wrong_schedules import lazy_after, off_by_one, one_stream, rotating
 
 pytestmark = pytest.mark.gpu
 
 
-def my_pipelined(ctx):
-    for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.copy_in(k, pair)
-        ctx.launch(k, pair)
-        ctx.copy_out(k, pair)
-
-
-def one_stream(ctx):
-    for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.copy_in(k, pair, stream=0)
-        ctx.launch(k, pair, stream=0)
-        ctx.copy_out(k, pair, stream=0)
-
-
-def lazy_when_timed():
-    """A schedule right for its first two calls, then it skips the last chunk."""
-    calls = []
-
-    def schedule(ctx):
-        calls.append(1)
-        last = ctx.n_chunks if len(calls) <= 2 else ctx.n_chunks - 1
-        for k in range(last):
-            pair = k % ctx.n_buffers
-            ctx.copy_in(k, pair)
-            ctx.launch(k, pair)
-            ctx.copy_out(k, pair)
-
-    return schedule
+my_pipelined = rotating(lambda ctx: ctx.n_chunks)
 
 
 def test_a_correct_schedule_passes_live(capsys):
@@ -67,5 +38,5 @@ def test_a_schedule_that_does_less_after_its_first_calls_fails():
     """Checks judge recorded traces (two recordings per configuration must agree); doing less later is caught,
     and what is timed is a replay of what was recorded, each timed output verified."""
     with pytest.raises(AssertionError, match="is never copied out"):
-        checks.check_schedule_correct(lazy_when_timed())
-    checks.check_pipelined_ratio(lazy_when_timed())  # its first recording is right, and that is what is timed
+        checks.check_schedule_correct(lazy_after(2))
+    checks.check_pipelined_ratio(lazy_after(2))  # its first recording is right, and that is what is timed
