@@ -3,6 +3,8 @@
 For the course checkout (solutions/ -> course/):
   generate [--check]      regenerate course/ from solutions/; --check fails on any difference or output (CI)
   validate                solutions pass `nbgrader validate`; course/ stubs fail it without crashing the harness
+  bundle OUT              the students' install in OUT, outside the checkout: course/'s notebooks, lesson packages,
+                          profiles; nothing of solutions/, no grader, no nbgrader (pip install OUT)
 For an instructor's grading directory DIR, outside the checkout:
   setup DIR               DIR/nbgrader_config.py, gradebook, source/ (a copy of solutions/), release/
   collect DIR SUBS        SUBS/<student>/<a>.ipynb (+ <a>_run* files) -> DIR/submitted/<student>/<a>/
@@ -22,6 +24,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from grader.autograde import Outcome, autograde
+from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, new_bundle_dir, write_bundle
 from grader.course import Course, check, generate
 from grader.feedback import write_feedback
 from grader.grading import GradingDir, collect, export, new_grading_dir, setup
@@ -30,6 +33,7 @@ from grader.runner import REPO
 from grader.validate import validate_release, validate_solution
 from labcore.device import device_facts, gpu_available
 from labcore.errors import UsageError
+from labcore.progress import progress
 
 PROG = "python -m grader"
 
@@ -58,6 +62,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     gen = sub.add_parser("generate", help=f"regenerate {RELEASE_DIR}/ from {SOURCE_DIR}/")
     gen.add_argument("--check", action="store_true", help="regenerate into a temp folder; exit 1 on any difference")
     val = sub.add_parser("validate", help="solutions pass, release stubs fail cleanly")
+    bundle = sub.add_parser("bundle", help="the students' install: notebooks, lesson packages, profiles")
+    bundle.add_argument("out", metavar="OUT", help="a new or empty folder outside the checkout")
     setup_cmd = sub.add_parser("setup", help="make a grading directory outside the checkout")
     setup_cmd.add_argument("dir", metavar="DIR")
     collect_cmd = sub.add_parser("collect", help="copy students' folders into DIR/submitted")
@@ -162,6 +168,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failures or missing else 0
 
 
+def cmd_bundle(args: argparse.Namespace) -> int:
+    """Write the student bundle: what students install, nothing of the instructors'."""
+    course = Course.at(args.repo)
+    out = new_bundle_dir(course, args.out)
+    names = course.assignments()
+    print(
+        f"grader bundle: {course.root} -> {out}, the students' install {DIST_NAME} ({', '.join(names)}); "
+        f"{RELEASE_DIR}/ checked against {SOURCE_DIR}/ first",
+        flush=True,
+    )
+    with progress(len(names), "bundle: check", unit="nb") as bar:  # one plain line per notebook off a terminal
+        wrote = write_bundle(course, out, progress=bar.update)
+    print(f"{RELEASE_DIR}/ matches {SOURCE_DIR}/ and carries no outputs; wrote {out}/:")
+    for line in wrote:
+        print(f"  {line}")
+    print(f"students: pip install '{out}[cuda13,course]' && jupyter lab {out / NOTEBOOKS_DIR}   (see {out}/README.md)")
+    return 0
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     """Make a grading directory and print what to do next."""
     course = Course.at(args.repo)
@@ -179,7 +204,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
     print(f"wrote {root}/nbgrader_config.py, gradebook.db, source/ (copied), release/")
     print("next steps:")
     print(
-        f"  1. students get {course.release}/<assignment>/ and hand back a folder <student>/ holding "
+        f"  1. students install what `{PROG} bundle OUT` writes and hand back a folder <student>/ holding "
         "<assignment>.ipynb and the <assignment>_run* files their run left beside it"
     )
     print(f"  2. {PROG} collect {root} SUBMISSIONS     (SUBMISSIONS/<student>/...)")
@@ -296,6 +321,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 COMMANDS = {
     "generate": cmd_generate,
     "validate": cmd_validate,
+    "bundle": cmd_bundle,
     "setup": cmd_setup,
     "collect": cmd_collect,
     "autograde": cmd_autograde,

@@ -1,0 +1,378 @@
+"""python -m grader bundle: the students' install quotes no solution or hidden test, carries nothing of the
+instructors', keeps nbgrader's extensions off, and replays the lessons offline once installed."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from importlib.metadata import files
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("nbgrader", reason="the course extra (nbgrader) is not installed: bundle regenerates course/")
+
+from jupyter_server.extension.config import ExtensionConfigManager  # jupyter_server comes with nbgrader
+from jupyter_server.services.config.manager import ConfigManager
+
+from grader import bundle
+from grader.cli import main
+from grader.feedback import split_hidden
+from labcore.device import gpu_available
+from labcore.errors import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+TOY = ROOT / "tests" / "data" / "toy_assignment"
+REGIONS = {  # nbgrader's default delimiters -> what the region holds
+    ("BEGIN SOLUTION", "END SOLUTION"): "solution",
+    ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS"): "hidden test",
+}
+# Solution lines that the lesson code itself holds, as (file in the bundle, stripped line): each is allowed in
+# that file only, for the reason given. Any other solution or hidden-test line found in the bundle fails. (The
+# other lines of the day-54 answer, `ctx.copy_in(k, pair)` and the like, and the mailbox's payload and flag
+# stores are in the release notebook's own text, so they are no secret and not searched for.)
+ALLOWED = {
+    ("day54/schedules.py", "pair = k % ctx.n_buffers"): (
+        "the reference `pipelined` schedule, which the day-54 lesson measures (and whose pitfall variants it shows), "
+        "is the `my_pipelined` exercise's answer line for line: the exercise has students write what the lesson ran"
+    ),
+    ("zero_copy/model.py", "return math.inf"): (
+        "`crossover_reads`, the model that the break-even exercise is checked against, returns math.inf where "
+        "copying never wins (`return math.inf if ...`); the solution's line is a substring of it"
+    ),
+    ("zero_copy/checks.py", "return math.inf"): (
+        "the break-even check's failure message tells the student to `return math.inf` when copying never wins"
+    ),
+}
+
+
+def grader(*argv: str) -> SimpleNamespace:
+    """Run `python -m grader ARGV` in this process; its exit status and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = run_cli(main, list(argv))
+    return SimpleNamespace(rc=rc, out=out.getvalue(), err=err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> SimpleNamespace:
+    """The bundle of this checkout, written once for the module."""
+    out = tmp_path_factory.mktemp("bundle") / bundle.DIST_NAME
+    done = grader("bundle", str(out))
+    assert done.rc == 0, done.err
+    return SimpleNamespace(out=out, lines=done.out.splitlines())
+
+
+def files_of(tree: Path) -> list[Path]:
+    return sorted(p for p in tree.rglob("*") if p.is_file())
+
+
+# -- the leak scan -----------------------------------------------------------------------------------------------
+
+
+def worth_looking_for(line: str) -> bool:
+    """Not empty, not only punctuation, not a comment: a line that says something of the answer."""
+    return bool(line) and not re.fullmatch(r"[\W_]+", line) and not line.startswith(("#", "//"))
+
+
+def secret_lines(root: Path = ROOT) -> dict[str, str]:
+    """Every solution and hidden-test line of solutions/*/*.ipynb that its release notebook does not show -> origin."""
+    found = {}
+    for source in sorted(root.glob("solutions/*/*.ipynb")):
+        release = root / "course" / source.parent.name / source.name
+        # what the release shows anyway (stubs, visible code, prose naming an API call) is no secret
+        visible = "\n".join(
+            line.strip() for cell in json.loads(release.read_text())["cells"] for line in cell_lines(cell)
+        )
+        for cell in json.loads(source.read_text())["cells"]:
+            text = "".join(cell["source"])
+            hidden = {}
+            for (begin, end), kind in REGIONS.items():
+                hidden.update(dict.fromkeys(split_hidden(text, begin, end)[1], kind))
+            if not hidden and cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+                hidden = dict.fromkeys(text.splitlines(), "solution")  # a solution cell without regions: all of it
+            cell_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", cell.get("id"))
+            for line, kind in hidden.items():
+                if worth_looking_for(line.strip()) and line.strip() not in visible:
+                    found[line.strip()] = f"{kind} of {source.relative_to(root)}, cell {cell_id}"
+    return found
+
+
+def cell_lines(cell: dict) -> list[str]:
+    source = cell["source"]
+    return ("".join(source) if isinstance(source, list) else source).splitlines()
+
+
+def json_strings(value: object) -> list[str]:
+    """Every string in a JSON document (a notebook's sources and outputs), decoded from JSON's escapes."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for v in value for s in json_strings(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in json_strings(v)]
+    return []
+
+
+def text_lines(path: Path) -> list[str] | None:
+    """A file's lines as a reader sees them (JSON strings decoded too); None for a binary file."""
+    data = path.read_bytes()
+    if b"\0" in data:
+        return None
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        return None
+    lines = text.splitlines()
+    if path.suffix in (".ipynb", ".json"):
+        lines += [line for s in json_strings(json.loads(text)) for line in s.splitlines()]
+    return lines
+
+
+def quoted(tree: Path, secrets: dict[str, str]) -> tuple[list[tuple[str, int, str]], int]:
+    """(file, line number, secret line) for every secret line found in a text file of tree; binary files skipped."""
+    hits, binary = [], 0
+    for path in files_of(tree):
+        lines = text_lines(path)
+        if lines is None:
+            binary += 1
+            continue
+        text = "\n".join(lines)
+        for secret in (s for s in secrets if s in text):  # one fast search per file, then the lines
+            rel = str(path.relative_to(tree))
+            hits += [(rel, number, secret) for number, line in enumerate(lines, 1) if secret in line]
+    return hits, binary
+
+
+def test_the_bundle_quotes_no_solution_or_hidden_test(built):
+    """Every text file of the bundle is searched for every solution and hidden-test line; only ALLOWED overlaps."""
+    secrets = secret_lines()
+    assert len(secrets) > 50  # both assignments' regions were read
+    hits, binary = quoted(built.out, secrets)
+    leaks = [f"{f}:{n}: {s!r} ({secrets[s]})" for f, n, s in hits if (f, s) not in ALLOWED]
+    assert leaks == [], "\n".join(leaks)
+    assert binary == 1  # profiles/h200/day54/day54.nsys-rep, the only binary file shipped
+    unused = set(ALLOWED) - {(f, s) for f, _, s in hits}
+    assert not unused, f"allowed overlaps that no longer occur (remove them from ALLOWED): {sorted(unused)}"
+
+
+def test_the_scan_finds_a_planted_solution_and_hidden_test(tmp_path):
+    """The scan is not vacuous: a hidden-test line in a module and a solution line inside a notebook are found."""
+    secrets = secret_lines()
+    hidden = next(s for s, origin in secrets.items() if origin.startswith("hidden test"))
+    solution = next(s for s, origin in secrets.items() if origin.startswith("solution") and '"' in s)
+    (tmp_path / "helper.py").write_text(f"def f():\n    {hidden}\n")
+    cell = {"cell_type": "code", "source": [f"    {solution}\n"], "metadata": {}, "outputs": []}
+    (tmp_path / "n.ipynb").write_text(json.dumps({"cells": [cell]}))  # the quotes arrive JSON-escaped
+    (tmp_path / "blob.bin").write_bytes(b"\0" + hidden.encode())
+    hits, binary = quoted(tmp_path, secrets)
+    assert ("helper.py", 2, hidden) in hits
+    assert any(f == "n.ipynb" and s == solution for f, _, s in hits)
+    assert binary == 1
+
+
+# -- what the bundle holds ---------------------------------------------------------------------------------------
+
+
+def test_bundle_prints_what_it_wrote(built):
+    """A mode line, then each thing written, every path named there present in the bundle."""
+    assert built.lines[0].startswith(f"grader bundle: {ROOT} -> {built.out}")
+    named = [line.split()[0] for line in built.lines if line.startswith("  ")]
+    assert "notebooks/day54/day54.ipynb" in named and "pyproject.toml" in named and "README.md" in named
+    assert all((built.out / name).exists() for name in named), named
+    assert built.lines[-1].startswith(f"students: pip install '{built.out}[cuda13,course]'")
+
+
+def test_bundle_holds_nothing_of_the_instructors(built):
+    """No solutions/, grader/, nbgrader_config.py, tests/, gradebook, and no recordings of grading runs."""
+    names = {p.relative_to(built.out).parts[0] for p in built.out.iterdir()}
+    assert names == {
+        "README.md",
+        "pyproject.toml",
+        "LICENSE",
+        "LICENSE-content",
+        "notebooks",
+        "labcore",
+        "day54",
+        "zero_copy",
+        "profiles",
+        "jupyter-config",
+    }
+    paths = [str(p.relative_to(built.out)) for p in files_of(built.out)]
+    for forbidden in (r"(^|/)solutions/", r"(^|/)grader/", r"nbgrader_config\.py$", r"(^|/)tests/", r"\.db$"):
+        assert not [p for p in paths if re.search(forbidden, p)], forbidden
+    assert not [p for p in paths if "__pycache__" in p or p.endswith(".pyc")]
+    assert {p.name for p in (built.out / "profiles" / "h200").iterdir()} == {"day54", "zero_copy"}
+    assert (built.out / "day54" / "kernels" / "fma_chain.cu").is_file()
+    assert (built.out / "zero_copy" / "kernels" / "zero_copy.cu").is_file()
+
+
+def test_bundle_notebooks_are_the_release(built):
+    """notebooks/<a>/ holds course/<a>/ byte for byte, nothing more."""
+    for release in sorted((ROOT / "course").iterdir()):
+        shipped = built.out / "notebooks" / release.name
+        want = {p.relative_to(release): p.read_bytes() for p in files_of(release) if "checkpoints" not in str(p)}
+        assert {p.relative_to(shipped): p.read_bytes() for p in files_of(shipped)} == want
+    assert {p.name for p in (built.out / "notebooks").iterdir()} == {p.name for p in (ROOT / "course").iterdir()}
+
+
+def test_bundle_pyproject_is_the_checkouts_without_nbgrader(built):
+    """Same dependencies and CUDA extras; the course extra less grader's tools; no test extra, no grader package."""
+    theirs = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    ours = tomllib.loads((built.out / "pyproject.toml").read_text())
+    assert ours == bundle.student_pyproject(theirs)  # what was written parses back to what was meant
+    project, extras = ours["project"], ours["project"]["optional-dependencies"]
+    assert project["name"] == "datamove-course-student" != theirs["project"]["name"]
+    assert project["dependencies"] == theirs["project"]["dependencies"]
+    for extra in ("cuda12", "cuda13"):
+        assert extras[extra] == theirs["project"]["optional-dependencies"][extra]
+    assert extras["course"] == ["jupyterlab>=4.2", "ipykernel>=6.29"]
+    assert set(extras) == {"cuda12", "cuda13", "course"}
+    every = [r.lower() for r in project["dependencies"] + [r for reqs in extras.values() for r in reqs]]
+    assert not [r for r in every if r.startswith(("nbgrader", "pytest", "ruff"))]
+    setuptools = ours["tool"]["setuptools"]
+    assert setuptools["packages"] == [p for p in theirs["tool"]["setuptools"]["packages"] if p != "grader"]
+    assert setuptools["package-dir"] == {"course_profiles": "profiles"}
+    for target, sources in setuptools["data-files"].items():
+        assert target.startswith("etc/jupyter/") and all((built.out / s).is_file() for s in sources)
+
+
+def test_a_changed_pyproject_changes_the_bundles():
+    """Derived, not copied: a changed bound and a new requirement show in the bundle's; nbgrader, however spelt, not."""
+    theirs = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    theirs["project"]["dependencies"] = [
+        d.replace("numpy>=1.26", "numpy>=2.0") for d in theirs["project"]["dependencies"]
+    ]
+    theirs["project"]["optional-dependencies"]["course"] += ["ipywidgets>=8", "NBGrader[docs]>=0.9.6"]
+    ours = bundle.student_pyproject(theirs)["project"]
+    assert "numpy>=2.0" in ours["dependencies"]
+    assert ours["optional-dependencies"]["course"] == ["jupyterlab>=4.2", "ipykernel>=6.29", "ipywidgets>=8"]
+
+
+def test_bundle_readme_gives_the_students_commands(built):
+    """Install, open, the two notebooks, what to hand back, offline use, and turning nbgrader off elsewhere."""
+    text = (built.out / "README.md").read_text()
+    for needed in (
+        f".venv/bin/pip install -q './{bundle.DIST_NAME}[cuda13,course]'",
+        f".venv/bin/jupyter lab {bundle.DIST_NAME}/notebooks/",
+        "`notebooks/day54/day54.ipynb`: Day 54",
+        "`notebooks/zero_copy/zero_copy.ipynb`: Zero-copy",
+        "<student>/day54.ipynb",
+        "<student>/day54_run*",
+        "Assignment List",
+        "no GPU here",
+        "jupyter labextension disable --level=sys_prefix @jupyter/nbgrader",
+        f'cp -r {bundle.DIST_NAME}/jupyter-config/. "$d/"',
+    ):
+        assert needed in text, needed
+
+
+# -- nbgrader's extensions ---------------------------------------------------------------------------------------
+
+
+def test_bundle_switches_nbgrader_extensions_off_beside_nbgrader(built, tmp_path):
+    """Jupyter's own config merge, over nbgrader's installed files plus the bundle's, leaves every nbgrader part off."""
+    etc = tmp_path / "etc" / "jupyter"
+    shipped = [f for f in files("nbgrader") if "etc/jupyter/" in str(f)]
+    assert shipped, "nbgrader installs no Jupyter configuration any more: check how it enables its extensions"
+    for f in shipped:  # nbgrader's etc/jupyter/... as pip installed it
+        target = etc / str(f).split("etc/jupyter/", 1)[1]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f.locate(), target)
+    # ServerApp.find_server_extensions merges jupyter_server_config.d/*.json this way at every start
+    nbgrader_enables = ExtensionConfigManager(read_config_path=[str(etc)]).get_jpserver_extensions()
+    assert any(nbgrader_enables.values())
+    shutil.copytree(built.out / bundle.JUPYTER_CONFIG_DIR, etc, dirs_exist_ok=True)  # what pip adds beside them
+    merged = ExtensionConfigManager(read_config_path=[str(etc)]).get_jpserver_extensions()
+    assert {name: merged[name] for name in nbgrader_enables} == dict.fromkeys(nbgrader_enables, False)
+    assert merged["nbgrader"] is False  # `jupyter server extension enable --py nbgrader` enables this one
+    # JupyterLab's page config (labconfig/page_config.d/*.json) names the lab extensions it does not load
+    page = ConfigManager(read_config_path=[str(etc / "labconfig")]).get("page_config")
+    package_json = Path(importlib.util.find_spec("nbgrader").origin).parent / "labextension" / "package.json"
+    assert page["disabledExtensions"][json.loads(package_json.read_text())["name"]] is True  # all its plugins
+
+
+# -- refusals ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["inside", "nonempty", "file"])
+def test_bundle_refuses_a_folder_inside_the_checkout_or_not_empty(tmp_path, where):
+    """One line on stderr, exit 2, nothing written."""
+    out = {"inside": ROOT / "student-bundle", "nonempty": tmp_path / "b", "file": tmp_path / "f"}[where]
+    if where == "nonempty":
+        out.mkdir()
+        (out / "keep.txt").write_text("mine")
+    if where == "file":
+        out.write_text("mine")
+    done = grader("bundle", str(out))
+    assert done.rc == 2 and done.out == "" and len(done.err.splitlines()) == 1
+    message = "is inside the course checkout" if where == "inside" else "exists and is not an empty folder"
+    assert message in done.err
+    assert not (ROOT / "student-bundle").exists()
+    if where == "nonempty":
+        assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    if where == "file":
+        assert out.read_text() == "mine"
+
+
+def test_bundle_refuses_a_stale_release(tmp_path):
+    """A checkout whose course/ is not what solutions/ generates: one line naming the problem, exit 2, no bundle."""
+    root = tmp_path / "checkout"
+    (root / "solutions").mkdir(parents=True)
+    shutil.copy(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
+    shutil.copytree(TOY / "source" / "toy", root / "solutions" / "toy")
+    done = grader("--repo", str(root), "bundle", str(tmp_path / "out"))
+    error = done.err.splitlines()[-1]  # after the check's progress line
+    assert done.rc == 2 and "Traceback" not in done.err, done.err
+    assert error.startswith("error: course/ is not what solutions/ generates") and "course/toy: missing" in error
+    assert not (tmp_path / "out").exists()
+
+
+# -- installed ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(gpu_available(), reason="with a GPU, python -m day54 runs live instead of replaying")
+def test_the_installed_bundle_replays_from_another_folder(built, tmp_path):
+    """The bundle's wheel carries the profiles and the Jupyter settings; `python -m day54` elsewhere replays."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(built.out)],
+        check=True,
+        capture_output=True,
+    )
+    wheel = next((tmp_path / "dist").glob("*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    data = "datamove_course_student-0.1.0.data/data/etc/jupyter"
+    assert f"{data}/jupyter_server_config.d/{bundle.CONFIG_NAME}" in names
+    assert f"{data}/labconfig/page_config.d/{bundle.CONFIG_NAME}" in names
+    assert "course_profiles/h200/day54/results.json" in names and "day54/kernels/fma_chain.cu" in names
+    assert not [n for n in names if n.startswith(("grader/", "solutions/"))]
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", "PYTHONPATH")}
+    run = subprocess.run(
+        [sys.executable, "-m", "day54", "--no-pitfalls"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(site)},
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    first = run.stdout.splitlines()[0]
+    assert first.startswith(f"day54: replay of nsys exports in {site / 'course_profiles' / 'h200' / 'day54'}"), first
