@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from labcore import mode
+from labcore import mode, ptx
 from zero_copy import checks, gather, mailbox, model, notebook, replay
-from zero_copy.kernel import KERNEL_PATH, launch_gather_rows
+from zero_copy.kernel import KERNEL_PATH, compile_options, launch_gather_rows
 
 REFERENCE_PUBLISH = r"""
 __device__ void publish(volatile int* box, int round) {
@@ -260,74 +260,186 @@ def test_a_break_even_that_returns_nothing_is_one_message():
         checks.check_break_even(lambda link, hbm: None)
 
 
-# -- the mailbox -------------------------------------------------------------------------------------------------
+# -- the mailbox: judged on the PTX that NVRTC compiles from the publish step, offline as live ----------------------
 
 
-def test_reference_publish_passes_offline_and_says_how(offline, capsys):
-    checks.check_mailbox_publish(REFERENCE_PUBLISH)
+def publish(body: str) -> str:
+    """A publish step with `body` (lines after the signature, which is line 2)."""
+    return "\n__device__ void publish(volatile int* box, int round) {\n" + body.strip("\n") + "\n}\n"
+
+
+PAYLOAD_LOOP = "    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;"
+FENCE = "    __threadfence_system();"
+FLAG = "    box[MB_FLAG] = round;"
+STORE = r"st\.volatile\.global\.u32 \[%rd\d+\], %r\d+"  # the flag store as NVRTC emits it
+RIGHT = {
+    "reference": REFERENCE_PUBLISH,
+    "payload-through-an-alias": publish(
+        """
+    volatile unsigned int* p = reinterpret_cast<volatile unsigned int*>(box) + MB_PAYLOAD;
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) p[w] = round * 1000003 + w;
+    __threadfence_system();
+    volatile int* flag = box + MB_FLAG;
+    *flag = round;"""
+    ),
+    "payload-as-one-int4": publish(
+        """
+    int b = round * 1000003;
+    *reinterpret_cast<int4*>(const_cast<int*>(box) + MB_PAYLOAD) = make_int4(b, b + 1, b + 2, b + 3);
+    __threadfence_system();
+    box[MB_FLAG] = round;"""
+    ),
+    "seq-cst-fence-builtin": publish(
+        f"{PAYLOAD_LOOP}\n    __nv_atomic_thread_fence(__NV_ATOMIC_SEQ_CST, __NV_THREAD_SCOPE_SYSTEM);\n{FLAG}"
+    ),
+    "release-fence-builtin": publish(
+        f"{PAYLOAD_LOOP}\n    __nv_atomic_thread_fence(__NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_SYSTEM);\n{FLAG}"
+    ),
+    "release-store-of-the-flag": publish(
+        f"{PAYLOAD_LOOP}\n    __nv_atomic_store_n(const_cast<int*>(box) + MB_FLAG, round, __NV_ATOMIC_RELEASE, "
+        "__NV_THREAD_SCOPE_SYSTEM);"
+    ),
+    "release-store-in-inline-asm": publish(
+        f'{PAYLOAD_LOOP}\n    asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(box + MB_FLAG), "r"(round) '
+        ': "memory");'
+    ),
+    "atomicExch-flag-after-the-fence": publish(
+        f"{PAYLOAD_LOOP}\n{FENCE}\n    atomicExch(const_cast<int*>(box), round);"
+    ),
+    "extra-local-computation": publish(
+        """
+    int base = round * 1000003, sum = 0;
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) { int v = base + w; sum += v; box[MB_PAYLOAD + w] = v; }
+    if (sum == 42) base = 0;  // no store depends on it
+    __threadfence_system();
+    box[MB_FLAG] = round;"""
+    ),
+}
+
+
+@pytest.mark.parametrize("name", RIGHT)
+def test_correct_publish_forms_pass_offline(offline, name, capsys):
+    checks.check_mailbox_publish(RIGHT[name])
     out = capsys.readouterr().out
-    assert out.startswith(
-        "[check] offline: your source stores the payload, then calls __threadfence_system(), "
-        "then stores the flag (read from the source; no GPU to compile or run it)"
+    assert out.startswith("[check] offline: on every path of your compiled kernel (PTX for compute_90 from NVRTC 1"), (
+        out
+    )
+    assert (
+        "the payload words are stored, then fenced at system scope, then the flag is stored (no GPU to run it)" in out
     )
     assert "read the exact payload while the kernel ran in 4 of 4 rounds" in out
 
 
-FENCE_AFTER_FLAG = r"""
-__device__ void publish(volatile int* box, int round) {
-    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;
-    box[MB_FLAG] = round;
-    __threadfence_system();
+WRONG = {
+    "flag-first": (
+        publish(f"{FLAG}\n{FENCE}\n{PAYLOAD_LOOP}"),
+        rf"the host can see the flag \(box\[MB_FLAG\]\) before payload word 0 \(box\[MB_PAYLOAD \+ 0\]\): the flag "
+        rf"store at your line 3 \({STORE}\) comes before any store of payload word 0; expected on every path",
+    ),
+    "flag-through-an-alias-first": (
+        publish(f"    volatile int* ready = box;\n    *ready = round;\n{PAYLOAD_LOOP}\n{FENCE}"),
+        rf"can see the flag .* before payload word 0 .*: the flag store at your line 4 \({STORE}\) comes before "
+        r"any store",
+    ),
+    "flag-twice-the-first-early": (
+        publish(f"{FLAG}\n{PAYLOAD_LOOP}\n{FENCE}\n{FLAG}"),
+        rf"the flag store at your line 3 \({STORE}\) comes before any store of payload word 0",
+    ),
+    "no-fence": (
+        publish(f"{PAYLOAD_LOOP}\n{FLAG}"),
+        r"payload word 0 \(box\[MB_PAYLOAD \+ 0\]\): no system-scope fence comes between the payload store at your "
+        r"line 3 \(st\.volatile\.global\.u32 \[%rd\d+\+16\], %r\d+\) and the flag store at your line 4",
+    ),
+    "fence-in-a-comment": (
+        REFERENCE_PUBLISH.replace("__threadfence_system();", "// __threadfence_system();"),
+        r"no system-scope fence comes between the payload store at your line 4 .* and the flag store at your line 7",
+    ),
+    "fence-that-never-runs": (
+        publish(f"{PAYLOAD_LOOP}\n    if (false) __threadfence_system();\n{FLAG}"),
+        r"no system-scope fence comes between the payload store at your line 3",
+    ),
+    "fence-on-one-branch": (
+        publish(f"{PAYLOAD_LOOP}\n    if (round > 1000) __threadfence_system();\n{FLAG}"),
+        rf"payload word 0 \(box\[MB_PAYLOAD \+ 0\]\): the system-scope fence at your line 4 \(membar\.sys\) is on one "
+        rf"branch only; on a path that skips it, nothing orders payload word 0 before the flag store at your line 5 "
+        rf"\({STORE}\)",
+    ),
+    "gpu-scope-fence": (
+        REFERENCE_PUBLISH.replace("__threadfence_system();", "__threadfence();"),
+        r"the ordering between them, at your line 6 \(membar\.gl\), has GPU or block scope only: it orders the "
+        r"stores for the GPU's threads, not for the host, which needs __threadfence_system\(\)",
+    ),
+    "gpu-scope-release-store": (
+        publish(
+            f"{PAYLOAD_LOOP}\n    __nv_atomic_store_n(const_cast<int*>(box) + MB_FLAG, round, __NV_ATOMIC_RELEASE, "
+            "__NV_THREAD_SCOPE_DEVICE);"
+        ),
+        r"at your line 4 \(st\.release\.gpu\.b32 \[%rd\d+\], %r\d+\), has GPU or block scope only",
+    ),
+    "payload-on-one-branch": (
+        publish(f"    if (round % 2) {{\n{PAYLOAD_LOOP}\n    }}\n{FENCE}\n{FLAG}"),
+        r"payload word 0 \(box\[MB_PAYLOAD \+ 0\]\): the payload store at your line 4 \(st\.volatile\.global\.u32 "
+        rf"\[%rd\d+\+16\], %r\d+\) is on one branch only, and the flag store at your line 7 \({STORE}\) can be "
+        r"reached without it",
+    ),
+    "fence-after-the-flag": (
+        publish(f"{PAYLOAD_LOOP}\n{FLAG}\n{FENCE}"),
+        r"no system-scope fence comes between the payload store at your line 3 .* and the flag store at your line 4",
+    ),
+    "payload-word-stored-again-after-the-fence": (
+        publish(f"{PAYLOAD_LOOP}\n{FENCE}\n    box[MB_PAYLOAD + 3] = round * 1000003 + 3;\n{FLAG}"),
+        r"before payload word 3 \(box\[MB_PAYLOAD \+ 3\]\): payload word 3 is stored again at your line 5 .*, after "
+        r"the system-scope fence at your line 4 \(membar\.sys\)",
+    ),
+    "index-known-only-at-run-time": (
+        publish(f"{PAYLOAD_LOOP}\n    box[MB_PAYLOAD + (round & 3)] = round * 1000003 + (round & 3);\n{FENCE}\n{FLAG}"),
+        r"^cannot tell which word of the mailbox your line 4 \(st\.volatile\.global\.u32 \[%rd\d+\+16\], %r\d+\) "
+        r"writes: its address is not box plus a number known at compile time",
+    ),
+    "not-inlined": (
+        REFERENCE_PUBLISH.replace("__device__ void", "__device__ __noinline__ void"),
+        r"^the mailbox pointer is stored away at line 8 of exercise_kernel \(st\.param\.b64 .*\) \(passed to a "
+        r"function that was not inlined",
+    ),
+    "stores-the-release-word": (
+        publish(f"{PAYLOAD_LOOP}\n{FENCE}\n{FLAG}\n    box[MB_RELEASE] = round;"),
+        r"^your line 6 \(st\.volatile\.global\.u32 \[%rd\d+\+4\], %r\d+\) stores box\[1\]: publish stores only the "
+        r"payload",
+    ),
+    "flag-on-one-branch": (
+        publish(f"{PAYLOAD_LOOP}\n{FENCE}\n    if (round > 2) box[MB_FLAG] = round;"),
+        r"^on some path the kernel waits for the host's release \(box\[MB_RELEASE\]\) without having stored the flag",
+    ),
+    "wrong-signature": (
+        REFERENCE_PUBLISH.replace("void publish(volatile int* box", "void publish(int* box"),
+        r"^your publish step does not compile: exercise_kernel\(8\): error: argument of type \"volatile int \*\" is "
+        r"incompatible .*; define __device__ void publish\(volatile int\* box, int round\)",
+    ),
+    "does-not-compile": (
+        REFERENCE_PUBLISH.replace("box[MB_FLAG] = round;", "box[MB_FLAG] = round; undefined_name = 1;"),
+        r'^your publish step does not compile: your_publish\(7\): error: identifier "undefined_name" is undefined$',
+    ),
 }
-"""
 
 
-@pytest.mark.parametrize(
-    ("source", "needle"),
-    [
-        (FENCE_AFTER_FLAG, r"__threadfence_system\(\) comes after the flag"),
-        (REFERENCE_PUBLISH.replace("__threadfence_system();", ""), r"no __threadfence_system\(\) between the payload"),
-        (
-            REFERENCE_PUBLISH.replace("__threadfence_system();", "__threadfence();"),
-            r"__threadfence\(\) orders the stores "
-            "only as other threads of the GPU",
-        ),
-        (REFERENCE_PUBLISH.replace("__threadfence_system();", "// __threadfence_system();"), "no __threadfence_system"),
-        (
-            r"""
-__device__ void publish(volatile int* box, int round) {
-    box[MB_FLAG] = round;
-    __threadfence_system();
-    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;
-}""",
-            "the flag is stored before the last payload store",
-        ),
-        (REFERENCE_PUBLISH.replace("box[MB_FLAG] = round;", ""), "no flag store found"),
-        (
-            REFERENCE_PUBLISH.replace("void publish(volatile int* box", "void publish(int* box"),
-            "define __device__ void publish",
-        ),
-    ],
-    ids=["fence-after-flag", "no-fence", "device-fence", "fence-in-comment", "flag-first", "no-flag", "signature"],
-)
-def test_wrong_publish_orders_fail_offline(offline, source, needle):
+@pytest.mark.parametrize("name", WRONG)
+def test_wrong_publish_forms_fail_offline_saying_which_word_which_store_and_why(offline, name):
+    source, needle = WRONG[name]
     with pytest.raises(AssertionError, match=needle):
         checks.check_mailbox_publish(source)
 
 
-def test_pointer_arithmetic_stores_are_read_too():
-    source = r"""
-__device__ void publish(volatile int* box, int round) {
-    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) *(box + MB_PAYLOAD + w) = round * 1000003 + w;
-    __threadfence_system();
-    *(box + MB_FLAG) = round;
-}"""
-    assert mailbox.publish_order_problem(source) is None
-    swapped = source.replace(
-        "__threadfence_system();\n    *(box + MB_FLAG) = round;",
-        "*(box + MB_FLAG) = round;\n    __threadfence_system();",
-    )
-    assert "after the flag" in mailbox.publish_order_problem(swapped)
+def test_the_notebooks_first_attempt_fails_on_its_flag_line(offline):
+    """The section 8 prose's first attempt: flag, then payload, no fence; the flag store is its line 3."""
+    attempt = publish(f"{FLAG}\n    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w)\n        box[MB_PAYLOAD + w] = 1;")
+    with pytest.raises(AssertionError, match=r"the flag store at your line 3 \(st\.volatile"):
+        checks.check_mailbox_publish(attempt)
+
+
+def test_the_lessons_own_kernel_keeps_the_rule_it_teaches():
+    """publish_and_wait of kernels/zero_copy.cu, compiled with the lesson's options, passes the same analysis."""
+    text = ptx.compile_ptx(KERNEL_PATH.read_text(), [*compile_options(), "-lineinfo"], name=KERNEL_PATH.name)
+    assert mailbox.ptx_problem(ptx.parse_function(text, "publish_and_wait")) is None
 
 
 def test_offline_mailbox_fails_when_the_recorded_rounds_failed(offline, monkeypatch, record):
@@ -344,7 +456,8 @@ def test_exercise_kernel_reuses_the_lesson_wait_and_numbers_the_students_lines()
     assert source.startswith(lesson)
     assert source.count("__device__ void wait_for_release(") == 1
     assert source.count("wait_for_release(box, round, t_publish, timeout_ns);") == 2  # lesson kernel and exercise
-    assert '#line 1 "your_publish"\n' + REFERENCE_PUBLISH + "\n" in source
+    assert f'#line 1 "{mailbox.STUDENT_FILE}"\n' + REFERENCE_PUBLISH + "\n" in source
+    assert f'extern "C" __global__ void {mailbox.EXERCISE_KERNEL}(volatile int* box' in source
 
 
 def test_publish_must_be_source_text(offline):
@@ -390,6 +503,15 @@ def test_live_wrong_warp_mapping_is_caught():
 def test_live_reference_publish_is_read_while_the_kernel_runs(capsys):
     checks.check_mailbox_publish(REFERENCE_PUBLISH, rounds=5)
     assert "[check] live:" in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+def test_live_publish_is_judged_on_its_ptx_before_any_round(monkeypatch):
+    """Live, a fence on one branch fails on the PTX as offline, and no round runs."""
+    monkeypatch.setattr(mailbox, "mailbox_rounds", lambda *args: pytest.fail("rounds ran"))
+    source, needle = WRONG["fence-on-one-branch"]
+    with pytest.raises(AssertionError, match=needle):
+        checks.check_mailbox_publish(source)
 
 
 @pytest.mark.gpu

@@ -32,7 +32,9 @@ def pyproject_requirements(cuda_extra: str, project: dict | None = None) -> dict
     project = (project or _pyproject())["project"]
     extras = project["optional-dependencies"]
     found = {}
-    for text in project["dependencies"] + extras[cuda_extra] + extras["test"] + extras["course"]:
+    # The CUDA extra last: its bound (one CUDA major) is what the environment pins; the test extra's
+    # cuda-bindings admits both majors, so that '.[cuda12,test]' and '.[cuda13,test]' both resolve.
+    for text in project["dependencies"] + extras["test"] + extras["course"] + extras[cuda_extra]:
         req = Requirement(text)
         if req.name.lower() in PIP_ONLY:
             continue

@@ -6,10 +6,12 @@ rows compared bit for bit with NumPy's take and its speed compared with the
 pinned copy of the same batch measured in the same run; the mailbox kernel
 compiled from the student's source, its payload read while it still runs.
 Without a GPU it runs what the CPU can run (the gather's launch thread by
-thread through `zero_copy.gather.simulate_gather`; the order of the stores
-in the publish source) and takes timings and mailbox rounds from the recorded
-H200 profile (`profiles/h200/zero_copy`), and says so. Checks return nothing:
-a number a test cell displays would count as partial credit.
+thread through `zero_copy.gather.simulate_gather`) and takes timings and
+mailbox rounds from the recorded H200 profile (`profiles/h200/zero_copy`), and
+says so. The publish step is judged on its PTX either way: NVRTC compiles it,
+with no GPU needed, and `zero_copy.mailbox.publish_problem` follows its stores
+and fences on every path. Checks return nothing: a number a test cell displays
+would count as partial credit.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from labcore import ptx
 from labcore.checking import assert_own_function, say
 from labcore.device import gpu_available
 from labcore.record import Record
@@ -313,20 +316,24 @@ def _round_problem(result: dict[str, Any]) -> str | None:
 
 
 def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) -> None:
-    """Payload stores, then __threadfence_system(), then the flag; the host reads the exact payload while it runs."""
+    """Payload stores, then a system-scope fence, then the flag, on every path of the compiled kernel; the host
+    reads the exact payload while it runs."""
     assert isinstance(publish_source, str), f"expected CUDA source as a str, got {type(publish_source).__name__}"
-    problem = mailbox.publish_order_problem(publish_source)
+    problem = mailbox.publish_problem(publish_source)
     assert problem is None, problem
-    order = "your source stores the payload, then calls __threadfence_system(), then stores the flag"
+    order = (
+        f"on every path of your compiled kernel (PTX for {ptx.DEFAULT_ARCH} from {ptx.nvrtc_version()}) the payload "
+        f"words are stored, then fenced at system scope, then the flag is stored"
+    )
     if not gpu_available():
         record = replay.load_profile()
         verdict = mailbox_verdict(record)
         failed = verdict["rounds"] - verdict["good_rounds"]
         assert verdict["passed"], f"offline: the recorded mailbox failed in {failed} of {verdict['rounds']} rounds"
         say(
-            f"offline: {order} (read from the source; no GPU to compile or run it); the recorded {record.device.name} "
-            f"run ({record.recorded_at}), whose kernel does the same, read the exact payload while the kernel ran in "
-            f"{verdict['good_rounds']} of {verdict['rounds']} rounds"
+            f"offline: {order} (no GPU to run it); the recorded {record.device.name} run ({record.recorded_at}), "
+            f"whose kernel does the same, read the exact payload while the kernel ran in {verdict['good_rounds']} "
+            f"of {verdict['rounds']} rounds"
         )
         return
     try:
