@@ -21,8 +21,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tqdm import tqdm
-
 from grader.autograde import Outcome, autograde
 from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, new_bundle_dir, write_bundle
 from grader.course import Course, check, generate
@@ -33,7 +31,7 @@ from grader.runner import REPO
 from grader.validate import validate_release, validate_solution
 from labcore.device import device_facts, gpu_available
 from labcore.errors import UsageError
-from labcore.progress import progress
+from labcore.progress import Progress, progress, track
 
 PROG = "python -m grader"
 
@@ -97,9 +95,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _bar(total: int, desc: str) -> tqdm:
-    """A progress bar on stderr that disappears when done."""
-    return tqdm(total=total, desc=desc, unit="nb", file=sys.stderr, leave=False)
+def _bar(total: int, desc: str) -> Progress:
+    """Progress on stderr: a bar on a terminal, one line per finished notebook or student elsewhere."""
+    return progress(total, desc, unit="nb")
 
 
 def _machine() -> str:
@@ -120,7 +118,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             flush=True,
         )
         with _bar(len(names), "generate") as bar:
-            problems = check(course, names, progress=lambda _: bar.update())
+            problems = check(course, names, progress=bar.update)
         for problem in problems:
             print(problem)
         if problems:
@@ -131,7 +129,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         print(f"{RELEASE_DIR}/ matches {SOURCE_DIR}/ and no notebook carries outputs")
         return 0
     print(f"grader generate: {course.source} -> {course.release} ({', '.join(names)})", flush=True)
-    for name in tqdm(names, desc="generate", file=sys.stderr, leave=False):
+    for name in track(names, "generate", unit="nb"):
         print(f"wrote {generate(course, name).relative_to(course.root)}/")
     return 0
 
@@ -152,16 +150,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     with _bar(len(jobs), "validate") as bar:
         for check, path in jobs:
             verdict = check(path, args.timeout)
-            bar.update()
+            bar.update(str(path.relative_to(course.root)))
             where = path.relative_to(course.root)
             kind = "passes" if check is validate_solution else "fails with stubs, cleanly"
-            tqdm.write(
+            print(
                 f"{'ok  ' if verdict.ok else 'FAIL'} {where}: "
                 f"{kind if verdict.ok else verdict.problems[0]} ({verdict.test_cells} test cells)",
-                file=sys.stdout,
+                flush=True,
             )
             for problem in verdict.problems[1:]:
-                tqdm.write(f"     {problem}", file=sys.stdout)
+                print(f"     {problem}", flush=True)
             failures += not verdict.ok
     for name in missing:
         print(f"FAIL {RELEASE_DIR}/{name}: no release notebook (run `{PROG} generate`)")
@@ -197,7 +195,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
         flush=True,
     )
     with _bar(len(names), "setup") as bar:
-        stale = setup(course, grading, names, progress=lambda _: bar.update())
+        stale = setup(course, grading, names, progress=bar.update)
     for line in stale:
         print(f"warning: {line}: the students' release differs from what source/ generates", file=sys.stderr)
     root = grading.root
@@ -268,7 +266,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
                 print(f"{name}: nothing submitted")
                 continue
             with _bar(counts[name], name) as bar:
-                outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, progress=lambda _: bar.update())
+                outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, progress=bar.update)
             width = max(len("student"), *(len(o.student) for o in outcomes))
             print(f"\n{name}: autograded cells only (written answers wait for manual grading)")
             print(f"{'student':<{width}}  {'score':>11}  notes")
@@ -292,7 +290,7 @@ def cmd_feedback(args: argparse.Namespace) -> int:
     )
     problems = []
     with grading.writer():
-        for name in tqdm(names, desc="feedback", file=sys.stderr, leave=False):
+        for name in track(names, "feedback", unit="nb"):
             pages, leaks = write_feedback(grading, name)
             problems += leaks
             print(
