@@ -17,14 +17,16 @@ and nbgrader then drops that submission. So grading runs in two phases:
 With a GPU, submissions executed side by side share it and disturb each other's timings: use --jobs 1 for
 live grading (the default there), more jobs when the checks read the students' exports.
 
-Timeouts: `Execute.timeout` (--timeout) is per cell. nbclient interrupts a cell that runs past it and
-records a CellTimeoutError in that cell; the following cells still run, so only the cells that time out
-(and those that need their results) score 0. A kernel that ignores the interrupt makes nbgrader give up on
-the submission, and a phase-1 process that outlives its budget (timeout x (code cells + 1) + startup) is
-killed with its kernel. A kernel that dies while starting (kernels started side by side can race for a
-free port) is retried twice. Whatever still fails, phase 2 grades anyway: every code cell gets an error
-naming the reason, every autograded cell scores 0, and the feedback says why. The other submissions keep
-their grades.
+Timeouts and lost kernels: `Execute.timeout` (--timeout) is per cell. nbclient interrupts a cell that runs past
+it and records a CellTimeoutError naming the cell and the limit; the following cells still run, so only the
+cells that time out (and those that need their results) score 0. A kernel that dies in a cell, or that a cell
+keeps busy through the interrupt, ends the notebook's execution there (grader.preprocessors.ExecuteToTheEnd):
+every cell before keeps its points, the cell gets the reason ("the kernel died (exit status 3) in cell
+chunk_count") and every later cell scores 0 with it; the table names it. A phase-1 process that outlives its
+budget (timeout x (code cells + 1) + startup) is killed with its kernel. A kernel that dies while starting
+(kernels started side by side can race for a free port) is retried twice. Whatever still fails, phase 2 grades
+anyway: every code cell gets an error naming the reason, every autograded cell scores 0, and the feedback says
+why. The other submissions keep their grades.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.grading import GradingDir
-from grader.layout import COURSE_ID, GRADEBOOK
+from grader.layout import COURSE_ID, GRADEBOOK, KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT
 from grader.runner import KILLED, last_error, nbgrader
 
 if TYPE_CHECKING:
@@ -107,8 +109,6 @@ def execute_one(
         return ""
     if done.returncode == KILLED:
         reason = f"it ran past its {budget_s:.0f} s budget and was stopped"
-    elif any(sign in done.stdout for sign in ("CellTimeoutError", "UnresponsiveKernelError", "DeadKernelError")):
-        reason = f"a cell ran past the {timeout_s} s limit and its kernel ignored the interrupt or died"
     else:
         reason = f"nbgrader could not execute it ({last_error(done.stdout)})"
     (root / "reason.txt").write_text(reason + "\n")
@@ -174,20 +174,29 @@ def scores(grading: GradingDir, assignment: str, student: str) -> dict[str, floa
     return found
 
 
-def _cell_errors(grading: GradingDir, assignment: str, student: str) -> tuple[list[str], list[str]]:
-    """Grade ids of test cells that timed out, and of those that failed otherwise, from the autograded notebooks."""
-    timed_out, failed = [], []
+def _cell_notes(grading: GradingDir, assignment: str, student: str) -> tuple[list[str], list[str], list[str]]:
+    """(test cells that timed out, test cells that failed otherwise, notes on lost kernels) of the autograded notebooks.
+
+    A cell the kernel was lost in, and the cells after it, are named in the notes rather than among the failures.
+    """
+    timed_out, failed, notes = [], [], []
     for _, nb in _notebooks(grading.root / "autograded" / student / assignment):
+        lost, not_run = "", []
         for cell in nb.cells:
+            errors = {o.get("ename"): o.get("evalue", "") for o in cell.get("outputs", []) if o.output_type == "error"}
+            lost = lost or errors.get(KERNEL_DIED) or errors.get(KERNEL_STUCK) or ""
             meta = cell.metadata.get("nbgrader", {})
             if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
                 continue
-            names = {o.get("ename") for o in cell.get("outputs", []) if o.output_type == "error"}
-            if "CellTimeoutError" in names:
+            if TIMED_OUT in errors:
                 timed_out.append(meta["grade_id"])
-            elif names:
+            elif NOT_RUN in errors:
+                not_run.append(meta["grade_id"])
+            elif errors and not errors.keys() & {KERNEL_DIED, KERNEL_STUCK, NOT_GRADED}:
                 failed.append(meta["grade_id"])
-    return timed_out, failed
+        if lost:
+            notes.append(f"{lost}; not run: {', '.join(not_run)}" if not_run else lost)
+    return timed_out, failed, notes
 
 
 def outcome(grading: GradingDir, assignment: str, student: str, reason: str, unrecorded: str | None) -> Outcome:
@@ -196,12 +205,12 @@ def outcome(grading: GradingDir, assignment: str, student: str, reason: str, unr
     if unrecorded:
         return Outcome(student, max_score=sum(points.values()), reason=unrecorded, recorded=False)
     got = scores(grading, assignment, student)
-    timed_out, failed = _cell_errors(grading, assignment, student)
+    timed_out, failed, notes = _cell_notes(grading, assignment, student)
     return Outcome(
         student,
         score=sum(v or 0.0 for v in got.values()),
         max_score=sum(points.values()),
         timed_out=timed_out,
         failed=failed,
-        reason=reason,
+        reason="; ".join([reason] if reason else notes),
     )

@@ -14,21 +14,23 @@ from typing import Any
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import Execute, GetGrades
+from nbgrader.preprocessors import Execute, GetGrades, SaveAutoGrades
 
 from grader.layout import CELL_TIMEOUT_S, COURSE_ID, db_url
-from grader.preprocessors import ExecuteOrReplay, HideHiddenTests
+from grader.preprocessors import ExecuteOrReplay, HideHiddenTests, StderrToStdout
 
 
 def configure_grading(c: Any, *, root: str, repo: str) -> None:
-    """nbgrader settings of a grading directory: its own gradebook, graded timeouts, hidden tests kept hidden."""
+    """nbgrader settings of a grading directory: own gradebook, timeouts, stderr not a failure, hidden tests hidden."""
     c.CourseDirectory.root = root
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.db_url = db_url(Path(root))
     c.Execute.timeout = CELL_TIMEOUT_S
     c.Execute.interrupt_on_timeout = True  # a timed-out cell is interrupted and fails; the next cells still run
     defaults = Autograde.class_traits()["autograde_preprocessors"].default()
-    c.Autograde.autograde_preprocessors = [ExecuteOrReplay if pp is Execute else pp for pp in defaults]
+    chain = [ExecuteOrReplay if pp is Execute else pp for pp in defaults]
+    chain.insert(chain.index(SaveAutoGrades), StderrToStdout)  # before nbgrader scores stderr as a failure
+    c.Autograde.autograde_preprocessors = chain
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
     _prepend_pythonpath(repo)
 

@@ -1,4 +1,5 @@
-"""Names the course checkout and the instructors' grading directories share, and the per-cell time limit.
+"""Names the course checkout and the instructors' grading directories share: folders, the per-cell time limit,
+the errors grading gives cells.
 
 The checkout's own `nbgrader_config.py` (repo root) makes `solutions/` the source and `course/` the
 release and keeps every gradebook out of the repository. A grading directory has its own
@@ -16,6 +17,13 @@ COURSE_ID = "datamove"
 CELL_TIMEOUT_S = 120  # per-cell limit while grading; live GPU cells of the labs take well under a minute
 GRADEBOOK = "gradebook.db"
 GRADING_CONFIG = "nbgrader_config.py"
+
+# The errors grading gives cells (grader.preprocessors); the autograde table reads them back (grader.autograde).
+TIMED_OUT = "CellTimeoutError"  # nbgrader's: the cell ran past the per-cell limit and was interrupted
+KERNEL_DIED = "DeadKernelError"  # nbclient's: the kernel process ended while this cell ran
+KERNEL_STUCK = "UnresponsiveKernelError"  # nbgrader's: the kernel stopped answering (an interrupt did not end a cell)
+NOT_RUN = "NotRun"  # a cell after the one the kernel was lost in
+NOT_GRADED = "GradingError"  # every code cell of a notebook that phase 1 left no outputs for
 
 
 def run_files_glob(assignment: str) -> str:

@@ -1,9 +1,24 @@
 """The course's own nbgrader preprocessors; a grading directory's nbgrader_config.py installs them (grader.config).
 
-ExecuteOrReplay takes the place of nbgrader's Execute in `nbgrader autograde`. Without options it is Execute.
-With `replay_root` set (phase 2 of grader.autograde) it executes nothing: it copies into each code cell the
-outputs that phase 1 recorded for that submission, or, when there are none, gives every code cell an error
-naming the reason, so that every autograded cell scores 0 and the feedback says why.
+ExecuteToTheEnd takes the place of nbgrader's Execute in `nbgrader autograde`. nbclient gives up on the whole
+notebook when the kernel dies or stops answering, and nbgrader then drops the submission with every point it had
+earned. Here the cell where the kernel was lost gets an error naming what happened, each later code cell a NotRun
+error with the same reason, and the cells before keep their outputs and points. A cell interrupted at the limit
+gets an error naming the cell and the limit:
+
+    DeadKernelError: the kernel died (exit status 3) in cell chunk_count
+    UnresponsiveKernelError: cell test_clamp_visible ran past the 120 s limit and did not stop when interrupted
+    NotRun: the kernel died (exit status 3) in cell chunk_count
+    CellTimeoutError: cell test_clamp_hidden ran past the 120 s limit and was interrupted
+
+ExecuteOrReplay is an ExecuteToTheEnd. With `replay_root` set (phase 2 of grader.autograde) it executes nothing:
+it copies into each code cell the outputs that phase 1 recorded for that submission, or, when there are none,
+gives every code cell an error naming the reason, so that every autograded cell scores 0 and the feedback says why.
+
+StderrToStdout runs after it, before SaveAutoGrades, in both phases. nbgrader scores 0 any graded test cell that
+wrote to stderr (nbgrader.utils.determine_grade), so a progress bar or a warning zeroed a passing test. It turns the
+stderr streams of graded test cells into stdout: the text stays, shown as ordinary output; a failing test still
+fails, because Python reports it as an error output, which stays.
 
 HideHiddenTests runs in `nbgrader generate_feedback` after GetGrades. Stock feedback renders the autograded
 notebook, whose test cells hold the full source (hidden tests included) and whose failing hidden assert prints a
@@ -17,22 +32,98 @@ inputs) by one line:
 from __future__ import annotations
 
 import re
+import signal
 from pathlib import Path
 from typing import Any
 
 import nbformat
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import ClearHiddenTests, Execute
+from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
+from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
 from grader.feedback import split_hidden
+from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT
 from grader.runner import ANSI
 
-NOT_GRADED = "GradingError"  # the error name ExecuteOrReplay gives the cells of a notebook it has no outputs for
+
+class ExecuteToTheEnd(Execute):
+    """nbgrader's Execute, except that losing the kernel ends the notebook's execution, not its grading."""
+
+    def preprocess(
+        self, nb: NotebookNode, resources: dict[str, Any], km: Any = None
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        """Execute every code cell until the kernel is lost; the rest get the reason as a NotRun error."""
+        self._lost = ""  # why the kernel was lost, once it is
+        self._running = ""  # the name of the cell being executed
+        self._interrupted_at: int | None = None  # the limit at which nbclient interrupted that cell
+        return super().preprocess(nb, resources, km)
+
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: dict[str, Any], index: int
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        """Execute one cell; a dead or unresponsive kernel becomes this cell's error instead of the notebook's."""
+        if cell.cell_type != "code":
+            return cell, resources
+        if self._lost:
+            cell.outputs = [error_output(NOT_RUN, self._lost)]
+            return cell, resources
+        self._running, self._interrupted_at = cell_name(cell, index), None
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            ename, self._lost = KERNEL_DIED, f"the kernel died ({self._exit_status()}) in cell {self._running}"
+        except CellTimeoutError:  # after the reply, nbclient waited iopub_timeout for the end of the output in vain
+            ename, self._lost = KERNEL_STUCK, self._stuck()
+        cell.outputs.append(error_output(ename, self._lost))
+        return cell, resources
+
+    async def _async_handle_timeout(self, timeout: int, cell: NotebookNode | None = None) -> dict[str, Any] | None:
+        """nbclient's interrupt at the limit (it offers no hook for it); the error it records names cell and limit."""
+        self._interrupted_at = timeout
+        reply = await super()._async_handle_timeout(timeout, cell)
+        if reply is not None and cell is not None:
+            text = f"cell {self._running} ran past the {timeout} s limit and was interrupted"
+            reply["content"].update(ename=TIMED_OUT, evalue=text, traceback=[f"{TIMED_OUT}: {text}"])
+        return reply
+
+    def _stuck(self) -> str:
+        """Why the kernel stopped answering: the interrupt at the limit did not end the cell, or its output stalled."""
+        if self._interrupted_at is not None:
+            return f"cell {self._running} ran past the {self._interrupted_at} s limit and did not stop when interrupted"
+        return f"cell {self._running} finished but its output did not arrive within {self.iopub_timeout} s"
+
+    def _exit_status(self) -> str:
+        """How the kernel process ended, as the local provisioner saw it."""
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        return exit_status(getattr(process, "returncode", None))
 
 
-class ExecuteOrReplay(Execute):
-    """nbgrader's Execute; with replay_root set, copies the outputs phase 1 recorded instead of executing."""
+def exit_status(returncode: int | None) -> str:
+    """'exit status 3', 'killed by SIGKILL' (a negative return code) or 'exit status unknown'."""
+    if returncode is None:
+        return "exit status unknown"
+    if returncode >= 0:
+        return f"exit status {returncode}"
+    try:
+        return f"killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"killed by signal {-returncode}"
+
+
+def cell_name(cell: NotebookNode, index: int) -> str:
+    """How a reason names a cell: its nbgrader grade id, else its position among the notebook's cells (#1 first)."""
+    return cell.metadata.get("nbgrader", {}).get("grade_id") or f"#{index + 1}"
+
+
+def error_output(ename: str, evalue: str) -> NotebookNode:
+    """An error output whose whole traceback is one line, 'ename: evalue'."""
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+class ExecuteOrReplay(ExecuteToTheEnd):
+    """ExecuteToTheEnd; with replay_root set, copies the outputs phase 1 recorded instead of executing."""
 
     replay_root = Unicode("", help="Scratch folder of phase 1: <root>/<student>/autograded/... and reason.txt").tag(
         config=True
@@ -65,9 +156,21 @@ def mark_not_graded(nb: NotebookNode, reason: str) -> None:
     text = f"this notebook could not be graded: {reason}; every autograded cell scores 0"
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.outputs = [
-                nbformat.v4.new_output("error", ename=NOT_GRADED, evalue=text, traceback=[f"{NOT_GRADED}: {text}"])
-            ]
+            cell.outputs = [error_output(NOT_GRADED, text)]
+
+
+class StderrToStdout(NbGraderPreprocessor):
+    """Autograde preprocessor: graded test cells' stderr becomes stdout, so that it cannot zero a passing test."""
+
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: dict[str, Any], index: int
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        """Rename the stderr streams of a graded test cell; other cells and outputs pass unchanged."""
+        if cell.cell_type == "code" and is_grade(cell) and not is_solution(cell):
+            for output in cell.outputs:
+                if output.output_type == "stream" and output.name == "stderr":
+                    output.name = "stdout"
+        return cell, resources
 
 
 class HideHiddenTests(ClearHiddenTests):
@@ -103,12 +206,14 @@ def verdict(cell: NotebookNode, first_hidden: int) -> str:
     """What to tell the student about a cell's hidden tests, without quoting them."""
     errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
     if not errors:
+        # stderr is left in a test cell only where StderrToStdout is disabled; nbgrader then scores it 0
         wrote_stderr = any(o.output_type == "stream" and o.get("name") == "stderr" for o in cell.get("outputs", []))
         return "failed (the cell wrote to stderr, which counts as failing)" if wrote_stderr else "passed"
-    if any(e.ename == "CellTimeoutError" for e in errors):  # nbgrader adds it after the KeyboardInterrupt
-        return "not passed (the cell ran past the time limit and was stopped)"
+    stopped = [e for e in errors if e.ename in (KERNEL_DIED, KERNEL_STUCK, TIMED_OUT)]  # after the KeyboardInterrupt
+    if stopped:
+        return f"not passed ({stopped[0].evalue})"
     error = errors[0]
-    if error.ename == NOT_GRADED:
+    if error.ename in (NOT_GRADED, NOT_RUN):
         return f"not run ({error.evalue})"
     line = failing_line(error, cell.get("execution_count"))
     if line is not None and line < first_hidden:

@@ -1,5 +1,5 @@
 """python -m grader with real nbgrader on a toy assignment: release generation and its CI check, validation
-both ways, and a whole grading round (setup, collect, autograde, feedback, export) on six submissions."""
+both ways, and a whole grading round (setup, collect, autograde, feedback, export) on nine submissions."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbgrader", reason="the course extra (nbgrader) is not installed")
 
 from grader.cli import main  # noqa: E402
+from grader.feedback import html_text  # noqa: E402
 from labcore.errors import UsageError, run_cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +33,12 @@ EXPECTED = {  # autograded score per test cell
     "raises": {"test_clamp_visible": 0.0, "test_clamp_hidden": 0.0, "test_chunk_count": 1.0},
     "hangs": {"test_clamp_visible": 0.0, "test_clamp_hidden": 0.0, "test_chunk_count": 1.0},
     "deaf": {"test_clamp_visible": 0.0, "test_clamp_hidden": 0.0, "test_chunk_count": 0.0},
+    # the kernel exits (status 3) in the chunk_count answer cell, after the clamp tests passed
+    "dies": {"test_clamp_visible": 1.0, "test_clamp_hidden": 2.0, "test_chunk_count": 0.0},
+    # chunk_count SIGKILLs its own kernel when the test cell calls it
+    "quits": {"test_clamp_visible": 1.0, "test_clamp_hidden": 2.0, "test_chunk_count": 0.0},
+    # correct; clamp writes a progress line to stderr in both clamp test cells
+    "stderr": {"test_clamp_visible": 1.0, "test_clamp_hidden": 2.0, "test_chunk_count": 1.0},
 }
 
 
@@ -259,13 +266,21 @@ def test_autograde_scores_each_test_cell(graded, student):
 
 
 def test_autograde_table_names_what_timed_out_and_what_failed(graded):
-    """One row per student with the score; the hang's cells timed out, the deaf kernel's notebook is explained."""
+    """One row per student with the score; the hang's cells timed out; a lost kernel is named with its cell."""
     rows = {line.split()[0]: line for line in graded.autograde.lines[3:]}
-    assert graded.autograde.lines[0].startswith(f"grader autograde: {graded.root}, toy (6 submitted); 3 at once")
-    assert rows["correct"].split()[1:4] == ["4", "/", "4"]
+    assert graded.autograde.lines[0].startswith(f"grader autograde: {graded.root}, toy (9 submitted); 3 at once")
+    assert rows["correct"].split()[1:] == ["4", "/", "4"]
+    assert rows["stderr"].split()[1:] == ["4", "/", "4"]
     assert rows["wrong"].endswith("failed: test_clamp_hidden")
-    assert "timed out: test_clamp_visible, test_clamp_hidden" in rows["hangs"]
-    assert f"a cell ran past the {TIMEOUT_S} s limit and its kernel ignored the interrupt" in rows["deaf"]
+    assert rows["hangs"].endswith("timed out: test_clamp_visible, test_clamp_hidden")
+    assert rows["deaf"].endswith(
+        f"0 / 4  cell test_clamp_visible ran past the {TIMEOUT_S} s limit and did not stop when interrupted; "
+        "not run: test_clamp_hidden, test_chunk_count"
+    )
+    assert rows["dies"].endswith(
+        "3 / 4  the kernel died (exit status 3) in cell chunk_count; not run: test_chunk_count"
+    )
+    assert rows["quits"].endswith("3 / 4  the kernel died (killed by SIGKILL) in cell test_chunk_count")
 
 
 def test_hanging_cells_are_stopped_by_the_cell_timeout(graded):
@@ -320,8 +335,24 @@ def test_feedback_never_shows_hidden_tests(graded):
         in pages["raises"]
     )
     assert (
-        "hidden tests: not passed (the cell ran past the time limit and was stopped) -- score 0 / 2" in pages["hangs"]
+        f"hidden tests: not passed (cell test_clamp_hidden ran past the {TIMEOUT_S} s limit and was interrupted) "
+        "-- score 0 / 2" in pages["hangs"]
     )
+    assert (
+        f"hidden tests: not run (cell test_clamp_visible ran past the {TIMEOUT_S} s limit and did not stop when "
+        "interrupted) -- score 0 / 2" in pages["deaf"]
+    )
+
+
+def test_feedback_names_a_lost_kernel_and_shows_stderr(graded):
+    """The cells after a death carry its reason; the points before it stay; stderr text is shown, not failed."""
+    text = {s: html_text(graded.root / "feedback" / s / "toy" / "toy.html") for s in ("dies", "quits", "stderr")}
+    died = "the kernel died (exit status 3) in cell chunk_count"
+    assert f"DeadKernelError: {died}" in text["dies"] and f"NotRun: {died}" in text["dies"]
+    assert "hidden tests: passed -- score 2 / 2" in text["dies"]
+    assert "DeadKernelError: the kernel died (killed by SIGKILL) in cell test_chunk_count" in text["quits"]
+    assert "progress: clamp(5, 0, 10)\nprogress: clamp(-1, 0, 10)" in text["stderr"]
+    assert "hidden tests: passed -- score 2 / 2" in text["stderr"]
 
 
 def test_leak_check_deletes_a_page_quoting_a_hidden_line(graded, tmp_path):

@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbgrader", reason="the course extra (nbgrader) is not installed")
 
+from nbclient.exceptions import CellTimeoutError, DeadKernelError  # noqa: E402
+from nbconvert.preprocessors import ExecutePreprocessor  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output  # noqa: E402
-from nbgrader.preprocessors import Execute  # noqa: E402
+from nbgrader.preprocessors import Execute, SaveAutoGrades  # noqa: E402
+from nbgrader.utils import determine_grade  # noqa: E402
 from traitlets.config import Config  # noqa: E402
 
-from grader.preprocessors import NOT_GRADED, ExecuteOrReplay, HideHiddenTests, mark_not_graded  # noqa: E402
+from grader.config import configure_grading  # noqa: E402
+from grader.preprocessors import (  # noqa: E402
+    NOT_GRADED,
+    ExecuteOrReplay,
+    ExecuteToTheEnd,
+    HideHiddenTests,
+    StderrToStdout,
+    mark_not_graded,
+)
 
 STUDENT, ASSIGNMENT, NOTEBOOK = "ada", "toy", "toy"
 RESOURCES = {"nbgrader": {"student": STUDENT, "assignment": ASSIGNMENT, "notebook": NOTEBOOK}}
@@ -134,10 +147,10 @@ def test_replay_without_outputs_or_reason_says_it_was_not_executed(tmp_path):
 
 
 def test_without_replay_root_it_executes_as_nbgrader_does(tmp_path, monkeypatch):
-    """Unconfigured, it is nbgrader's Execute: the notebook goes to Execute.preprocess, nothing is replayed."""
+    """Unconfigured, it executes through nbgrader's Execute.preprocess (as ExecuteToTheEnd); nothing is replayed."""
     calls = []
 
-    def execute(self, nb, resources):
+    def execute(self, nb, resources, km=None):
         calls.append((type(self), nb, resources))
         return nb, resources
 
@@ -146,6 +159,225 @@ def test_without_replay_root_it_executes_as_nbgrader_does(tmp_path, monkeypatch)
     out, _ = ExecuteOrReplay().preprocess(nb, RESOURCES)
     assert calls == [(ExecuteOrReplay, nb, RESOURCES)]
     assert out is nb and all(not c.get("outputs") for c in out.cells)
+
+
+# -- ExecuteToTheEnd ---------------------------------------------------------------------------------------------
+
+LIMIT_S, IOPUB_S = 4, 2  # the per-cell limit; how long nbclient waits for the end of output after a reply
+# What the scripted kernel below does with a cell, by its source.
+PASSES, FAILS = "assert clamp(5, 0, 10) == 5", "assert clamp(11, 0, 10) == 10"
+EXITS = "import os; os._exit(3)"  # the kernel process ends (exit status 3 here; killed by a signal: negative)
+HANGS = "time.sleep(1e9)"  # interrupted at the limit, it stops
+DEAF = "signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(1e9)"  # interrupted at the limit, it goes on
+FLOODS = "print('x' * 10**9)"  # the reply comes, the end of its output never does
+
+
+def check_cell(grade_id: str, source: str, points: float = 1) -> nbformat.NotebookNode:
+    """A graded test cell as nbgrader's source makes it."""
+    meta = {"grade": True, "solution": False, "locked": True, "grade_id": grade_id, "points": points}
+    return new_code_cell(source, metadata={"nbgrader": meta | {"schema_version": 3}})
+
+
+def answer_cell(grade_id: str, source: str) -> nbformat.NotebookNode:
+    """A student's answer cell (not graded by itself)."""
+    meta = {"grade": False, "solution": True, "locked": False, "grade_id": grade_id, "schema_version": 3}
+    return new_code_cell(source, metadata={"nbgrader": meta})
+
+
+@pytest.fixture
+def kernel(monkeypatch) -> SimpleNamespace:
+    """nbclient's side of execution, scripted: no kernel starts; `ran` lists the cells sent to the kernel.
+
+    Each cell does what its source says, and nbclient answers as it does for a real kernel: an error output for a
+    failed assert; DeadKernelError when the process ended; at the limit, an interrupt (ExecuteToTheEnd's hook)
+    followed by the kernel's KeyboardInterrupt and nbgrader's error (HANGS) or by CellTimeoutError when the end of
+    the cell's output never comes (DEAF, and FLOODS without an interrupt).
+    """
+    fake = SimpleNamespace(ran=[], returncode=3)
+
+    def preprocess(self, nb, resources=None, km=None):  # ExecutePreprocessor.preprocess without the kernel
+        self.km = SimpleNamespace(
+            interrupt_kernel=lambda: None,
+            provisioner=SimpleNamespace(process=SimpleNamespace(returncode=fake.returncode)),
+        )
+        for index, cell in enumerate(nb.cells):
+            self.preprocess_cell(cell, resources, index)
+        return nb, resources
+
+    def execute_cell(self, cell, index, **kwargs):
+        fake.ran.append(index)
+        cell.outputs = [new_output("stream", name="stdout", text=f"cell {index} starts\n")]
+        if cell.source == FAILS:
+            cell.outputs.append(new_output("error", ename="AssertionError", evalue="", traceback=["AssertionError"]))
+        elif cell.source == EXITS:
+            raise DeadKernelError("Kernel died")
+        elif cell.source in (HANGS, DEAF):
+            reply = asyncio.run(self._async_handle_timeout(LIMIT_S, cell))
+            if cell.source == DEAF:
+                raise CellTimeoutError("Timeout waiting for IOPub output")
+            cell.outputs.append(error("KeyboardInterrupt", "", line=1))
+            self.on_cell_executed(cell=cell, cell_index=index, execute_reply=reply)
+        elif cell.source == FLOODS:
+            raise CellTimeoutError("Timeout waiting for IOPub output")
+        return cell
+
+    monkeypatch.setattr(ExecutePreprocessor, "preprocess", preprocess)
+    monkeypatch.setattr(ExecuteToTheEnd, "execute_cell", execute_cell)
+    return fake
+
+
+def execute(*cells: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook of these cells after ExecuteToTheEnd, configured with the limits."""
+    pp = ExecuteToTheEnd(config=Config({"Execute": {"timeout": LIMIT_S, "iopub_timeout": IOPUB_S}}))
+    out, _ = pp.preprocess(new_notebook(cells=list(cells)), {})
+    return out
+
+
+def errors_of(cell: nbformat.NotebookNode) -> list[str]:
+    """'ename: evalue' of each error output of a cell."""
+    return [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+
+
+def points(nb: nbformat.NotebookNode) -> dict[str, float]:
+    """{grade_id: score} of the graded test cells, as nbgrader's SaveAutoGrades scores them."""
+    return {
+        c.metadata.nbgrader["grade_id"]: determine_grade(c)[0]
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade")
+    }
+
+
+def test_a_dead_kernel_keeps_the_points_before_and_zeroes_the_rest_with_the_reason(kernel):
+    """Tests before the death keep their points, its cell gets the reason, every later code cell scores 0 with it."""
+    # the cheat: an answer cell ends the kernel before the test it would fail, hoping that is not counted
+    nb = execute(
+        check_cell("test_a", PASSES),
+        check_cell("test_b", PASSES, points=2),
+        new_markdown_cell("## Exercise 2"),
+        answer_cell("chunk_count", EXITS),
+        check_cell("test_c", PASSES),
+        new_code_cell("print('unlocked cell a student added')"),
+    )
+    died = "the kernel died (exit status 3) in cell chunk_count"
+    assert kernel.ran == [0, 1, 3]
+    assert points(nb) == {"test_a": 1.0, "test_b": 2.0, "test_c": 0.0}
+    assert nb.cells[3].outputs[0].text == "cell 3 starts\n"  # what it wrote before dying stays
+    assert errors_of(nb.cells[3]) == [f"DeadKernelError: {died}"]
+    assert [o.traceback for o in nb.cells[4].outputs] == [[f"NotRun: {died}"]]
+    assert errors_of(nb.cells[5]) == [f"NotRun: {died}"]
+    assert "outputs" not in nb.cells[2]
+
+
+@pytest.mark.parametrize(
+    "returncode, how", [(-9, "killed by SIGKILL"), (0, "exit status 0"), (None, "exit status unknown")]
+)
+def test_a_kernel_killed_inside_a_test_cell_zeroes_that_cell(kernel, returncode, how):
+    """A test cell whose call ends the kernel (even with status 0) scores 0; the reason says how it ended."""
+    kernel.returncode = returncode
+    nb = execute(check_cell("test_a", PASSES), check_cell("test_b", EXITS, points=2))
+    assert points(nb) == {"test_a": 1.0, "test_b": 0.0}
+    assert errors_of(nb.cells[1]) == [f"DeadKernelError: the kernel died ({how}) in cell test_b"]
+
+
+def test_a_cell_interrupted_at_the_limit_names_itself_and_the_next_cells_run(kernel):
+    """The interrupted cell scores 0 with nbgrader's CellTimeoutError naming it and the limit; the rest still run."""
+    nb = execute(check_cell("test_a", HANGS), check_cell("test_b", PASSES), check_cell("test_c", FAILS))
+    assert kernel.ran == [0, 1, 2]
+    assert points(nb) == {"test_a": 0.0, "test_b": 1.0, "test_c": 0.0}
+    assert errors_of(nb.cells[0]) == [
+        "KeyboardInterrupt: ",
+        f"CellTimeoutError: cell test_a ran past the {LIMIT_S} s limit and was interrupted",
+    ]
+    assert nb.cells[0].outputs[-1].traceback == [
+        f"CellTimeoutError: cell test_a ran past the {LIMIT_S} s limit and was interrupted"
+    ]
+
+
+def test_a_cell_that_ignores_the_interrupt_stops_the_notebook_there(kernel):
+    """The kernel is still busy: that cell and the later ones score 0, the earlier keep their points."""
+    nb = execute(check_cell("test_a", PASSES), check_cell("test_b", DEAF), check_cell("test_c", PASSES))
+    stuck = f"cell test_b ran past the {LIMIT_S} s limit and did not stop when interrupted"
+    assert kernel.ran == [0, 1]
+    assert points(nb) == {"test_a": 1.0, "test_b": 0.0, "test_c": 0.0}
+    assert errors_of(nb.cells[1]) == [f"UnresponsiveKernelError: {stuck}"]
+    assert errors_of(nb.cells[2]) == [f"NotRun: {stuck}"]
+
+
+def test_output_that_never_ends_is_not_called_a_timeout(kernel):
+    """nbclient also gives up when a finished cell's output does not end: the reason says that, not the limit."""
+    nb = execute(new_code_cell(FLOODS), check_cell("test_a", PASSES))
+    lost = f"cell #1 finished but its output did not arrive within {IOPUB_S} s"
+    assert errors_of(nb.cells[0]) == [f"UnresponsiveKernelError: {lost}"]
+    assert errors_of(nb.cells[1]) == [f"NotRun: {lost}"] and points(nb) == {"test_a": 0.0}
+
+
+def test_each_notebook_starts_with_a_live_kernel(kernel):
+    """One preprocessor executes every notebook of a submission: a death in one does not mark the next."""
+    pp = ExecuteToTheEnd()
+    pp.preprocess(new_notebook(cells=[check_cell("test_a", EXITS)]), {})
+    out, _ = pp.preprocess(new_notebook(cells=[check_cell("test_b", PASSES)]), {})
+    assert kernel.ran == [0, 0] and points(out) == {"test_b": 1.0}
+
+
+def test_replay_is_still_an_execute_to_the_end(kernel):
+    """Phase 1 runs ExecuteOrReplay without replay_root: a death there is handled the same way."""
+    nb = new_notebook(cells=[check_cell("test_a", PASSES), check_cell("test_b", EXITS)])
+    out, _ = ExecuteOrReplay().preprocess(nb, RESOURCES)
+    assert points(out) == {"test_a": 1.0, "test_b": 0.0}
+
+
+# -- StderrToStdout ----------------------------------------------------------------------------------------------
+
+
+def stderr_cell(*outputs: nbformat.NotebookNode, grade: bool = True, solution: bool = False) -> nbformat.NotebookNode:
+    """A code cell with these outputs; a graded test cell unless told otherwise."""
+    meta = {"grade": grade, "solution": solution, "locked": True, "grade_id": "test_bar", "points": 2}
+    return new_code_cell(PASSES, metadata={"nbgrader": meta | {"schema_version": 3}}, outputs=list(outputs))
+
+
+def to_stdout(*cells: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    out, _ = StderrToStdout().preprocess(new_notebook(cells=list(cells)), {})
+    return out
+
+
+def test_a_passing_test_that_writes_to_stderr_keeps_its_points_and_its_text():
+    """nbgrader scores such a cell 0 (checked here on its own determine_grade); after the move, full points and
+    the same text, in the same order, as ordinary output."""
+    outputs = [
+        new_output("stream", name="stdout", text="checking\n"),
+        new_output("stream", name="stderr", text="\r 50%|#####     |\r100%|##########|\n"),
+        new_output("stream", name="stderr", text="UserWarning: slow path\n"),
+    ]
+    cell = stderr_cell(*copy.deepcopy(outputs))
+    assert determine_grade(cell) == (0, 2.0)  # the false fail: nbgrader/utils.py determine_grade
+    moved = to_stdout(cell).cells[0]
+    assert determine_grade(moved) == (2.0, 2.0)
+    assert [(o.name, o.text) for o in moved.outputs] == [("stdout", o.text) for o in outputs]
+
+
+def test_writing_to_stderr_does_not_rescue_a_failing_test():
+    """An assert that fails is an error output, which stays: 0 points, with or without stderr."""
+    failing = error("AssertionError", "clamp(11, 0, 10) returned 11", line=1)
+    moved = to_stdout(stderr_cell(new_output("stream", name="stderr", text="progress\n"), failing)).cells[0]
+    assert determine_grade(moved) == (0, 2.0) and moved.outputs[1] == failing
+
+
+def test_only_graded_test_cells_are_touched():
+    """An answer cell's or an ungraded cell's stderr is still stderr: nbgrader does not score those outputs."""
+    line = new_output("stream", name="stderr", text="progress\n")
+    answer = stderr_cell(copy.deepcopy(line), grade=False, solution=True)
+    plain = new_code_cell("print(1)", outputs=[copy.deepcopy(line)])
+    nb = to_stdout(answer, plain, new_markdown_cell("text"))
+    assert [c.outputs[0].name for c in nb.cells[:2]] == ["stderr", "stderr"]
+
+
+def test_grading_runs_it_after_execution_and_before_nbgrader_scores(tmp_path):
+    """configure_grading: ExecuteOrReplay in Execute's place, StderrToStdout right before SaveAutoGrades."""
+    config = Config()
+    configure_grading(config, root=str(tmp_path), repo=str(tmp_path))
+    chain = config.Autograde.autograde_preprocessors
+    assert Execute not in chain and chain.index(ExecuteOrReplay) == 0
+    assert chain.index(StderrToStdout) + 1 == chain.index(SaveAutoGrades)
 
 
 # -- HideHiddenTests ---------------------------------------------------------------------------------------------
@@ -258,7 +490,7 @@ def test_an_error_of_an_earlier_execution_is_not_read_as_this_cells_line(preproc
 
 
 def test_writing_to_stderr_counts_as_failing(preprocessor):
-    """nbgrader fails a cell that wrote to stderr; the verdict says so without showing what was written."""
+    """With StderrToStdout disabled, nbgrader fails a cell that wrote to stderr; the verdict says so, quietly."""
     nb = hide(preprocessor, graded_cell([new_output("stream", name="stderr", text=f"warning: {SECRET}\n")]))
     assert (
         only_line(nb.cells[0]) == "hidden tests: failed (the cell wrote to stderr, which counts as failing) "
@@ -268,20 +500,36 @@ def test_writing_to_stderr_counts_as_failing(preprocessor):
 
 
 def test_a_timed_out_cell_says_it_was_stopped(preprocessor):
-    """nbgrader records the interrupt and then a CellTimeoutError: the verdict is the timeout."""
+    """nbgrader records the interrupt and then ExecuteToTheEnd's CellTimeoutError: the verdict is the timeout."""
+    timed_out = "cell test_clamp ran past the 4 s limit and was interrupted"
     outputs = [
         error("KeyboardInterrupt", "", line=5),
-        new_output(
-            "error",
-            ename="CellTimeoutError",
-            evalue="",
-            traceback=["\x1b[0;31mCellTimeoutError\x1b[0m: No reply from kernel before timeout"],
-        ),
+        new_output("error", ename="CellTimeoutError", evalue=timed_out, traceback=[f"CellTimeoutError: {timed_out}"]),
     ]
     nb = hide(preprocessor, graded_cell(outputs))
-    assert only_line(nb.cells[0]) == (
-        "hidden tests: not passed (the cell ran past the time limit and was stopped) -- score 0 / 2"
+    assert only_line(nb.cells[0]) == f"hidden tests: not passed ({timed_out}) -- score 0 / 2"
+    assert_nothing_hidden(nb)
+
+
+@pytest.mark.parametrize(
+    "ename, evalue, said",
+    [
+        ("DeadKernelError", "the kernel died (exit status 3) in cell test_clamp", "not passed"),
+        (
+            "UnresponsiveKernelError",
+            "cell test_clamp ran past the 4 s limit and did not stop when interrupted",
+            "not passed",
+        ),
+        ("NotRun", "the kernel died (killed by SIGKILL) in cell clamp", "not run"),
+    ],
+)
+def test_a_lost_kernel_gives_its_reason(preprocessor, ename, evalue, said):
+    """The cell the kernel was lost in is 'not passed', a later one 'not run', each with ExecuteToTheEnd's reason."""
+    nb = hide(
+        preprocessor,
+        graded_cell([new_output("stream", name="stdout", text=f"{SECRET}\n"), error(ename, evalue, line=None)]),
     )
+    assert only_line(nb.cells[0]) == f"hidden tests: {said} ({evalue}) -- score 0 / 2"
     assert_nothing_hidden(nb)
 
 
