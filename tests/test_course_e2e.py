@@ -116,9 +116,12 @@ def test_scores(graded, student):
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_the_solutions_pass_and_the_stubs_fail_cleanly(graded, assignment):
-    """The reference raises in no cell at all; the untouched release fails only as its stubs make it fail."""
+    """The reference raises in no cell at all and says it replays; the untouched release fails only by its stubs."""
     root, _ = graded
     assert _errors(root, "reference", assignment) == []
+    nb = nbformat.read(root / "autograded" / "reference" / assignment / f"{assignment}.ipynb", as_version=4)
+    streams = [o.text for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "stream"]
+    assert any("replay of" in text and "no GPU here" in text for text in streams), "no cell printed the mode line"
     stub_errors = _errors(root, "untouched", assignment)
     assert stub_errors and [e for e in stub_errors if e[1] not in STUB_FAILURES] == []
 
