@@ -3,17 +3,11 @@ instructors', keeps nbgrader's extensions off, and replays the lessons offline o
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import io
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 import tomllib
-import zipfile
 from importlib.metadata import files
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,10 +20,10 @@ from jupyter_server.extension.config import ExtensionConfigManager  # jupyter_se
 from jupyter_server.services.config.manager import ConfigManager
 
 from grader import bundle
-from grader.cli import main
 from grader.feedback import split_hidden
 from labcore.device import gpu_available
-from labcore.errors import run_cli
+
+from installed import grader, wheel_and_replay
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "tests" / "data" / "toy_assignment"
@@ -54,14 +48,6 @@ ALLOWED = {
         "the break-even check's failure message tells the student to `return math.inf` when copying never wins"
     ),
 }
-
-
-def grader(*argv: str) -> SimpleNamespace:
-    """Run `python -m grader ARGV` in this process; its exit status and what it printed."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = run_cli(main, list(argv))
-    return SimpleNamespace(rc=rc, out=out.getvalue(), err=err.getvalue())
 
 
 @pytest.fixture(scope="module")
@@ -348,35 +334,12 @@ def test_bundle_refuses_a_stale_release(tmp_path):
 @pytest.mark.skipif(gpu_available(), reason="with a GPU, python -m day54 runs live instead of replaying")
 def test_the_installed_bundle_replays_from_another_folder(built, tmp_path):
     """The bundle's wheel carries the profiles and the Jupyter settings; `python -m day54` elsewhere replays."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(built.out)],
-        check=True,
-        capture_output=True,
-    )
-    wheel = next((tmp_path / "dist").glob("*.whl"))
-    names = set(zipfile.ZipFile(wheel).namelist())
+    installed = wheel_and_replay(built.out, tmp_path)
+    names = installed.names
     data = "datamove_course_student-0.1.0.data/data/etc/jupyter"
     assert f"{data}/jupyter_server_config.d/{bundle.CONFIG_NAME}" in names
     assert f"{data}/labconfig/page_config.d/{bundle.CONFIG_NAME}" in names
     assert "course_profiles/h200/day54/results.json" in names and "day54/kernels/fma_chain.cu" in names
     assert not [n for n in names if n.startswith(("grader/", "solutions/"))]
-    site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
-        check=True,
-        capture_output=True,
-    )
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", "PYTHONPATH")}
-    run = subprocess.run(
-        [sys.executable, "-m", "day54", "--no-pitfalls"],
-        cwd=elsewhere,
-        capture_output=True,
-        text=True,
-        env={**env, "PYTHONPATH": str(site)},
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    first = run.stdout.splitlines()[0]
-    assert first.startswith(f"day54: replay of nsys exports in {site / 'course_profiles' / 'h200' / 'day54'}"), first
+    where = installed.site / "course_profiles" / "h200" / "day54"
+    assert installed.first_line.startswith(f"day54: replay of nsys exports in {where}"), installed.first_line

@@ -11,20 +11,17 @@ tests, and the verdict lines in tests/test_preprocessors.py.
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 from pathlib import Path
-from types import SimpleNamespace
 
 import nbformat
 import pytest
 
-from grader.cli import main
 from grader.feedback import html_text
 from grader.validate import STUB_FAILURES
 from labcore.device import gpu_available
-from labcore.errors import run_cli
+
+from installed import grader
 
 pytestmark = pytest.mark.skipif(gpu_available(), reason="expected scores are those of the offline checks")
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,14 +59,6 @@ def _submission(assignment: str, edits: dict[str, str] | None) -> nbformat.Noteb
             )
         cell.source = edits.get(cell["id"], cell.source)
     return release
-
-
-def grader(*argv: str) -> SimpleNamespace:
-    """Run `python -m grader ARGV` in this process (nbgrader's children come from one forkserver for all)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = run_cli(main, list(argv))
-    return SimpleNamespace(rc=rc, out=out.getvalue(), err=err.getvalue())
 
 
 @pytest.fixture(scope="module")

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import tomllib
-import zipfile
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 
 from labcore.device import gpu_available
+
+from installed import wheel_and_replay
 
 ROOT = Path(__file__).resolve().parents[1]
 # pip name -> conda-forge name; matplotlib-base is matplotlib without the Qt backend
@@ -155,33 +153,9 @@ def test_ci_runs_the_readme_test_command_verbatim():
 @pytest.mark.skipif(gpu_available(), reason="with a GPU, python -m day54 runs live instead of replaying")
 def test_a_wheel_carries_the_profiles_and_replays_from_another_folder(tmp_path):
     """`pip install .` (a wheel, not editable) ships profiles/; `python -m day54` elsewhere replays them."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(ROOT)],
-        check=True,
-        capture_output=True,
-    )
-    wheel = next((tmp_path / "dist").glob("*.whl"))
-    names = set(zipfile.ZipFile(wheel).namelist())
+    installed = wheel_and_replay(ROOT, tmp_path)
     for lesson in ("day54", "zero_copy"):
-        assert f"course_profiles/h200/{lesson}/results.json" in names
-    assert "course_profiles/h200/day54/day54_cuda_gpu_trace.csv" in names
-    site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
-        check=True,
-        capture_output=True,
-    )
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", "PYTHONPATH")}
-    run = subprocess.run(
-        [sys.executable, "-m", "day54", "--no-pitfalls"],
-        cwd=elsewhere,
-        capture_output=True,
-        text=True,
-        env={**env, "PYTHONPATH": str(site)},
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    first = run.stdout.splitlines()[0]
-    assert first.startswith(f"day54: replay of nsys exports in {site / 'course_profiles' / 'h200' / 'day54'}"), first
+        assert f"course_profiles/h200/{lesson}/results.json" in installed.names
+    assert "course_profiles/h200/day54/day54_cuda_gpu_trace.csv" in installed.names
+    where = installed.site / "course_profiles" / "h200" / "day54"
+    assert installed.first_line.startswith(f"day54: replay of nsys exports in {where}"), installed.first_line

@@ -64,10 +64,8 @@ def request_ids(n_rows: int, table_rows: int, pattern: str, seed: int) -> np.nda
     return ids
 
 
-def _student_plan(
-    gather_launch: Callable[[int], Any], order_ids: Callable[[np.ndarray], Any], ids: np.ndarray
-) -> tuple[int, int, np.ndarray, np.ndarray]:
-    """Call the student's two functions and check what they return before anything runs."""
+def _own_gather_launch(gather_launch: Callable[[int], Any]) -> None:
+    """gather_launch(n_rows) is written in the notebook, not the package's launch."""
     assert_own_function(
         gather_launch,
         n_params=1,
@@ -75,6 +73,13 @@ def _student_plan(
         forbidden=("launch_gather_rows", "gather_rows_with"),
         hint=_HINT,
     )
+
+
+def _student_plan(
+    gather_launch: Callable[[int], Any], order_ids: Callable[[np.ndarray], Any], ids: np.ndarray
+) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """Call the student's two functions and check what they return before anything runs."""
+    _own_gather_launch(gather_launch)
     assert_own_function(order_ids, n_params=1, what="order_ids(ids)", hint=_HINT)
     n = ids.size
     config = gather_launch(n)
@@ -175,13 +180,7 @@ def check_gather_correct(
 
 def check_gather_launch(gather_launch: Callable[[int], Any], n_values: tuple[int, ...] = LAUNCH_SIZES) -> None:
     """For every batch size: a grid CUDA launches, one whole warp per row, and no block without a row."""
-    assert_own_function(
-        gather_launch,
-        n_params=1,
-        what="gather_launch(n_rows)",
-        forbidden=("launch_gather_rows", "gather_rows_with"),
-        hint=_HINT,
-    )
+    _own_gather_launch(gather_launch)
     for n in n_values:
         config = gather_launch(n)
         assert isinstance(config, tuple) and len(config) == 2, (
