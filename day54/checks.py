@@ -155,6 +155,7 @@ def check_good_practice(schedule: Callable[[Any], None], *, buffers: int = 2) ->
 
 # -- timing -----------------------------------------------------------------------------------------
 
+TIMED_TOTAL_BYTES = 1 << 30  # the lesson's array: what the live, exported and simulated timings all move
 REFERENCE_FACTOR = 1.05  # your pipelined time may exceed the reference pipeline's, same run and GPU, by this much
 
 
@@ -181,8 +182,8 @@ def _live_timing(schedule: Callable[[Any], None], window: int, buffers: int, rou
 
     Yours is the trace recorded from the schedule, replayed: what is timed is what the checks judged.
     """
-    recorded = trace.record(schedule, (1 << 30) // window, buffers, window_bytes=window)
-    host = HostArrays(1 << 30)
+    recorded = trace.record(schedule, TIMED_TOTAL_BYTES // window, buffers, window_bytes=window)
+    host = HostArrays(TIMED_TOTAL_BYTES)
     host.fill_random(secrets.randbelow(2**31))
     ctx = CupyContext(host, window, buffers, 512)
     host.poison()
@@ -297,6 +298,8 @@ def check_pipelined_ratio(
 ) -> None:
     """At most `threshold` of naive and within REFERENCE_FACTOR of the reference pipeline, both in the same run."""
     assert_own_schedule(schedule)
+    problem = _fake_problems(schedule, TIMED_TOTAL_BYTES // window, buffers)
+    assert problem is None, f"the schedule that would be timed is wrong, so its time does not count: {problem}"
     timing = measure_schedule(schedule, window=window, buffers=buffers)
     where = f"at {window // MiB} MiB with {buffers} buffers ({timing.how})"
     assert timing.ratio <= threshold, (

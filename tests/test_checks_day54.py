@@ -178,3 +178,13 @@ def test_a_hard_coded_sweep_fails_on_the_rescaled_record():
     typed_in = {w: report.ratio(record, w, 2) for w in report.windows(record)}
     with pytest.raises(AssertionError, match=r"on a rescaled record: ratio at 4 MiB is 0\.\d+, the record says"):
         checks.check_sweep_ratios(lambda rec, buffers: dict(typed_in), record, buffers=2)
+
+
+def test_a_wrong_schedule_gets_no_time():
+    """An empty schedule simulates to 0 ms; one that drops a chunk to less: neither time counts."""
+    for schedule, message in (
+        (lambda ctx: None, "chunk 0 is never copied out"),
+        (rotating(lambda ctx: 15), "chunk 15"),
+    ):
+        with pytest.raises(AssertionError, match=f"the schedule that would be timed is wrong.*{message}"):
+            checks.check_pipelined_ratio(schedule)
