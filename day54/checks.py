@@ -19,7 +19,7 @@ from typing import Any
 from day54 import DOMAIN, report, schedules, trace
 from day54.config import MiB, PassKey
 from day54.context import LEGACY, CupyContext, HostArrays
-from day54.model import Stages, predict
+from day54.model import Stages, chain_ms, fill_drain_ms, predict
 from day54.recording import RecordingContext
 from day54.replay import COPY_SLACK_BYTES, from_exports, load_profile
 from day54.simulate import Rates, simulated_ms
@@ -360,6 +360,14 @@ def check_prediction(
     cases: list[tuple[float, float, float, int, int, float | None]] | None = None,
 ) -> None:
     """The student's cost model gives the model's bound on each case, within `tolerance` (relative)."""
+    assert_own_function(
+        predict_ms,
+        n_params=6,
+        what="predict_pipelined_ms",
+        references=(predict, chain_ms, fill_drain_ms),
+        forbidden=("predict", "chain_ms", "fill_drain_ms", "Stages", "model"),
+        hint="work the bounds out yourself",
+    )
     cases = cases or [
         (19.56, 5.40, 19.55, 16, 2, 22.38),
         (87.81, 43.70, 82.44, 16, 2, None),

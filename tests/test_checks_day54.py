@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from day54 import checks, report, schedules
+from day54 import checks, model, report, schedules
 from day54.replay import load_profile
 from day54.simulate import Rates, simulated_ms
 from day54.student import load_schedule
@@ -188,3 +188,13 @@ def test_a_wrong_schedule_gets_no_time():
     ):
         with pytest.raises(AssertionError, match=f"the schedule that would be timed is wrong.*{message}"):
             checks.check_pipelined_ratio(schedule)
+
+
+def test_the_package_cost_model_is_not_an_answer():
+    """A prediction that calls day54.model's own bound is refused, whatever the call looks like."""
+
+    def borrowed(h2d_ms, kernel_ms, d2h_ms, n_chunks, n_buffers, link_floor_ms):
+        return model.predict(model.Stages(h2d_ms, kernel_ms, d2h_ms, n_chunks), n_buffers, link_floor_ms).bound_ms
+
+    with pytest.raises(AssertionError, match="calls predict, Stages, model from the package"):
+        checks.check_prediction(borrowed)
