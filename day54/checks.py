@@ -298,9 +298,10 @@ def check_pipelined_ratio(
 ) -> None:
     """At most `threshold` of naive and within REFERENCE_FACTOR of the reference pipeline, both in the same run."""
     assert_own_schedule(schedule)
-    problem = _fake_problems(schedule, TIMED_TOTAL_BYTES // window, buffers)
+    recorded = trace.record(schedule, TIMED_TOTAL_BYTES // window, buffers, window_bytes=window)
+    problem = _fake_problems(recorded.replay, recorded.n_chunks, buffers)
     assert problem is None, f"the schedule that would be timed is wrong, so its time does not count: {problem}"
-    timing = measure_schedule(schedule, window=window, buffers=buffers)
+    timing = measure_schedule(recorded.replay, window=window, buffers=buffers)  # the very calls just checked
     where = f"at {window // MiB} MiB with {buffers} buffers ({timing.how})"
     assert timing.ratio <= threshold, (
         f"pipelined/naive = {timing.ratio:.3f} {where}, above the {threshold:.2f} threshold"
