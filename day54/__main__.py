@@ -37,6 +37,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+# Options that shape a live run; a replay shows what was recorded, so it says when one of them was given.
+REPLAY_IGNORES = ("windows", "buffers", "fmas", "total", "repeats", "seed", "no_pitfalls")
+DEFAULTS = vars(parse_args([]))
+
+
 def config_from(args: argparse.Namespace) -> Config:
     """Turn options into a validated Config."""
     try:
@@ -70,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         record = load_profile(mode.profile)
         print(f"{LESSON}: {describe(record)}" + ("" if mode.reason == FROM_PROFILE else f"; {mode.reason}"), flush=True)
         window = cfg.window_bytes if args.window else None
+        ignored = [f"--{name.replace('_', '-')}" for name in REPLAY_IGNORES if getattr(args, name) != DEFAULTS[name]]
+        if ignored:
+            print(f"note: a replay shows the recorded run; {', '.join(ignored)} ignored", file=sys.stderr)
     if args.json:
         print(f"results record: {record.save(args.json)}", file=sys.stderr)
     failed = [c for c in record.checks if not c.ok]

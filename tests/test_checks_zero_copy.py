@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import copy
 import math
+from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -521,3 +523,15 @@ def test_live_publish_that_does_not_compile_is_one_message():
     expected = rf"your publish step does not compile: your_publish\({line}\).*undefined_name"
     with pytest.raises(AssertionError, match=expected):
         checks.check_mailbox_publish(source)
+
+
+def test_the_untouched_publish_stub_fails_with_a_message():
+    """The release's MY_PUBLISH cell defines the name; running the check on it says what to write, not a traceback."""
+    release = nbformat.read(
+        Path(__file__).resolve().parents[1] / "course" / "zero_copy" / "zero_copy.ipynb", as_version=4
+    )
+    cell = next(c for c in release.cells if c.get("id") == "my_publish")
+    names: dict[str, object] = {}
+    exec(cell.source, names)  # the stub cell is a string assignment: it runs and defines MY_PUBLISH
+    with pytest.raises(AssertionError, match="MY_PUBLISH still holds the exercise's stub"):
+        checks.check_mailbox_publish(names["MY_PUBLISH"])

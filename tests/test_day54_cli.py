@@ -133,3 +133,14 @@ def test_memory_check_refuses_before_allocating(monkeypatch):
     monkeypatch.setattr(live, "free_device_bytes", lambda: 1 << 30)
     with pytest.raises(UsageError, match=r"need 1\.56 GiB of device memory; 1\.00 GiB is free"):
         live.check_memory(cfg)
+
+
+@pytest.mark.skipif(gpu_available(), reason="with a GPU these options shape a live run")
+def test_a_replay_names_the_options_it_cannot_honour(capsys):
+    """Options that only shape a live run are named on stderr when a replay ignores them; --window is honoured."""
+    assert run_cli(main, ["--buffers", "4", "--fmas", "100", "--window", "4MiB"]) == 0
+    captured = capsys.readouterr()
+    assert "note: a replay shows the recorded run; --buffers, --fmas ignored" in captured.err
+    assert "Window 4MiB: 256 chunks of 4MiB" in captured.out
+    assert run_cli(main, []) == 0
+    assert "ignored" not in capsys.readouterr().err

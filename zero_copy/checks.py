@@ -318,6 +318,10 @@ def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) 
     """Payload stores, then a system-scope fence, then the flag, on every path of the compiled kernel; the host
     reads the exact payload while it runs."""
     assert isinstance(publish_source, str), f"expected CUDA source as a str, got {type(publish_source).__name__}"
+    assert "YOUR CODE HERE" not in publish_source, (
+        "MY_PUBLISH still holds the exercise's stub: inside publish(), store the payload words, then fence at "
+        "system scope, then store the flag"
+    )
     problem = mailbox.publish_problem(publish_source)
     assert problem is None, problem
     order = (
