@@ -238,10 +238,11 @@ def _exports_timing(schedule: Callable[[Any], None], directory: Path, window: in
     """Times from the student's own recorded run, accepted only if they recorded the submitted schedule."""
     if not any(directory.glob(f"{RUN_PREFIX}_*.csv")):
         return None
-    record = from_exports(directory)
+    exports = Exports(directory, DOMAIN)
+    record = from_exports(directory, exports=exports)
     key = PassKey("student", window, buffers)
     assert record.has_pass(key), f"your run's exports in {directory} have no '{key}' range"
-    exported = _exported_sequences(Exports(directory, DOMAIN).by_key[str(key)][0], window)
+    exported = _exported_sequences(exports.by_key[str(key)][0], window)
     n_chunks = record.config["total_bytes"] // window
     expected = _recorded_sequences(schedule, n_chunks, buffers, window)
     if exported != expected:

@@ -84,9 +84,9 @@ def _validator(name: str, window: int, n_chunks: int):
     return validate
 
 
-def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
+def from_exports(directory: Path, companion: Path | None = None, exports: Exports | None = None) -> rec.Record:
     """Build the results record from a directory's nsys exports (and the run's results.json if given)."""
-    exports = Exports(directory, DOMAIN)
+    exports = exports or Exports(directory, DOMAIN)  # already read by a caller that needs its raw ranges too
     parsed: dict[str, PassKey] = {}
     for text in exports.by_key:
         key = PassKey.parse(text)
