@@ -14,7 +14,9 @@ The graded exercise: the student picks the launch configuration of
 (sorted ids plus the permutation that puts rows back in request order).
 `run_gather_exercise` runs exactly that on the GPU from a mapped table;
 `simulate_gather` computes on the CPU what the same launch would write, thread
-by thread, as the kernel derives its warp and lane.
+by thread, as the kernel derives its warp and lane. The lesson's own answers,
+`zero_copy.kernel.gather_grid` and `sorted_order`, are withheld from students'
+code while grading (labcore.answers.reference).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from labcore.answers import reference
 from labcore.sizes import format_size
 from labcore.timing import time_pass
 from zero_copy import model
@@ -96,7 +99,7 @@ def run_gather(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
         _fill_table(lab, table, plan, stream)
         rng = np.random.default_rng(cfg.seed + 6)
         ids = {"unsorted": rng.integers(0, cfg.table_rows, cfg.rows, dtype=np.int64)}
-        ids["sorted"] = np.sort(ids["unsorted"])
+        ids["sorted"], _restore = sorted_order(ids["unsorted"])
         d_out = cp.empty((cfg.rows, row_words), dtype=np.uint32)
         expected = {path: np.take(table.h, host_ids, axis=0) for path, host_ids in ids.items()}
         for path in ("sorted", "unsorted"):
@@ -122,6 +125,17 @@ def run_gather(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
 
 
 # -- the exercise: launch configuration and id order ----------------------------------------------------
+
+
+@reference
+def sorted_order(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ids in ascending order (a stable sort) and the permutation that puts gathered rows back in request
+    order: sorted_ids[restore[i]] == ids[i]. The gather exercise's id order, withheld while grading."""
+    order = np.argsort(ids, kind="stable")
+    inverse = np.empty(order.size, dtype=np.int64)
+    inverse[order] = np.arange(order.size)
+    sorted_ids = ids[order]
+    return sorted_ids, inverse
 
 
 def launch_problem(threads: Any, blocks: Any) -> str | None:

@@ -14,6 +14,7 @@ import dataclasses
 import math
 from typing import Any
 
+from labcore.answers import reference
 from labcore.sizes import format_size
 from zero_copy.config import HBM_PROBE_BYTES, PROBE_BYTES, Config, PassKey, Planned
 
@@ -45,8 +46,12 @@ def zero_copy_ms(nbytes: int, reads: int, link_gbps: float) -> float:
     return reads * transfer_ms(nbytes, link_gbps)
 
 
+@reference
 def crossover_reads(link_gbps: float, hbm_gbps: float, zero_copy_gbps: float | None = None) -> float:
-    """The r at which B/L + r·B/H = r·B/Lz (Lz = L unless zero-copy loads run at their own rate); inf if never."""
+    """The r at which B/L + r·B/H = r·B/Lz (Lz = L unless zero-copy loads run at their own rate); inf if never.
+
+    With Lz = L it is the break-even exercise's answer, withheld from students' code while grading.
+    """
     lz = zero_copy_gbps or link_gbps
     denominator = 1.0 / lz - 1.0 / hbm_gbps
     return math.inf if denominator <= 0 else (1.0 / link_gbps) / denominator

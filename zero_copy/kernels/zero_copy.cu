@@ -99,14 +99,17 @@ __device__ void wait_for_release(volatile int* box, int round, unsigned long lon
 
 // Fence and flag. One thread publishes a payload, fences so that the host sees the payload
 // before the flag, raises the flag, then waits for the host's release: the kernel cannot
-// finish before the host has read the payload.
+// finish before the host has read the payload. The publish step between the REFERENCE marks is
+// the mailbox exercise's answer (the grading sandbox's copy of this file leaves it out).
 extern "C" __global__ void publish_and_wait(volatile int* box, int round, long long timeout_ns) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     unsigned long long t_publish = global_ns();
-    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;
     *reinterpret_cast<volatile unsigned long long*>(box + MB_T_PUBLISH) = t_publish;
+    // BEGIN REFERENCE
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;
     __threadfence_system();  // the payload is visible to the host before the flag is
     box[MB_FLAG] = round;
+    // END REFERENCE
     wait_for_release(box, round, t_publish, timeout_ns);
 }
 
