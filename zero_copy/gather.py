@@ -40,6 +40,7 @@ from zero_copy.mapped import MappingSupport, alloc_mapped
 from zero_copy.verify import compare, mix32, poison
 
 FILL_SAMPLE = 4096
+FILL_CHUNK_WORDS = 1 << 22  # filled_rows hashes this many words at a time
 WARP = 32
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCKS = 2**31 - 1
@@ -171,16 +172,34 @@ def idle_blocks(threads: int, blocks: int, n_rows: int) -> int:
     return max(0, blocks - needed)
 
 
-def order_problem(ids: np.ndarray, sorted_ids: Any, restore: Any) -> str | None:
-    """Whether gathering `sorted_ids` and then taking rows `restore` gives the rows of `ids`, in order."""
-    n = ids.size
-    for name, value in (("sorted_ids", sorted_ids), ("restore", restore)):
+def _integers(value: Any) -> np.ndarray | None:
+    """`value` as an integer array, or None when it is not one (ragged lists, strings, numbers beyond int64)."""
+    try:
         arr = np.asarray(value)
-        if arr.shape != (n,) or arr.dtype.kind not in "iu":
-            return f"{name} should be {n:,} integers (shape ({n},)), got shape {arr.shape} of {arr.dtype}"
-    sorted_ids, restore = np.asarray(sorted_ids), np.asarray(restore)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    return arr if arr.dtype.kind in "iu" else None
+
+
+def order_problem(ids: np.ndarray, sorted_ids: Any, restore: Any, table_rows: int | None = None) -> str | None:
+    """Whether gathering `sorted_ids` and then taking rows `restore` gives the rows of `ids`, in order (and, given
+    `table_rows`, whether every id the gather would read is a row of the table)."""
+    n = ids.size
+    arrays = {}
+    for name, value in (("sorted_ids", sorted_ids), ("restore", restore)):
+        arr = _integers(value)
+        if arr is None or arr.shape != (n,):
+            got = f"shape {arr.shape} of {arr.dtype}" if arr is not None else _described(value)
+            return f"{name} should be {n:,} integers (shape ({n},)), got {got}"
+        arrays[name] = arr
+    sorted_ids, restore = arrays["sorted_ids"], arrays["restore"]
     if restore.min() < 0 or restore.max() >= n:
         return f"restore holds positions outside 0..{n - 1} (min {restore.min()}, max {restore.max()})"
+    if table_rows is not None and (sorted_ids.min() < 0 or sorted_ids.max() >= table_rows):
+        return (
+            f"sorted_ids holds row ids outside the table's 0..{table_rows - 1} (min {sorted_ids.min()}, max "
+            f"{sorted_ids.max()}): the gather would read past the table"
+        )
     back = sorted_ids[restore]
     wrong = np.flatnonzero(back != ids)
     if wrong.size:
@@ -193,11 +212,30 @@ def order_problem(ids: np.ndarray, sorted_ids: Any, restore: Any) -> str | None:
     return None
 
 
+def _described(value: Any) -> str:
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError, OverflowError):
+        return f"a {type(value).__name__} that is not an array"
+    return f"shape {arr.shape} of {arr.dtype}"
+
+
 def first_descent(ids: Any) -> int | None:
     """The first position where ids go down (None when they are in ascending order)."""
     arr = np.asarray(ids)
     down = np.flatnonzero(np.diff(arr) < 0)
     return int(down[0]) if down.size else None
+
+
+def filled_rows(rows: np.ndarray, row_words: int, seed: int) -> np.ndarray:
+    """Rows `rows` of the table that launch_fill_words fills (word i of the table = mix32(i + seed)), computed on
+    the CPU: the rows a gather reads, without the rest of a table too large to build."""
+    out = np.empty((rows.size, row_words), dtype=np.uint32)
+    step = max(1, FILL_CHUNK_WORDS // row_words)
+    for start in range(0, rows.size, step):
+        part = np.asarray(rows[start : start + step], dtype=np.int64)
+        out[start : start + part.size] = mix32(part[:, None] * row_words + np.arange(row_words), seed)
+    return out
 
 
 def simulate_gather(h_table: np.ndarray, ids: np.ndarray, threads: int, blocks: int, out: np.ndarray) -> None:
