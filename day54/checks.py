@@ -5,6 +5,12 @@ input, repeats and medians, events cross-checked against a host clock);
 without a GPU it reads the nsys exports the student's own run left beside the
 notebook (`day54_run_*.csv`, checked for consistency) or, failing those,
 simulates the schedule on the recorded H200 stage times, and says so.
+
+A schedule is judged on its trace (day54.trace), and every call into the
+student's code goes through labcore.answers: while grading, the sandbox
+records the traces and values and the trusted checker judges them, running
+nothing of the student's. Each check asks all its questions before it judges
+anything, so the two ask the same ones whatever the checker's GPU.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from day54.recording import RecordingContext
 from day54.replay import COPY_SLACK_BYTES, from_exports, load_profile
 from day54.simulate import Rates, simulated_ms
 from day54.verify import check_bit_exact
+from labcore import answers
 from labcore.checking import assert_own_function, say
 from labcore.device import gpu_available
 from labcore.exports import Exports
@@ -35,7 +42,13 @@ HOST_CLOCK_SLACK = 1.25  # host clock after a device sync may exceed the events 
 
 
 def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
-    """The graded schedule must be written in the notebook, not imported from day54."""
+    """In the student's kernel, a quick hint: the schedule is written in the notebook, not imported from day54.
+
+    While grading the sandbox withholds the reference schedules themselves (labcore.answers.reference), which
+    catches them under any name; this name check is only the early word in the student's own run.
+    """
+    if answers.grading():
+        return
     assert_own_function(
         schedule,
         n_params=1,
@@ -54,36 +67,62 @@ LIVE_CASES = ((1, 2), (7, 3), (16, 2), (16, 4), (256, 3))  # on the GPU, each wi
 LIVE_WINDOW = 1 * MiB
 
 
-def _on_fake(schedule: Callable[[Any], None], n_chunks: int, buffers: int) -> RecordingContext:
-    """The schedule's recorded trace replayed on the recording fake (AssertionError naming a bad call)."""
-    fake = RecordingContext(n_chunks, buffers)
+MAX_CALLS_PER_CHUNK = 16  # a trace with more calls than this per chunk is refused before anything replays it
+
+
+def traced(schedule: Callable[[Any], None], n_chunks: int, buffers: int, window: int = 64 * MiB) -> trace.Trace:
+    """The schedule's trace at one configuration: recorded here, or in the grading sandbox and read back."""
+    question = f"your schedule's calls at {n_chunks} chunks x {buffers} buffers, {format_window(window)} windows"
+    text = answers.answer(
+        question,
+        ("day54 trace", n_chunks, buffers, window),
+        lambda: trace.record(schedule, n_chunks, buffers, window_bytes=window).to_json(),
+    )
+    assert isinstance(text, str), f"{question}: the answer is not a trace"
+    found = trace.Trace.from_json(text)
+    shape = (found.n_chunks, found.n_buffers, found.window_bytes)
+    assert shape == (n_chunks, buffers, window), f"{question}: the trace is of another configuration {shape}"
+    limit = MAX_CALLS_PER_CHUNK * n_chunks + 64
+    assert len(found.events) <= limit, (
+        f"{question}: {len(found.events)} calls, more than {limit}; a schedule makes a few per chunk"
+    )
+    return found
+
+
+def format_window(window: int) -> str:
+    return f"{window // MiB} MiB" if window >= MiB else f"{window} B"
+
+
+def _on_fake(recorded: trace.Trace) -> RecordingContext:
+    """A recorded trace replayed on the recording fake (AssertionError naming a bad call)."""
+    fake = RecordingContext(recorded.n_chunks, recorded.n_buffers)
     try:
-        trace.record(schedule, n_chunks, buffers).replay(fake)
+        recorded.replay(fake)
     except IndexError as exc:  # a chunk, pair or stream outside the context's range
-        raise AssertionError(f"{n_chunks} chunks, {buffers} buffers: {exc}") from None
+        raise AssertionError(f"{recorded.n_chunks} chunks, {recorded.n_buffers} buffers: {exc}") from None
     return fake
 
 
-def _fake_problems(schedule: Callable[[Any], None], n_chunks: int, buffers: int) -> str | None:
-    """What CUDA's ordering rules say is wrong with the schedule at one configuration (recording fake)."""
+def _fake_problems(recorded: trace.Trace) -> str | None:
+    """What CUDA's ordering rules say is wrong with a trace (recording fake)."""
     try:
-        fake = _on_fake(schedule, n_chunks, buffers)
+        fake = _on_fake(recorded)
     except AssertionError as exc:
         return str(exc)
     problems = fake.problems()
     if not problems:
         return None
     return (
-        f"{n_chunks} chunks, {buffers} buffers: {len(problems)} problem(s); first bad chunk {problems[0].chunk}: "
-        f"{problems[0].message}"
+        f"{recorded.n_chunks} chunks, {recorded.n_buffers} buffers: {len(problems)} problem(s); first bad chunk "
+        f"{problems[0].chunk}: {problems[0].message}"
     )
 
 
-def _live_correct(schedule: Callable[[Any], None], n_chunks: int, buffers: int) -> str:
-    """Run the schedule on the GPU on fresh random input, output poisoned first, against naive bit for bit."""
+def _live_correct(recorded: trace.Trace) -> str:
+    """Replay a trace on the GPU on fresh random input, output poisoned first, against naive bit for bit."""
+    n_chunks, buffers = recorded.n_chunks, recorded.n_buffers
     host = HostArrays(LIVE_WINDOW * n_chunks)
     host.fill_random(secrets.randbelow(2**31))
-    recorded = trace.record(schedule, n_chunks, buffers, window_bytes=LIVE_WINDOW)
     ctx = CupyContext(host, LIVE_WINDOW, buffers, 512)
     host.poison()
     schedules.naive(ctx.with_buffers(1))
@@ -101,8 +140,12 @@ def check_schedule_correct(schedule: Callable[[Any], None], *, buffers: int = 2,
     """Right output at every chunk count and depth: by CUDA's ordering rules, and live on fresh input with a GPU."""
     assert_own_schedule(schedule)
     cases = dict.fromkeys([(n_chunks, buffers), *CORRECTNESS_CASES])
-    for n, b in cases:
-        problem = _fake_problems(schedule, n, b)
+    recorded = [traced(schedule, n, b) for n, b in cases]
+    live_traces = [traced(schedule, n, b, LIVE_WINDOW) for n, b in LIVE_CASES]
+    if answers.collecting():
+        return
+    for one in recorded:
+        problem = _fake_problems(one)
         assert problem is None, problem
     shown = ", ".join(f"{n}x{b}" for n, b in cases)
     if not gpu_available():
@@ -111,15 +154,18 @@ def check_schedule_correct(schedule: Callable[[Any], None], *, buffers: int = 2,
             f"{shown} (chunks x buffers; recording fake, no GPU to run it on)"
         )
         return
-    for n, b in LIVE_CASES:
-        _live_correct(schedule, n, b)
+    for one in live_traces:
+        _live_correct(one)
     live = ", ".join(f"{n}x{b}" for n, b in LIVE_CASES)
     say(f"by the ordering rules at {shown}; live on fresh random input at {live}")
 
 
 def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2, n_chunks: int = 12) -> None:
     """No buffer pair takes a new chunk before the copy out of its previous chunk is ordered before it."""
-    ctx = _on_fake(schedule, n_chunks, buffers)
+    recorded = traced(schedule, n_chunks, buffers)
+    if answers.collecting():
+        return
+    ctx = _on_fake(recorded)
     last_out: dict[int, Any] = {}
     for rec in ctx.ops:
         if rec.op == "h2d" and rec.pair in last_out:
@@ -131,9 +177,9 @@ def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2, n
     say(f"{buffers} buffers: every pair is reused only after its previous chunk was copied out")
 
 
-def practice_problems(schedule: Callable[[Any], None], n_chunks: int = 16, buffers: int = 2) -> list[str]:
-    """Practices that stop a pipeline overlapping, read from what the schedule enqueues (any GPU or none)."""
-    ctx = _on_fake(schedule, n_chunks, buffers)
+def practice_problems(recorded: trace.Trace) -> list[str]:
+    """Practices that stop a pipeline overlapping, read from what a schedule enqueues (any GPU or none)."""
+    ctx = _on_fake(recorded)
     found = [f"{rec.describe()} is on the legacy default stream" for rec in ctx.ops if rec.stream == LEGACY]
     found += [
         f"a device-wide synchronize after operation {at} of {len(ctx.ops)}: the host stops the pipeline mid-loop"
@@ -146,7 +192,10 @@ def practice_problems(schedule: Callable[[Any], None], n_chunks: int = 16, buffe
 def check_good_practice(schedule: Callable[[Any], None], *, buffers: int = 2) -> None:
     """No operation on the legacy default stream and no device-wide synchronize inside the loop."""
     assert_own_schedule(schedule)
-    found = practice_problems(schedule, buffers=buffers)
+    recorded = traced(schedule, 16, buffers)
+    if answers.collecting():
+        return
+    found = practice_problems(recorded)
     assert not found, f"{len(found)} practice problem(s), each of which serializes the streams: {found[0]}" + (
         f" (and {len(found) - 1} more)" if len(found) > 1 else ""
     )
@@ -177,12 +226,12 @@ class Timing:
         return self.mine_ms / self.reference_ms
 
 
-def _live_timing(schedule: Callable[[Any], None], window: int, buffers: int, rounds: int) -> Timing:
+def _live_timing(recorded: trace.Trace, rounds: int) -> Timing:
     """Naive, reference and yours on one GPU in the same run; yours poisoned before and verified after each repeat.
 
-    Yours is the trace recorded from the schedule, replayed: what is timed is what the checks judged.
+    Yours is the trace, replayed: what is timed is what the checks judged.
     """
-    recorded = trace.record(schedule, TIMED_TOTAL_BYTES // window, buffers, window_bytes=window)
+    window, buffers = recorded.window_bytes, recorded.n_buffers
     host = HostArrays(TIMED_TOTAL_BYTES)
     host.fill_random(secrets.randbelow(2**31))
     ctx = CupyContext(host, window, buffers, 512)
@@ -215,10 +264,11 @@ def _live_timing(schedule: Callable[[Any], None], window: int, buffers: int, rou
     return Timing(naive, reference, mine, f"live, medians of {rounds} rounds, every timed output verified")
 
 
-def _recorded_sequences(schedule: Callable[[Any], None], n_chunks: int, buffers: int, window: int) -> list:
-    """What the schedule enqueues on each stream, (kind, bytes) in order; streams in order of first use."""
-    ctx = RecordingContext(n_chunks, buffers, window_bytes=window)
-    trace.record(schedule, n_chunks, buffers, window_bytes=window).replay(ctx)
+def _recorded_sequences(recorded: trace.Trace) -> list:
+    """What a trace enqueues on each stream, (kind, bytes) in order; streams in order of first use."""
+    window = recorded.window_bytes
+    ctx = RecordingContext(recorded.n_chunks, recorded.n_buffers, window_bytes=window)
+    recorded.replay(ctx)
     by_stream: dict[int, list[tuple[str, int]]] = {}
     for rec in ctx.ops:
         by_stream.setdefault(rec.stream, []).append((rec.op, 0 if rec.op == "kernel" else window))
@@ -234,17 +284,22 @@ def _exported_sequences(ops: Any, window: int) -> list:
     return list(by_stream.values())
 
 
-def _exports_timing(schedule: Callable[[Any], None], directory: Path, window: int, buffers: int) -> Timing | None:
+def _exports_timing(recorded: trace.Trace, directory: Path) -> Timing | None:
     """Times from the student's own recorded run, accepted only if they recorded the submitted schedule."""
     if not any(directory.glob(f"{RUN_PREFIX}_*.csv")):
         return None
+    window, buffers, n_chunks = recorded.window_bytes, recorded.n_buffers, recorded.n_chunks
     exports = Exports(directory, DOMAIN)
     record = from_exports(directory, exports=exports)
     key = PassKey("student", window, buffers)
     assert record.has_pass(key), f"your run's exports in {directory} have no '{key}' range"
+    moved = record.config["total_bytes"]
+    assert moved == window * n_chunks, (
+        f"your run's exports moved {moved} bytes per pass; the check times {window * n_chunks} "
+        f"({n_chunks} chunks of {format_window(window)}): record your run again with the notebook's cell"
+    )
     exported = _exported_sequences(exports.by_key[str(key)][0], window)
-    n_chunks = record.config["total_bytes"] // window
-    expected = _recorded_sequences(schedule, n_chunks, buffers, window)
+    expected = _recorded_sequences(recorded)
     if exported != expected:
         counts = [len(s) for s in exported], [len(s) for s in expected]
         raise AssertionError(
@@ -260,10 +315,12 @@ def _exports_timing(schedule: Callable[[Any], None], directory: Path, window: in
     )
 
 
-def _simulated_timing(schedule: Callable[[Any], None], window: int, buffers: int, record: Record) -> Timing:
+def _simulated_timing(recorded: trace.Trace, record: Record) -> Timing:
+    window, buffers = recorded.window_bytes, recorded.n_buffers
     stages = report.stages(record, window)
+    assert stages.n_chunks == recorded.n_chunks, f"the record has {stages.n_chunks} chunks at this window"
     rates = Rates.from_stages(stages, report.link_floor_ms(record))
-    mine = trace.record(schedule, stages.n_chunks, buffers, window_bytes=window).replay
+    mine = recorded.replay
     naive, reference, mine = (
         simulated_ms(fn, stages.n_chunks, depth, rates)
         for fn, depth in ((schedules.naive, 1), (schedules.pipelined, buffers), (mine, buffers))
@@ -286,12 +343,16 @@ def measure_schedule(
     directory: str | Path = ".",
 ) -> Timing:
     """Naive, the reference pipeline and yours: live, from your run's exports, or simulated (in that order)."""
+    return _timing(traced(schedule, TIMED_TOTAL_BYTES // window, buffers, window), rounds, Path(directory))
+
+
+def _timing(recorded: trace.Trace, rounds: int, directory: Path) -> Timing:
     if gpu_available():
-        return _live_timing(schedule, window, buffers, rounds)
-    found = _exports_timing(schedule, Path(directory), window, buffers)
+        return _live_timing(recorded, rounds)
+    found = _exports_timing(recorded, directory)
     if found is not None:
         return found
-    return _simulated_timing(schedule, window, buffers, load_profile())
+    return _simulated_timing(recorded, load_profile())
 
 
 def check_pipelined_ratio(
@@ -299,10 +360,12 @@ def check_pipelined_ratio(
 ) -> None:
     """At most `threshold` of naive and within REFERENCE_FACTOR of the reference pipeline, both in the same run."""
     assert_own_schedule(schedule)
-    recorded = trace.record(schedule, TIMED_TOTAL_BYTES // window, buffers, window_bytes=window)
-    problem = _fake_problems(recorded.replay, recorded.n_chunks, buffers)
+    recorded = traced(schedule, TIMED_TOTAL_BYTES // window, buffers, window)
+    if answers.collecting():
+        return
+    problem = _fake_problems(recorded)
     assert problem is None, f"the schedule that would be timed is wrong, so its time does not count: {problem}"
-    timing = measure_schedule(recorded.replay, window=window, buffers=buffers)  # the very calls just checked
+    timing = _timing(recorded, 3, Path("."))  # the very calls just checked
     where = f"at {window // MiB} MiB with {buffers} buffers ({timing.how})"
     assert timing.ratio <= threshold, (
         f"pipelined/naive = {timing.ratio:.3f} {where}, above the {threshold:.2f} threshold"
@@ -331,25 +394,45 @@ def _scaled(record: Record, factor: dict[str, float]) -> Record:
 def check_sweep_ratios(
     sweep_ratios: Callable[[Record, int], dict[int, float]], record: Record, *, buffers: int = 2
 ) -> dict[int, float]:
-    """The student's sweep function returns pipelined/naive per window, on this record and on a rescaled one."""
-    for rec, label in (
+    """The student's sweep function returns pipelined/naive per window, on this record and on a rescaled one.
+
+    While grading, the record is the lesson's shipped profile, whatever the notebook's `record` holds.
+    """
+    if answers.grading():
+        record = load_profile()
+    records = (
         (record, "this run's record"),
         (_scaled(record, {"pipelined": 0.9, "naive": 1.1}), "a rescaled record"),
-    ):
-        got = sweep_ratios(rec, buffers)
+    )
+    got = [
+        answers.answer(
+            f"sweep_ratios on {label} with {buffers} buffers",
+            ("day54 sweep", label, buffers),
+            lambda rec=rec: sweep_ratios(rec, buffers),
+        )
+        for rec, label in records
+    ]
+    if answers.collecting():
+        return got[0]
+    for (rec, label), mine in zip(records, got, strict=True):
         want = {w: report.ratio(rec, w, buffers) for w in report.windows(rec)}
-        assert set(got) == set(want), f"on {label}: windows {sorted(got)} but the record has {sorted(want)}"
+        assert isinstance(mine, dict), f"on {label}: sweep_ratios returned a {type(mine).__name__}, not a dict"
+        assert set(mine) == set(want), f"on {label}: windows {sorted(mine)} but the record has {sorted(want)}"
         for w, value in want.items():
-            assert abs(got[w] - value) <= 1e-6 * value, (
-                f"on {label}: ratio at {w // MiB} MiB is {got[w]:.4f}, the record says {value:.4f}"
+            assert isinstance(mine[w], (int, float)), f"on {label}: the ratio at {w} is {mine[w]!r}"
+            assert abs(mine[w] - value) <= 1e-6 * value, (
+                f"on {label}: ratio at {w // MiB} MiB is {mine[w]:.4f}, the record says {value:.4f}"
             )
-    result = sweep_ratios(record, buffers)
+    result = got[0]
     say("ratios: " + ", ".join(f"{w // MiB} MiB {r:.3f}" for w, r in sorted(result.items())))
     return result
 
 
 def check_worst_window(result: dict[int, float]) -> None:
     """Of the sweep, the largest window has the worst (highest) ratio, as the edge argument predicts."""
+    if answers.collecting():
+        return
+    assert isinstance(result, dict) and result, f"expected the sweep's ratios per window, got {result!r}"
     worst = max(result, key=result.get)
     assert worst == max(result), f"the worst ratio is at {worst // MiB} MiB, not the largest window"
     say(f"the worst ratio is at {worst // MiB} MiB, the largest window")
@@ -362,22 +445,29 @@ def check_prediction(
     cases: list[tuple[float, float, float, int, int, float | None]] | None = None,
 ) -> None:
     """The student's cost model gives the model's bound on each case, within `tolerance` (relative)."""
-    assert_own_function(
-        predict_ms,
-        n_params=6,
-        what="predict_pipelined_ms",
-        references=(predict, chain_ms, fill_drain_ms),
-        forbidden=("predict", "chain_ms", "fill_drain_ms", "Stages", "model"),
-        hint="work the bounds out yourself",
-    )
+    if not answers.grading():  # while grading, the sandbox withholds the model itself
+        assert_own_function(
+            predict_ms,
+            n_params=6,
+            what="predict_pipelined_ms",
+            references=(predict, chain_ms, fill_drain_ms),
+            forbidden=("predict", "chain_ms", "fill_drain_ms", "Stages", "model"),
+            hint="work the bounds out yourself",
+        )
     cases = cases or [
         (19.56, 5.40, 19.55, 16, 2, 22.38),
         (87.81, 43.70, 82.44, 16, 2, None),
         (19.40, 5.24, 19.49, 4, 3, 22.0),
     ]
-    for h2d, kernel, d2h, n_chunks, n_buffers, link in cases:
+    got_all = [
+        answers.answer(f"predict_pipelined_ms{tuple(case)}", ("day54 predict", case), lambda c=case: predict_ms(*c))
+        for case in cases
+    ]
+    if answers.collecting():
+        return
+    for (h2d, kernel, d2h, n_chunks, n_buffers, link), got in zip(cases, got_all, strict=True):
         want = predict(Stages(h2d, kernel, d2h, n_chunks), n_buffers, link).bound_ms
-        got = predict_ms(h2d, kernel, d2h, n_chunks, n_buffers, link)
+        assert isinstance(got, (int, float)) and not isinstance(got, bool), f"you predict {got!r}, not a number"
         assert abs(got - want) <= tolerance * want, (
             f"h2d {h2d}, kernel {kernel}, d2h {d2h} ms, {n_chunks} chunks, {n_buffers} buffers, link floor {link}: "
             f"you predict {got:.3f} ms, the model {want:.3f} ms"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from labcore.answers import reference
+
 
 @dataclasses.dataclass(frozen=True)
 class Stages:
@@ -66,11 +68,13 @@ class Prediction:
         )
 
 
+@reference
 def fill_drain_ms(stages: Stages) -> float:
     """Unlimited buffers, no contention: one chunk's whole trip plus N-1 steps of the slowest stage."""
     return stages.max_ms + stages.edges_ms
 
 
+@reference
 def chain_ms(stages: Stages, n_buffers: int) -> float:
     """The longest stream: it starts after the copies in ahead of it, then runs its chunks' trips in order.
 
@@ -86,6 +90,7 @@ def chain_ms(stages: Stages, n_buffers: int) -> float:
     )
 
 
+@reference
 def predict(stages: Stages, n_buffers: int, link_floor_ms: float | None = None) -> Prediction:
     """The pipelined time the model expects: the largest of its lower bounds.
 

@@ -1,8 +1,9 @@
 """Schedules: plain functions of a context (CupyContext or RecordingContext).
 
 These are the references that `python -m day54` measures. In the notebooks
-students write their own schedule with the same signature; the grader checks
-that the function they submit was written in the notebook, not imported.
+students write their own schedule with the same signature; `pipelined` is the
+exercise's answer, withheld from students' code while grading
+(labcore.answers.reference).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from day54.context import LEGACY
+from labcore.answers import reference
 
 Schedule = Callable[[Any], None]
 
@@ -23,6 +25,7 @@ def naive(ctx: Any) -> None:
         ctx.copy_out(k, 0)
 
 
+@reference
 def pipelined(ctx: Any) -> None:
     """Chunk k on buffer pair (and stream) k % n_buffers; stream order protects each pair."""
     for k in range(ctx.n_chunks):

@@ -6,8 +6,12 @@ and nbgrader then drops that submission. So grading runs in two phases:
 
 1. Execute, in parallel (--jobs at a time). Each submission gets its own `nbgrader autograde A --student S`
    process in a scratch course root: DIR/source and the student's DIR/submitted/S/A linked in, and a private
-   COPY of the gradebook, so no two processes ever share a sqlite file. This is the slow part (kernels,
-   GPU runs, replays of the student's exports), and the only parallel one.
+   COPY of the gradebook, so no two processes ever share a sqlite file. In it, ExecuteOrReplay executes
+   nothing itself: the student's notebook runs in the sandbox, which brings back answers as data, and the
+   test cells run in the trusted checker, which judges them (grader.sandbox, grader.judge). The sandbox's
+   packages (reference answers withheld: grader.withhold) are written once per run, and one fresh seed
+   per run makes the checks' random inputs. This is the slow part (kernels, the checker's GPU runs,
+   replays of the student's exports), and the only parallel one.
 2. Record, serially (one process). `nbgrader autograde A --force` in DIR, where ExecuteOrReplay
    (grader.preprocessors, installed by DIR/nbgrader_config.py) copies phase 1's outputs into each sanitized
    notebook instead of executing it. nbgrader's own code then writes every grade, comment and late penalty
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -42,14 +47,16 @@ from typing import TYPE_CHECKING
 
 from grader.grading import GradingDir
 from grader.layout import COURSE_ID, GRADEBOOK, KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT
-from grader.runner import KILLED, last_error, nbgrader
+from grader.runner import KILLED, REPO, last_error, nbgrader
+from grader.withhold import sandbox_library
 
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
 
 KERNEL_START_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
 KERNEL_START_RETRIES = 2
-STARTUP_S = 120  # nbgrader start-up, kernel start (nbclient's startup_timeout is 60 s) and shutdown
+STARTUP_S = 240  # nbgrader start-up, two kernels' start (nbclient's startup_timeout is 60 s) and shutdown
+LIBRARY = "_sandbox_library"  # in the scratch folder; not a student id (ids start with a letter or digit)
 
 
 @dataclasses.dataclass
@@ -73,9 +80,13 @@ def _notebooks(folder: Path) -> list[tuple[str, NotebookNode]]:
 
 
 def code_cells(grading: GradingDir, assignment: str) -> int:
-    """Code cells in the assignment's source notebooks: they set a submission's time budget."""
+    """Cells a submission's grading executes: every code cell in the sandbox, the test cells (and two) in the checker.
+
+    They set a submission's time budget."""
     notebooks = _notebooks(grading.root / "source" / assignment)
-    return sum(sum(c.cell_type == "code" for c in nb.cells) for _, nb in notebooks)
+    sandbox = sum(sum(c.cell_type == "code" for c in nb.cells) for _, nb in notebooks)
+    checker = sum(sum(_is_test(c) for c in nb.cells) + 2 for _, nb in notebooks)
+    return sandbox + checker
 
 
 def scratch_root(grading: GradingDir, scratch: Path, assignment: str, student: str) -> Path:
@@ -89,7 +100,7 @@ def scratch_root(grading: GradingDir, scratch: Path, assignment: str, student: s
 
 
 def execute_one(
-    grading: GradingDir, scratch: Path, assignment: str, student: str, timeout_s: int, budget_s: float
+    grading: GradingDir, scratch: Path, assignment: str, student: str, timeout_s: int, budget_s: float, seed: int
 ) -> str:
     """Phase 1 for one submission; '' when it ran, else the reason it did not (also left in reason.txt)."""
     root = scratch / student
@@ -100,6 +111,8 @@ def execute_one(
         f"--CourseDirectory.root={root}",
         f"--CourseDirectory.db_url=sqlite:///{root / GRADEBOOK}",
         f"--Execute.timeout={timeout_s}",
+        f"--ExecuteOrReplay.library={scratch / LIBRARY}",
+        f"--ExecuteOrReplay.seed={seed}",
     ]
     for _ in range(1 + KERNEL_START_RETRIES):
         done = nbgrader(args, cwd=grading.root, limit_s=budget_s)
@@ -131,13 +144,16 @@ def autograde(
     students = grading.submitted(assignment)
     budget_s = timeout_s * (code_cells(grading, assignment) + 1) + STARTUP_S
     reasons: dict[str, str] = {}
+    seed = secrets.randbelow(2**31 - 1) + 1
     with tempfile.TemporaryDirectory(prefix="grader-autograde-") as tmp:
         scratch = Path(tmp)
+        sandbox_library(REPO, scratch / LIBRARY)
         for student in students:
             scratch_root(grading, scratch, assignment, student)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             running = {
-                pool.submit(execute_one, grading, scratch, assignment, s, timeout_s, budget_s): s for s in students
+                pool.submit(execute_one, grading, scratch, assignment, s, timeout_s, budget_s, seed): s
+                for s in students
             }
             for future in as_completed(running):
                 reasons[running[future]] = future.result()
@@ -147,6 +163,11 @@ def autograde(
     return [
         outcome(grading, assignment, s, reasons.get(s, ""), unrecorded.get(s) or unrecorded.get("*")) for s in students
     ]
+
+
+def _is_test(cell: NotebookNode) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
 def graded_cells(grading: GradingDir, assignment: str) -> dict[tuple[str, str], float]:

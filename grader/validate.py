@@ -2,7 +2,8 @@
 
 A solutions notebook passes when nbgrader's Validator finds no failing test cell and no cell raised at all.
 A release notebook (validated with --invert) passes when no test cell passes with the stubs, and every
-error is one a stub causes: an AssertionError of a check, the stub's NotImplementedError, or a NameError
+error is one a stub causes: an AssertionError of a check (AnswerRaised among them: a check naming what the
+student's code raised), the stub's NotImplementedError, or a NameError
 for what a stubbed cell did not define. Anything else (an ImportError, a TypeError inside a check, a
 timeout, a dead kernel) means the harness crashed on the stubs instead of reporting a failure.
 """
@@ -23,7 +24,8 @@ from grader.runner import ANSI, course_env
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
 
-STUB_FAILURES = ("AssertionError", "NotImplementedError", "NameError")
+# AnswerRaised: a check's AssertionError saying that the student's code raised (labcore.answers), e.g. the stub's
+STUB_FAILURES = ("AssertionError", "AnswerRaised", "NotImplementedError", "NameError")
 
 
 @dataclasses.dataclass

@@ -147,7 +147,7 @@ def skips_the_last_of_many(ctx):
 )
 def test_correct_only_for_some_chunk_counts_fails(schedule, message):
     """Correctness is checked at 1, 7, 16 and 256 chunks and 2, 3 and 4 buffers, not at the lesson's 16 alone."""
-    assert checks._fake_problems(schedule, 16, 2) is None  # at the lesson's 16 chunks nothing is wrong
+    assert checks._fake_problems(checks.traced(schedule, 16, 2)) is None  # at the lesson's 16 chunks nothing is wrong
     with pytest.raises(AssertionError, match=message):
         checks.check_schedule_correct(schedule)
 

@@ -20,6 +20,7 @@ from nbgrader.preprocessors import Execute, SaveAutoGrades  # noqa: E402
 from nbgrader.utils import determine_grade  # noqa: E402
 from traitlets.config import Config  # noqa: E402
 
+from grader import preprocessors  # noqa: E402
 from grader.config import configure_grading  # noqa: E402
 from grader.preprocessors import (  # noqa: E402
     NOT_GRADED,
@@ -146,19 +147,26 @@ def test_replay_without_outputs_or_reason_says_it_was_not_executed(tmp_path):
     )
 
 
-def test_without_replay_root_it_executes_as_nbgrader_does(tmp_path, monkeypatch):
-    """Unconfigured, it executes through nbgrader's Execute.preprocess (as ExecuteToTheEnd); nothing is replayed."""
+def test_without_replay_root_it_grades_in_the_sandbox_and_the_checker_never_here(tmp_path, monkeypatch):
+    """Unconfigured (phase 1), nothing executes in nbgrader's process: grader.judge.grade gets the notebook, the
+    submission's folder, the sandbox's packages (written when no library is configured) and a seed."""
     calls = []
 
-    def execute(self, nb, resources, km=None):
-        calls.append((type(self), nb, resources))
-        return nb, resources
+    def grade(nb, *, folder, library, scratch, timeout_s, seed):
+        calls.append((folder, (library / "day54" / "schedules.py").is_file(), timeout_s, seed))
+        return nb
 
-    monkeypatch.setattr(Execute, "preprocess", execute)
+    def no_kernel(*args, **kwargs):
+        raise AssertionError("executed in nbgrader's process")
+
+    monkeypatch.setattr(preprocessors, "grade", grade)
+    monkeypatch.setattr(Execute, "preprocess", no_kernel)
     nb = submission()
-    out, _ = ExecuteOrReplay().preprocess(nb, RESOURCES)
-    assert calls == [(ExecuteOrReplay, nb, RESOURCES)]
-    assert out is nb and all(not c.get("outputs") for c in out.cells)
+    resources = {**RESOURCES, "metadata": {"path": str(tmp_path)}}
+    out, _ = ExecuteOrReplay(config=Config({"ExecuteOrReplay": {"seed": 11}, "Execute": {"timeout": 30}})).preprocess(
+        nb, resources
+    )
+    assert out is nb and calls == [(tmp_path, True, 30, 11)]
 
 
 # -- ExecuteToTheEnd ---------------------------------------------------------------------------------------------
@@ -317,13 +325,6 @@ def test_each_notebook_starts_with_a_live_kernel(kernel):
     pp.preprocess(new_notebook(cells=[check_cell("test_a", EXITS)]), {})
     out, _ = pp.preprocess(new_notebook(cells=[check_cell("test_b", PASSES)]), {})
     assert kernel.ran == [0, 0] and points(out) == {"test_b": 1.0}
-
-
-def test_replay_is_still_an_execute_to_the_end(kernel):
-    """Phase 1 runs ExecuteOrReplay without replay_root: a death there is handled the same way."""
-    nb = new_notebook(cells=[check_cell("test_a", PASSES), check_cell("test_b", EXITS)])
-    out, _ = ExecuteOrReplay().preprocess(nb, RESOURCES)
-    assert points(out) == {"test_a": 1.0, "test_b": 0.0}
 
 
 # -- StderrToStdout ----------------------------------------------------------------------------------------------

@@ -1,0 +1,213 @@
+"""The trusted checker: the graded test cells run against the answers the sandbox brought back, as data.
+
+It runs in a fresh kernel of its own that never runs a line of the student's: a notebook made of
+
+1. the assignment's `setup` cell (locked; the imports the test cells use),
+2. one cell binding every other name the test cells use to a placeholder, `labcore.answers.Answer(name)`:
+   the student's functions and strings, and the lesson's variables such as `record`, which checks never
+   take from the notebook while grading,
+3. the test cells themselves, visible and hidden, exactly as nbgrader restored them from the gradebook,
+
+executed with LABCORE_ANSWERS=judge:FILE (grader.execute, in a folder holding copies of the answers file and
+the student's run files). Each check reads the student's answers back and judges them: it replays a schedule's
+trace on the GPU, poisons and verifies every timed output and times it itself, compiles CUDA source to PTX, or,
+without a GPU, replays the trace on the recording fake and the simulator or reads the student's exports.
+Its outputs become the test cells' outputs in the autograded notebook, and so the gradebook's points.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.notebooknode import NotebookNode
+from nbgrader.utils import is_grade, is_solution
+
+from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT
+from grader.outputs import error_output
+from grader.runner import course_env, kill_tree
+from grader.sandbox import SandboxRun, run_notebook
+from labcore.answers import ENV, MAX_FILE_BYTES, SEED_ENV
+
+STARTUP_S = 60  # a kernel's start and shutdown
+SETUP_CELL = "setup"  # the grade id of the locked cell with the imports every test cell relies on
+
+
+def is_test(cell: NotebookNode) -> bool:
+    """An autograded test cell (graded, not a solution)."""
+    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
+
+
+def grade_id(cell: NotebookNode) -> str:
+    return cell.metadata.get("nbgrader", {}).get("grade_id", "")
+
+
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """(names a cell reads, names it binds), IPython magics and shell lines left out."""
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return set(), set()
+    read, bound = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+    return read, bound
+
+
+def judge_notebook(nb: NotebookNode) -> NotebookNode:
+    """The checker's notebook for one submission: setup, placeholders, the test cells (metadata kept)."""
+    setup = [c for c in nb.cells if c.cell_type == "code" and grade_id(c) == SETUP_CELL]
+    tests = [c for c in nb.cells if is_test(c)]
+    _, defined = _names("\n".join(c.source for c in setup))
+    wanted: set[str] = set()
+    for cell in tests:
+        read, _ = _names(cell.source)
+        wanted |= read
+    placeholders = sorted(wanted - defined - set(dir(builtins)))
+    binding = "from labcore.answers import Answer as _Answer\n" + "".join(
+        f"{name} = _Answer({name!r})\n" for name in placeholders
+    )
+    out = nbformat.v4.new_notebook(metadata=nb.metadata)
+    out.cells = [
+        *(nbformat.v4.new_code_cell(c.source) for c in setup),
+        nbformat.v4.new_code_cell(binding),
+        *(nbformat.v4.new_code_cell(c.source, metadata=c.metadata) for c in tests),
+    ]
+    return out
+
+
+def judge(
+    nb: NotebookNode, *, answers: Path, run_files: list[Path], scratch: Path, timeout_s: int, limit_s: float, seed: int
+) -> tuple[dict[str, NotebookNode], str]:
+    """({test grade id: the checker's executed cell}, '' or why the checker did not finish)."""
+    scratch.mkdir(parents=True)
+    for path in run_files:
+        shutil.copy2(path, scratch / path.name)
+    copied = scratch / "answers.jsonl"
+    if answers.is_file() and answers.stat().st_size <= MAX_FILE_BYTES:
+        shutil.copyfile(answers, copied)
+    nbformat.write(judge_notebook(nb), scratch / "judge.ipynb")
+    env = {**course_env(), ENV: f"judge:{copied}", SEED_ENV: str(seed), "MPLBACKEND": "Agg"}
+    argv = [sys.executable, "-m", "grader.execute", "judge.ipynb", "judged.ipynb", f"--timeout={timeout_s}"]
+    with open(scratch / "judge.log", "w") as log:
+        child = subprocess.Popen(
+            argv, cwd=scratch, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            code = child.wait(limit_s)
+        except subprocess.TimeoutExpired:
+            kill_tree(child.pid)
+            child.wait()
+            return {}, f"the checker ran past its {limit_s:.0f} s budget"
+    done = scratch / "judged.ipynb"
+    if code != 0 or not done.is_file():
+        tail = (scratch / "judge.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        return {}, f"the checker failed ({tail[0][:300]})"
+    judged = nbformat.read(done, as_version=4)
+    return {grade_id(c): c for c in judged.cells if is_test(c)}, ""
+
+
+# -- one submission, both processes --------------------------------------------------------------------------
+
+LOST = (KERNEL_DIED, KERNEL_STUCK, NOT_RUN, TIMED_OUT)  # the sandbox never reached, or never finished, the cell
+WITHHELD_NOTE = (
+    "(not run while grading: this lesson cell calls the lesson's reference answers, which are withheld from the "
+    "sandbox that runs your notebook; your own run shows its output)\n"
+)
+STOPPED_NOTE = "(this lesson cell stopped while grading, {error}; lesson cells are not graded)\n"
+
+
+def budget_s(nb: NotebookNode, timeout_s: int) -> float:
+    """How long a run of this notebook may take in all: the per-cell limit for each code cell, and start-up."""
+    return timeout_s * (sum(c.cell_type == "code" for c in nb.cells) + 1) + STARTUP_S
+
+
+def grade(nb: NotebookNode, *, folder: Path, library: Path, scratch: Path, timeout_s: int, seed: int) -> NotebookNode:
+    """Fill nb's outputs: the sandbox's for the student's and the lesson's cells, the checker's for test cells."""
+    run_files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".ipynb") if folder.is_dir() else []
+    run = run_notebook(
+        nb,
+        run_files=run_files,
+        library=library,
+        scratch=scratch / "sandbox",
+        timeout_s=timeout_s,
+        limit_s=budget_s(nb, timeout_s),
+        seed=seed,
+    )
+    judged, trouble = judge(
+        nb,
+        answers=run.answers,
+        run_files=run_files,
+        scratch=scratch / "judge",
+        timeout_s=timeout_s,
+        limit_s=budget_s(judge_notebook(nb), timeout_s),
+        seed=seed,
+    )
+    merge(nb, run, judged, trouble)
+    return nb
+
+
+def _same_cells(ran: NotebookNode | None, nb: NotebookNode) -> bool:
+    def shape(notebook: NotebookNode) -> list[tuple[str, str]]:
+        return [(c.cell_type, c.source) for c in notebook.cells]
+
+    return ran is not None and shape(ran) == shape(nb)
+
+
+def merge(nb: NotebookNode, run: SandboxRun, judged: dict[str, NotebookNode], trouble: str) -> None:
+    """The autograded notebook's outputs (see `grade`); every test cell without a verdict says why."""
+    executed = run.executed if _same_cells(run.executed, nb) else None
+    lost = run.reason or ("" if executed else "the notebook the sandbox wrote back is not the submission")
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        ran = executed.cells[index] if executed else None
+        cell.execution_count = ran.get("execution_count") if ran else None
+        if not is_test(cell):
+            cell.outputs = _shown(cell, ran.outputs) if ran else []
+            continue
+        stopped = [o for o in (ran.outputs if ran else []) if o.output_type == "error" and o.ename in LOST]
+        verdict = judged.get(grade_id(cell))
+        if stopped:
+            cell.outputs = [stopped[-1]]
+        elif trouble or verdict is None:
+            why = trouble or "the checker gave no verdict for it"
+            cell.outputs = [error_output(NOT_GRADED, f"this cell could not be judged: {why}")]
+        elif lost and any(o.output_type == "error" and o.ename == "NoAnswer" for o in verdict.outputs):
+            cell.outputs = [error_output(NOT_GRADED, f"no answer came back from running your notebook: {lost}")]
+        else:
+            cell.outputs = verdict.outputs
+
+
+def _shown(cell: NotebookNode, outputs: list[NotebookNode]) -> list[NotebookNode]:
+    """A cell's outputs from the sandbox; in a lesson cell an error (but a lost kernel's) becomes a note.
+
+    Lesson cells are not graded, and in the sandbox some cannot run: those that call withheld references, and
+    those that use what such a cell would have made. Their errors are not the student's; the note says so.
+    """
+    if is_solution(cell):
+        return outputs
+    shown = []
+    for out in outputs:
+        if out.output_type != "error" or out.get("ename") in LOST:
+            shown.append(out)
+            continue
+        first = (str(out.get("evalue", "")).splitlines() or [""])[0]
+        text = (
+            WITHHELD_NOTE
+            if out.get("ename") == "ReferenceWithheld"
+            else STOPPED_NOTE.format(error=f"{out.get('ename')}: {first}")
+        )
+        shown.append(nbformat.v4.new_output("stream", name="stdout", text=text))
+    return shown

@@ -1,0 +1,11 @@
+"""Cell outputs that grading writes: errors whose whole traceback is one line naming what happened."""
+
+from __future__ import annotations
+
+import nbformat
+from nbformat.notebooknode import NotebookNode
+
+
+def error_output(ename: str, evalue: str) -> NotebookNode:
+    """An error output whose whole traceback is one line, 'ename: evalue'."""
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
