@@ -18,8 +18,8 @@ and nbgrader then drops that submission. So grading runs in two phases:
    into DIR/gradebook.db, one submission after another. The writer lock DIR/.grader.lock keeps a second
    `python -m grader` out.
 
-With a GPU, submissions executed side by side share it and disturb each other's timings: use --jobs 1 for
-live grading (the default there), more jobs when the checks read the students' exports.
+With a GPU, only the trusted checkers use it, and they take turns (a lock in the scratch folder): submissions
+graded side by side overlap their sandboxes, never their timed runs.
 
 Timeouts and lost kernels: `Execute.timeout` (--timeout) is per cell. nbclient interrupts a cell that runs past
 it and records a CellTimeoutError naming the cell and the limit; the following cells still run, so only the
@@ -40,15 +40,16 @@ import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.grading import GradingDir
-from grader.layout import COURSE_ID, GRADEBOOK, KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT
+from grader.layout import COURSE_ID, GRADEBOOK, KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
 from grader.runner import KILLED, REPO, last_error, nbgrader
 from grader.withhold import sandbox_library
+from labcore.device import gpu_available
 
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 KERNEL_START_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
 KERNEL_START_RETRIES = 2
 STARTUP_S = 240  # nbgrader start-up, two kernels' start (nbclient's startup_timeout is 60 s) and shutdown
+CHECKER_LOCK = "_checker.lock"  # with a GPU, checkers take turns: their timings are not disturbed
 LIBRARY = "_sandbox_library"  # in the scratch folder; not a student id (ids start with a letter or digit)
 
 
@@ -70,6 +72,8 @@ class Outcome:
     failed: list[str] = dataclasses.field(default_factory=list)
     reason: str = ""
     recorded: bool = True
+    sandbox_s: float | None = None  # wall seconds in the sandbox (no GPU)
+    checker_s: float | None = None  # wall seconds in the trusted checker: the only process that uses a GPU
 
 
 def _notebooks(folder: Path) -> list[tuple[str, NotebookNode]]:
@@ -113,6 +117,7 @@ def execute_one(
         f"--Execute.timeout={timeout_s}",
         f"--ExecuteOrReplay.library={scratch / LIBRARY}",
         f"--ExecuteOrReplay.seed={seed}",
+        *([f"--ExecuteOrReplay.checker_lock={scratch / CHECKER_LOCK}"] if gpu_available() else []),
     ]
     for _ in range(1 + KERNEL_START_RETRIES):
         done = nbgrader(args, cwd=grading.root, limit_s=budget_s)
@@ -227,6 +232,7 @@ def outcome(grading: GradingDir, assignment: str, student: str, reason: str, unr
         return Outcome(student, max_score=sum(points.values()), reason=unrecorded, recorded=False)
     got = scores(grading, assignment, student)
     timed_out, failed, notes = _cell_notes(grading, assignment, student)
+    times = [nb.metadata.get(TIMES_KEY, {}) for _, nb in _notebooks(grading.root / "autograded" / student / assignment)]
     return Outcome(
         student,
         score=sum(v or 0.0 for v in got.values()),
@@ -234,4 +240,11 @@ def outcome(grading: GradingDir, assignment: str, student: str, reason: str, unr
         timed_out=timed_out,
         failed=failed,
         reason="; ".join([reason] if reason else notes),
+        sandbox_s=_total(t.get("sandbox_s") for t in times),
+        checker_s=_total(t.get("checker_s") for t in times),
     )
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    found = [v for v in values if isinstance(v, (int, float))]
+    return round(sum(found), 1) if found else None

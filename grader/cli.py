@@ -73,7 +73,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--jobs",
         type=_positive,
         default=None,
-        help="submissions executed at once (default: 1 with a GPU, else up to 4)",
+        help="submissions graded at once (default: up to 4; with a GPU their checkers take turns on it)",
     )
     feedback = sub.add_parser("feedback", help="HTML feedback without hidden tests")
     feedback.add_argument("dir", metavar="DIR")
@@ -232,8 +232,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def _default_jobs() -> int:
-    """One at a time on a GPU (side-by-side runs disturb timings), else up to 4."""
-    return 1 if gpu_available() else max(1, min(4, os.cpu_count() or 1))
+    """Up to 4 at once; with a GPU their checkers still take turns on it (grader.autograde)."""
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 def _notes(outcome: Outcome) -> str:
@@ -269,10 +269,11 @@ def cmd_autograde(args: argparse.Namespace) -> int:
                 outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, progress=bar.update)
             width = max(len("student"), *(len(o.student) for o in outcomes))
             print(f"\n{name}: autograded cells only (written answers wait for manual grading)")
-            print(f"{'student':<{width}}  {'score':>11}  notes")
+            print(f"{'student':<{width}}  {'score':>11}  {'sandbox s':>9}  {'checker s':>9}  notes")
             for o in outcomes:
                 score = f"{o.score:g} / {o.max_score:g}" if o.recorded else "not graded"
-                print(f"{o.student:<{width}}  {score:>11}  {_notes(o)}".rstrip())
+                times = "  ".join(f"{'-' if t is None else f'{t:.1f}':>9}" for t in (o.sandbox_s, o.checker_s))
+                print(f"{o.student:<{width}}  {score:>11}  {times}  {_notes(o)}".rstrip())
             unrecorded += sum(not o.recorded for o in outcomes)
     if unrecorded:
         print(f"{unrecorded} submission(s) not graded: see the reasons above", file=sys.stderr)

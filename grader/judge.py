@@ -19,16 +19,20 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
+import fcntl
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader.utils import is_grade, is_solution
 
-from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT
+from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
 from grader.outputs import error_output
 from grader.runner import course_env, kill_tree
 from grader.sandbox import SandboxRun, run_notebook
@@ -65,6 +69,19 @@ def _names(source: str) -> tuple[set[str], set[str]]:
     return read, bound
 
 
+@contextlib.contextmanager
+def _held(lock: Path | None) -> Iterator[None]:
+    if lock is None:
+        yield
+        return
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def judge_notebook(nb: NotebookNode) -> NotebookNode:
     """The checker's notebook for one submission: setup, placeholders, the test cells (metadata kept)."""
     setup = [c for c in nb.cells if c.cell_type == "code" and grade_id(c) == SETUP_CELL]
@@ -88,9 +105,21 @@ def judge_notebook(nb: NotebookNode) -> NotebookNode:
 
 
 def judge(
-    nb: NotebookNode, *, answers: Path, run_files: list[Path], scratch: Path, timeout_s: int, limit_s: float, seed: int
+    nb: NotebookNode,
+    *,
+    answers: Path,
+    run_files: list[Path],
+    scratch: Path,
+    timeout_s: int,
+    limit_s: float,
+    seed: int,
+    lock: Path | None = None,
 ) -> tuple[dict[str, NotebookNode], str]:
-    """({test grade id: the checker's executed cell}, '' or why the checker did not finish)."""
+    """({test grade id: the checker's executed cell}, '' or why the checker did not finish).
+
+    With `lock`, the checker runs only while it holds that file's lock: on a GPU, checkers of submissions graded
+    side by side take turns, so that none disturbs another's timings (their sandboxes need no GPU and overlap).
+    """
     scratch.mkdir(parents=True)
     for path in run_files:
         shutil.copy2(path, scratch / path.name)
@@ -100,7 +129,7 @@ def judge(
     nbformat.write(judge_notebook(nb), scratch / "judge.ipynb")
     env = {**course_env(), ENV: f"judge:{copied}", SEED_ENV: str(seed), "MPLBACKEND": "Agg"}
     argv = [sys.executable, "-m", "grader.execute", "judge.ipynb", "judged.ipynb", f"--timeout={timeout_s}"]
-    with open(scratch / "judge.log", "w") as log:
+    with open(scratch / "judge.log", "w") as log, _held(lock):
         child = subprocess.Popen(
             argv, cwd=scratch, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -133,9 +162,19 @@ def budget_s(nb: NotebookNode, timeout_s: int) -> float:
     return timeout_s * (sum(c.cell_type == "code" for c in nb.cells) + 1) + STARTUP_S
 
 
-def grade(nb: NotebookNode, *, folder: Path, library: Path, scratch: Path, timeout_s: int, seed: int) -> NotebookNode:
+def grade(
+    nb: NotebookNode,
+    *,
+    folder: Path,
+    library: Path,
+    scratch: Path,
+    timeout_s: int,
+    seed: int,
+    checker_lock: Path | None = None,
+) -> NotebookNode:
     """Fill nb's outputs: the sandbox's for the student's and the lesson's cells, the checker's for test cells."""
     run_files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".ipynb") if folder.is_dir() else []
+    started = time.perf_counter()
     run = run_notebook(
         nb,
         run_files=run_files,
@@ -145,6 +184,7 @@ def grade(nb: NotebookNode, *, folder: Path, library: Path, scratch: Path, timeo
         limit_s=budget_s(nb, timeout_s),
         seed=seed,
     )
+    ran = time.perf_counter()
     judged, trouble = judge(
         nb,
         answers=run.answers,
@@ -153,8 +193,12 @@ def grade(nb: NotebookNode, *, folder: Path, library: Path, scratch: Path, timeo
         timeout_s=timeout_s,
         limit_s=budget_s(judge_notebook(nb), timeout_s),
         seed=seed,
+        lock=checker_lock,
     )
+    checked = time.perf_counter()
     merge(nb, run, judged, trouble)
+    # wall seconds of each process: only the checker uses a GPU (`python -m grader autograde` reports both)
+    nb.metadata[TIMES_KEY] = {"sandbox_s": round(ran - started, 2), "checker_s": round(checked - ran, 2)}
     return nb
 
 
@@ -186,8 +230,9 @@ def merge(nb: NotebookNode, run: SandboxRun, judged: dict[str, NotebookNode], tr
             cell.outputs = [error_output(NOT_GRADED, f"this cell could not be judged: {why}")]
         elif lost and any(o.output_type == "error" and o.ename == "NoAnswer" for o in verdict.outputs):
             cell.outputs = [error_output(NOT_GRADED, f"no answer came back from running your notebook: {lost}")]
-        else:
-            cell.outputs = verdict.outputs
+        else:  # what the student's code printed while it answered, then the verdict
+            printed = [o for o in (ran.outputs if ran else []) if o.output_type == "stream"]
+            cell.outputs = [*printed, *verdict.outputs]
 
 
 def _shown(cell: NotebookNode, outputs: list[NotebookNode]) -> list[NotebookNode]:

@@ -47,7 +47,7 @@ from traitlets import Integer, Unicode
 
 from grader.feedback import split_hidden
 from grader.judge import grade
-from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT
+from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
 from grader.outputs import error_output
 from grader.runner import ANSI, REPO
 from grader.withhold import sandbox_library
@@ -136,6 +136,9 @@ class ExecuteOrReplay(ExecuteToTheEnd):
         config=True
     )
     seed = Integer(0, help="The seed of the checks' random inputs (labcore.answers); 0: a fresh one").tag(config=True)
+    checker_lock = Unicode("", help="A file whose lock checkers take turns holding (one GPU); empty: none").tag(
+        config=True
+    )
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         """Grade in the sandbox and the checker, or replay phase 1's outputs (or the reason it has none)."""
@@ -150,6 +153,8 @@ class ExecuteOrReplay(ExecuteToTheEnd):
                 for cell, ran_cell in zip(nb.cells, ran.cells, strict=True):
                     if cell.cell_type == "code":
                         cell.outputs, cell.execution_count = ran_cell.outputs, ran_cell.execution_count
+                if TIMES_KEY in ran.metadata:
+                    nb.metadata[TIMES_KEY] = ran.metadata[TIMES_KEY]
                 return nb, resources
             reason = "the executed notebook does not match the submission"
         else:
@@ -165,7 +170,16 @@ class ExecuteOrReplay(ExecuteToTheEnd):
             library = Path(self.library) if self.library else Path(tmp) / "library"
             if not self.library:
                 sandbox_library(REPO, library)
-            return grade(nb, folder=folder, library=library, scratch=Path(tmp), timeout_s=self.timeout, seed=seed)
+            lock = Path(self.checker_lock) if self.checker_lock else None
+            return grade(
+                nb,
+                folder=folder,
+                library=library,
+                scratch=Path(tmp),
+                timeout_s=self.timeout,
+                seed=seed,
+                checker_lock=lock,
+            )
 
 
 def mark_not_graded(nb: NotebookNode, reason: str) -> None:

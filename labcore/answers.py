@@ -78,8 +78,9 @@ class Answer:
     def __repr__(self) -> str:
         return f"<{self.name}: an answer read back from the sandbox>"
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise NoAnswer(f"{self.name} is a student's answer; the checker reads it back, it never calls it")
+    def __call__(self, *args: Any) -> Any:
+        """What the student's function of this name returned for args, read back (see `call`)."""
+        return call(self.name, self, *args)
 
 
 def _role() -> tuple[str, Path | None]:
@@ -193,6 +194,17 @@ def answer(question: str, inputs: Any, compute: Callable[[], Any]) -> Any:
     if role == "collect":
         _file(path, line)
     return value
+
+
+def call(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """The student's function `name` applied to args, as an answer: for test cells that call one directly.
+
+        assert call("clamp", clamp, 5, 0, 10) == 5
+
+    The name, not the function's __name__, keys the answer, so it is the same in the sandbox (where fn is the
+    student's function) and in the checker (where it is an Answer placeholder and is never called).
+    """
+    return answer(f"{name}{args!r}", ("call", name, args), lambda: fn(*args))
 
 
 def _file(path: Path | None, line: dict[str, Any]) -> None:

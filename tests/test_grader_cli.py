@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import html
 import io
 import shutil
 import subprocess
@@ -267,20 +268,24 @@ def test_autograde_scores_each_test_cell(graded, student):
 
 def test_autograde_table_names_what_timed_out_and_what_failed(graded):
     """One row per student with the score; the hang's cells timed out; a lost kernel is named with its cell."""
-    rows = {line.split()[0]: line for line in graded.autograde.lines[3:]}
     assert graded.autograde.lines[0].startswith(f"grader autograde: {graded.root}, toy (9 submitted); 3 at once")
-    assert rows["correct"].split()[1:] == ["4", "/", "4"]
-    assert rows["stderr"].split()[1:] == ["4", "/", "4"]
-    assert rows["wrong"].endswith("failed: test_clamp_hidden")
-    assert rows["hangs"].endswith("timed out: test_clamp_visible, test_clamp_hidden")
-    assert rows["deaf"].endswith(
-        f"0 / 4  cell test_clamp_visible ran past the {TIMEOUT_S} s limit and did not stop when interrupted; "
-        "not run: test_clamp_hidden, test_chunk_count"
+    header = graded.autograde.lines.index(next(x for x in graded.autograde.lines if x.startswith("student")))
+    assert graded.autograde.lines[header].split() == ["student", "score", "sandbox", "s", "checker", "s", "notes"]
+    rows = {}
+    for line in graded.autograde.lines[header + 1 :]:
+        student, got, _, total, sandbox_s, checker_s, *notes = line.split(maxsplit=6)
+        assert float(sandbox_s) > 0 and float(checker_s) > 0  # both processes ran, and each was timed
+        rows[student] = (f"{got} / {total}", " ".join(notes))
+    assert rows["correct"] == ("4 / 4", "") and rows["stderr"] == ("4 / 4", "")
+    assert rows["wrong"][1] == "failed: test_clamp_hidden"
+    assert rows["hangs"][1] == "timed out: test_clamp_visible, test_clamp_hidden"
+    assert rows["deaf"] == (
+        "0 / 4",
+        f"cell test_clamp_visible ran past the {TIMEOUT_S} s limit and did not stop when interrupted; "
+        "not run: test_clamp_hidden, test_chunk_count",
     )
-    assert rows["dies"].endswith(
-        "3 / 4  the kernel died (exit status 3) in cell chunk_count; not run: test_chunk_count"
-    )
-    assert rows["quits"].endswith("3 / 4  the kernel died (killed by SIGKILL) in cell test_chunk_count")
+    assert rows["dies"] == ("3 / 4", "the kernel died (exit status 3) in cell chunk_count; not run: test_chunk_count")
+    assert rows["quits"] == ("3 / 4", "the kernel died (killed by SIGKILL) in cell test_chunk_count")
 
 
 def test_hanging_cells_are_stopped_by_the_cell_timeout(graded):
@@ -312,7 +317,7 @@ def test_a_submission_past_its_budget_is_stopped_and_zeroed(graded, tmp_path):
 
     grading = GradingDir(graded.root)
     scratch_root(grading, tmp_path, "toy", "hangs")
-    reason = execute_one(grading, tmp_path, "toy", "hangs", timeout_s=60, budget_s=2)
+    reason = execute_one(grading, tmp_path, "toy", "hangs", timeout_s=60, budget_s=2, seed=1)
     assert reason == "it ran past its 2 s budget and was stopped"
     assert (tmp_path / "hangs" / "reason.txt").read_text().strip() == reason
     kernels = [p for p in psutil.Process().children(recursive=True) if "ipykernel" in " ".join(p.cmdline())]
@@ -331,8 +336,8 @@ def test_feedback_never_shows_hidden_tests(graded):
     assert "hidden tests: passed -- score 2 / 2" in pages["correct"]
     assert "hidden tests: failed -- score 0 / 2" in pages["wrong"]
     assert (
-        "hidden tests: not run (a visible check before them failed: ValueError: clamp is not finished)"
-        in pages["raises"]
+        "hidden tests: not run (a visible check before them failed: AnswerRaised: clamp(5, 0, 10): your code raised "
+        "ValueError: clamp is not finished)" in pages["raises"]
     )
     assert (
         f"hidden tests: not passed (cell test_clamp_hidden ran past the {TIMEOUT_S} s limit and was interrupted) "
@@ -365,11 +370,10 @@ def test_leak_check_deletes_a_page_quoting_a_hidden_line(graded, tmp_path):
     (root / "nbgrader_config.py").write_text("")
     shutil.copytree(graded.root / "autograded", root / "autograded")
     page = root / "feedback" / "wrong" / "toy" / "toy.html"
-    page.write_text(f'<pre><span class="k">assert</span> clamp(11.5, 0, 10) == 10, {MARKER}</pre>')
+    hidden = f'assert call("clamp", clamp, 11.5, 0, 10) == 10, {MARKER}'
+    page.write_text(f'<pre><span class="k">assert</span> {html.escape(hidden[len("assert ") :])}</pre>')
     found = leaks(GradingDir(root), "toy")
-    assert found == [
-        f"feedback/wrong/toy/toy.html quoted a hidden test ('assert clamp(11.5, 0, 10) == 10, {MARKER}'); deleted it"
-    ]
+    assert found == [f"feedback/wrong/toy/toy.html quoted a hidden test ({hidden!r}); deleted it"]
     assert not page.exists()
 
 

@@ -251,7 +251,8 @@ def test_merge_takes_test_outputs_from_the_checker_and_true_reasons_from_the_san
     merge(nb, SandboxRun(ran, Path("answers.jsonl")), judged, "")
     assert nb.cells[1].outputs[0].text.startswith("(not run while grading: this lesson cell calls")
     assert nb.cells[2].outputs[0].text == "mine\n"
-    assert nb.cells[3].outputs[0].ename == "AssertionError"  # the checker's verdict, not the sandbox's print
+    printed, verdict = nb.cells[3].outputs  # what the student's code printed, then the checker's verdict
+    assert printed.text == "[check] forged pass\n" and verdict.ename == "AssertionError"
     assert nb.cells[4].outputs[0].ename == KERNEL_DIED  # the sandbox never asked: the true reason, not a pass
 
 
