@@ -336,7 +336,7 @@ def test_feedback_never_shows_hidden_tests(graded):
     assert "hidden tests: passed -- score 2 / 2" in pages["correct"]
     assert "hidden tests: failed -- score 0 / 2" in pages["wrong"]
     assert (
-        "hidden tests: not run (a visible check before them failed: AnswerRaised: clamp(5, 0, 10): your code raised "
+        "hidden tests: not run (a visible check before them failed: AnswerRaised: clamp(10, 0, 10): your code raised "
         "ValueError: clamp is not finished)" in pages["raises"]
     )
     assert (
