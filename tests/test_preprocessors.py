@@ -152,8 +152,8 @@ def test_without_replay_root_it_grades_in_the_sandbox_and_the_checker_never_here
     submission's folder, the sandbox's packages (written when no library is configured) and a seed."""
     calls = []
 
-    def grade(nb, *, folder, library, scratch, timeout_s, seed):
-        calls.append((folder, (library / "day54" / "schedules.py").is_file(), timeout_s, seed))
+    def grade(nb, *, folder, library, scratch, timeout_s, seed, checker_lock):
+        calls.append((folder, (library / "day54" / "schedules.py").is_file(), timeout_s, seed, checker_lock))
         return nb
 
     def no_kernel(*args, **kwargs):
@@ -166,7 +166,7 @@ def test_without_replay_root_it_grades_in_the_sandbox_and_the_checker_never_here
     out, _ = ExecuteOrReplay(config=Config({"ExecuteOrReplay": {"seed": 11}, "Execute": {"timeout": 30}})).preprocess(
         nb, resources
     )
-    assert out is nb and calls == [(tmp_path, True, 30, 11)]
+    assert out is nb and calls == [(tmp_path, True, 30, 11, None)]
 
 
 # -- ExecuteToTheEnd ---------------------------------------------------------------------------------------------
