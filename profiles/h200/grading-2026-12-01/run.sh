@@ -74,7 +74,7 @@ with Gradebook(db_url(root), COURSE_ID) as gb:
         same = got == dict(sub.points)
         bad += not same
         print(f"{'ok  ' if same else 'DIFF'} {name}: {sum(v or 0 for v in got.values()):g} / expected {sub.total:g}"
-              + ("" if same else f"  got {got} expected {dict(sub.points)}"))
+              + f"  got {got}" + ("" if same else f" expected {dict(sub.points)}"))
 print(f"{len(graded) - bad} of {len(graded)} as expected")
 PY
   tail -1 "$out/compare_${assignment}_$half.txt"
