@@ -130,6 +130,7 @@ def judge(
     env = {**course_env(), ENV: f"judge:{copied}", SEED_ENV: str(seed), "MPLBACKEND": "Agg"}
     argv = [sys.executable, "-m", "grader.execute", "judge.ipynb", "judged.ipynb", f"--timeout={timeout_s}"]
     with open(scratch / "judge.log", "w") as log, _held(lock):
+        (scratch / "started").touch()  # the checker's own time starts here, after any wait for the GPU
         child = subprocess.Popen(
             argv, cwd=scratch, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -184,7 +185,7 @@ def grade(
         limit_s=budget_s(nb, timeout_s),
         seed=seed,
     )
-    ran = time.perf_counter()
+    ran, ran_wall = time.perf_counter(), time.time()
     judged, trouble = judge(
         nb,
         answers=run.answers,
@@ -195,10 +196,17 @@ def grade(
         seed=seed,
         lock=checker_lock,
     )
-    checked = time.perf_counter()
+    checked = time.time()
     merge(nb, run, judged, trouble)
-    # wall seconds of each process: only the checker uses a GPU (`python -m grader autograde` reports both)
-    nb.metadata[TIMES_KEY] = {"sandbox_s": round(ran - started, 2), "checker_s": round(checked - ran, 2)}
+    # wall seconds of each process, the checker's without its wait for its turn on the GPU: only the checker
+    # uses a GPU (`python -m grader autograde` reports both)
+    mark = scratch / "judge" / "started"
+    began = mark.stat().st_mtime if mark.is_file() else checked
+    nb.metadata[TIMES_KEY] = {
+        "sandbox_s": round(ran - started, 2),
+        "checker_s": round(checked - began, 2),
+        "waited_s": round(max(0.0, began - ran_wall), 2),
+    }
     return nb
 
 
