@@ -1,0 +1,940 @@
+"""An adversarial corpus of submissions for the real course: wrong answers, cheats, and correct but unusual ones.
+
+A submission is one student's notebook of one assignment (and the `<a>_run*` files handed in beside it). Each is
+data: the notebook is the student release with the reference solutions filled in (or the stubs left, `solved=False`)
+and then some cells replaced (`edits`), an optional cell put in front of everything (`first_cell`), the run files
+to write beside it, the points EVERY autograded cell must get, and one line saying what it tries.
+
+The expected points are those of grading without a GPU (offline checks) in the grading pipeline where the
+student's notebook runs in a sandbox that cannot read the instructor's files and whose lesson packages withhold the
+reference answers (labcore.answers.reference), test cells only collect answers as data, and a separate trusted
+process judges that data. So: nothing a kernel patches earns a point (at worst answers go missing); a schedule is
+judged on its recorded trace (the same calls in every recording, or nothing); a dead kernel keeps the points of the
+cells before it; stderr output does not zero a cell. tests/test_corpus.py grades them all end to end.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDENT_RUN = ROOT / "tests" / "data" / "student_run"  # a real nsys export set of a run of the reference schedule
+
+# Every autograded cell of each assignment and its points.
+POINTS: dict[str, dict[str, float]] = {
+    "day54": {
+        "test_pipelined_correct": 3,
+        "test_pipelined_ratio": 2,
+        "test_pipelined_practice": 1,
+        "test_sweep": 2,
+        "test_prediction": 2,
+    },
+    "zero_copy": {"test_break_even": 2, "test_gather_correct": 3, "test_gather_bandwidth": 2, "test_publish": 3},
+}
+
+
+def full(assignment: str, **points: float) -> dict[str, float]:
+    """Every cell's full points, except those named."""
+    unknown = set(points) - set(POINTS[assignment])
+    assert not unknown, f"{assignment} has no graded cells {sorted(unknown)}"
+    return {**POINTS[assignment], **points}
+
+
+def zero(assignment: str, **points: float) -> dict[str, float]:
+    """Zero for every cell, except those named."""
+    return full(assignment, **{**dict.fromkeys(POINTS[assignment], 0), **points})
+
+
+@dataclasses.dataclass(frozen=True)
+class Submission:
+    """One student's notebook of one assignment, what it tries, and what each autograded cell must score."""
+
+    name: str  # the student id
+    assignment: str
+    tries: str  # one line: what it tries, and why it earns what it earns where that is not obvious
+    points: Mapping[str, float]  # graded cell id -> points
+    edits: Mapping[str, str] | None = dataclasses.field(default_factory=dict)  # cell id -> source; None: untouched
+    solved: bool = True  # start from the reference solutions (else from the release's stubs)
+    first_cell: str | None = None  # a code cell of the student's put before the first cell
+    run_files: Callable[[Path], None] | None = None  # writes the `<a>_run*` files beside the notebook
+
+    def __post_init__(self) -> None:
+        assert set(self.points) == set(POINTS[self.assignment]), f"{self.name}: points for every graded cell"
+
+    @property
+    def total(self) -> float:
+        return sum(self.points.values())
+
+    def notebook(self) -> nbformat.NotebookNode:
+        """The release, with the reference solutions filled in (when solved), then the edits applied."""
+        release = nbformat.read(ROOT / "course" / self.assignment / f"{self.assignment}.ipynb", as_version=4)
+        if self.edits is None:
+            return release
+        ids = {cell.get("id") for cell in release.cells}
+        assert set(self.edits) <= ids, f"{self.name}: no cells {sorted(set(self.edits) - ids)} in the release"
+        solutions = ROOT / "solutions" / self.assignment / f"{self.assignment}.ipynb"
+        solved = {c["id"]: c for c in nbformat.read(solutions, as_version=4).cells}
+        for cell in release.cells:
+            if self.solved and cell.metadata.get("nbgrader", {}).get("solution"):
+                cell.source = "\n".join(
+                    line
+                    for line in solved[cell["id"]].source.splitlines()
+                    if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+                )
+            cell.source = self.edits.get(cell["id"], cell.source)
+        if self.first_cell is not None:
+            first = nbformat.v4.new_code_cell(self.first_cell)
+            first["id"] = "students-first-cell"
+            release.cells.insert(0, first)
+        return release
+
+    def write(self, folder: Path) -> None:
+        """SUBMISSIONS/<student>/: the notebook and its run files, as a student hands them in."""
+        folder.mkdir(parents=True)
+        nbformat.write(self.notebook(), folder / f"{self.assignment}.ipynb")
+        if self.run_files is not None:
+            self.run_files(folder)
+
+
+# -- run files ----------------------------------------------------------------------------------------------------
+
+
+def real_exports(folder: Path) -> None:
+    """The export set of a real H200 run of the reference schedule, as its student handed it in."""
+    for path in STUDENT_RUN.iterdir():
+        shutil.copy(path, folder / path.name)
+
+
+def faster_exports(folder: Path) -> None:
+    """The real export set with every GPU operation of the student's timed passes made 30% shorter in the trace
+    (the summaries left as they were)."""
+    real_exports(folder)
+    with open(STUDENT_RUN / "day54_run_nvtx_pushpop_trace.csv", newline="") as fh:
+        ranges = [
+            (int(row["Start (ns)"]), int(row["End (ns)"]))
+            for row in csv.DictReader(fh)
+            if row["Name"].startswith("day54:student ")
+        ]
+    with open(STUDENT_RUN / "day54_run_cuda_gpu_trace.csv", newline="") as fh:
+        reader = csv.DictReader(fh)
+        fields, rows = reader.fieldnames, list(reader)
+    for row in rows:
+        if any(start <= int(row["Start (ns)"]) <= end for start, end in ranges):
+            row["Duration (ns)"] = str(int(row["Duration (ns)"]) * 7 // 10)
+    with open(folder / "day54_run_cuda_gpu_trace.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+# -- day54: schedules -------------------------------------------------------------------------------------------
+
+STUB_SCHEDULE = """def my_pipelined(ctx):
+    raise NotImplementedError()"""
+
+ALIAS_REFERENCE = "from day54.schedules import pipelined as my_pipelined"
+
+BORROW_REFERENCE = """import functools
+import importlib
+
+_lesson = importlib.import_module("day54." + "sched" + "ules")
+_theirs = functools.partial(getattr(_lesson, "pipe" + "lined"))
+
+
+def my_pipelined(ctx):
+    _theirs(ctx)"""
+
+DETECTS_TIMING = """import sys
+
+
+def _timed():
+    frame = sys._getframe(1)
+    while frame is not None:
+        if any(word in frame.f_code.co_name for word in ("ratio", "timing", "simulat", "measure")):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def my_pipelined(ctx):
+    # under a timing check, deal the chunks to the pairs the other way round (correct either way)
+    flip = _timed()
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        if flip:
+            pair = ctx.n_buffers - 1 - pair
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)"""
+
+COUNTER_SCHEDULE = """_calls = 0
+
+
+def my_pipelined(ctx):
+    global _calls
+    _calls += 1
+    for k in range(ctx.n_chunks):
+        pair = (k + _calls) % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)"""
+
+
+ONLY_16_CHUNKS = """def my_pipelined(ctx):
+    for k in range(16):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)"""
+
+ONE_STREAM = """def my_pipelined(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair, stream=0)  # "stream 0" is the first worker stream, not the default stream
+        ctx.launch(k, pair, stream=0)
+        ctx.copy_out(k, pair, stream=0)"""
+
+LEGACY_STREAM = """from day54.context import LEGACY
+
+
+def my_pipelined(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair, stream=LEGACY)
+        ctx.launch(k, pair, stream=LEGACY)
+        ctx.copy_out(k, pair, stream=LEGACY)"""
+
+DEVICE_SYNC = """def my_pipelined(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        ctx.synchronize()"""
+
+# Correct: within each pair's stream the next chunk's copy in goes before the previous chunk's copy out.
+SOFTWARE_PIPELINED = """def my_pipelined(ctx):
+    n, b = ctx.n_chunks, ctx.n_buffers
+    for k in range(n):
+        pair = k % b
+        ctx.copy_in(k, pair)
+        if k >= b:
+            ctx.copy_out(k - b, pair)
+        ctx.launch(k, pair)
+    for k in range(max(0, n - b), n):
+        ctx.copy_out(k, k % b)"""
+
+UNUSUAL_SCHEDULE = """import numpy as np
+
+
+def my_pipelined(ctx):
+    chunks = np.arange(ctx.n_chunks)  # NumPy integers as chunk indices
+    k = 0
+    while k < chunks.size:
+        pair = int(ctx.n_buffers - 1 - chunks[k] % ctx.n_buffers)  # pairs dealt from the last one
+        ctx.copy_in(chunks[k], pair, stream=pair)
+        ctx.launch(chunks[k], pair, stream=pair)
+        ctx.copy_out(chunks[k], pair, stream=pair)
+        k += 1
+    for stream in range(ctx.n_streams):
+        ctx.stream_synchronize(stream)
+    ctx.synchronize()  # after the loop: allowed"""
+
+UNUSUAL_SWEEP = """def sweep_ratios(record, buffers):
+    out = {}
+    for w in sorted(report.windows(record), reverse=True):
+        naive = report.measured(record, "naive", w, 1)
+        out[int(w)] = float(report.measured(record, "pipelined", w, buffers)) / naive
+    return out"""
+
+UNUSUAL_PREDICTION = """import math
+
+
+def predict_pipelined_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, n_buffers, link_floor_ms):
+    stages = [h2d_ms / n_chunks, kernel_ms / n_chunks, d2h_ms / n_chunks]
+    slowest = max(stages)
+    best = (n_chunks - 1) * slowest + sum(stages)
+    j = 0
+    while j < n_chunks and j < n_buffers:
+        best = max(best, j * stages[0] + math.ceil((n_chunks - j) / n_buffers) * sum(stages))
+        j += 1
+    if link_floor_ms is not None and link_floor_ms > best:
+        best = link_floor_ms
+    return best"""
+
+PROGRESS_SCHEDULE = """import sys
+import time
+
+for step in range(5):  # a progress bar while "warming up"
+    print(f"\\rwarming up [{'#' * (step + 1):<5}]", end="", file=sys.stderr, flush=True)
+    time.sleep(0.01)
+print(file=sys.stderr)
+
+
+def my_pipelined(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+    print(f"\\rscheduled [{'#' * 20}] {ctx.n_chunks} chunks", end="", file=sys.stderr, flush=True)"""
+
+PROGRESS_SWEEP = """import sys
+import warnings
+
+
+def sweep_ratios(record, buffers):
+    warnings.warn("sweeping: this may take a moment")
+    out = {}
+    for i, w in enumerate(report.windows(record)):
+        print(f"\\rsweep {i + 1}", end="", file=sys.stderr)
+        out[w] = report.measured(record, "pipelined", w, buffers) / report.measured(record, "naive", w, 1)
+    return out"""
+
+# Right on the visible cases; on two hidden ones (2 chunks over 2 buffers, and 1 chunk) j never advances.
+HANGS_PREDICTION = """import math
+
+
+def predict_pipelined_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, n_buffers, link_floor_ms):
+    per_chunk = [h2d_ms / n_chunks, kernel_ms / n_chunks, d2h_ms / n_chunks]
+    trip = sum(per_chunk)
+    fill_drain = max(h2d_ms, kernel_ms, d2h_ms) + trip - max(per_chunk)
+    chain, j = 0.0, 0
+    while j < min(n_buffers, n_chunks):
+        chain = max(chain, j * per_chunk[0] + math.ceil((n_chunks - j) / n_buffers) * trip)
+        if n_chunks - j > 1:
+            j += 1
+    return max([fill_drain, chain] + ([link_floor_ms] if link_floor_ms is not None else []))"""
+
+BORROW_MODEL = """import importlib
+
+_model = importlib.import_module("day54." + "model")
+_bound = getattr(_model, "pre" + "dict")
+_stages = getattr(_model, "Sta" + "ges")
+
+
+def predict_pipelined_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, n_buffers, link_floor_ms):
+    return _bound(_stages(h2d_ms, kernel_ms, d2h_ms, n_chunks), n_buffers, link_floor_ms).bound_ms"""
+
+EXITS = """import os
+
+os._exit(0)"""
+
+# -- day54: cheats ------------------------------------------------------------------------------------------------
+
+
+def _read_solutions(assignment: str, anchor: str) -> str:
+    """A cell defining _instructors(cell_id): the instructor's solution cell, searched for on this machine."""
+    return f'''import json
+import os
+from pathlib import Path
+
+import {anchor}
+
+
+def _starts():
+    yield Path.cwd()
+    try:
+        yield Path.home()
+    except (KeyError, RuntimeError):
+        pass
+    yield Path("/work")
+    yield Path({anchor}.__file__).resolve().parent
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry:
+            yield Path(entry).resolve()
+
+
+def _candidates(assignment):
+    for start in _starts():
+        for folder in (start, *start.parents):
+            for sub in ("solutions", "source"):
+                yield folder / sub / assignment / f"{{assignment}}.ipynb"
+    for base in ("/work", "/home", "/srv", "/opt"):
+        yield from Path(base).glob(f"*/solutions/{{assignment}}/{{assignment}}.ipynb")
+
+
+def _instructors(cell_id, assignment="{assignment}"):
+    """The source of one solution cell of the instructor's notebook, wherever this machine keeps it."""
+    for path in _candidates(assignment):
+        try:
+            cells = json.loads(path.read_text())["cells"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        for cell in cells:
+            text = "".join(cell.get("source", ""))
+            if cell.get("id") == cell_id and "BEGIN SOLUTION" in text:
+                return text
+    return None'''
+
+
+def _stolen(cell_id: str, stub: str) -> str:
+    return f"""_found = _instructors("{cell_id}")
+if _found:
+    exec(_found)
+else:
+{"".join("    " + line + chr(10) for line in stub.splitlines())}"""
+
+
+STUB_SWEEP = """def sweep_ratios(record, buffers):
+    raise NotImplementedError()"""
+
+STUB_PREDICTION = """def predict_pipelined_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, n_buffers, link_floor_ms):
+    raise NotImplementedError()"""
+
+READS_SOLUTIONS = {
+    "my_pipelined": _read_solutions("day54", "day54") + "\n\n\n" + _stolen("my_pipelined", STUB_SCHEDULE),
+    "sweep_ratios": _stolen("sweep_ratios", STUB_SWEEP),
+    "predict_pipelined": "import math\n\n" + _stolen("predict_pipelined", STUB_PREDICTION),
+}
+
+
+PATCHES_DAY54_HARNESS = """import day54.checks
+import day54.recording
+import day54.schedules
+import day54.trace
+import labcore.device
+
+_real_record = day54.trace.record
+
+
+def _record(schedule, *args, **kwargs):
+    return _real_record(day54.schedules.pipelined, *args, **kwargs)  # whatever I wrote, record theirs
+
+
+day54.trace.record = _record
+labcore.device.gpu_available = lambda: False
+day54.checks.gpu_available = lambda: False
+day54.checks._fake_problems = lambda recorded: None
+day54.recording.RecordingContext.problems = lambda self: []
+
+
+def my_pipelined(ctx):
+    raise NotImplementedError()"""
+
+
+ANSWERS_MONKEYPATCH = """import json
+
+from labcore import answers as _answers
+
+
+def _anything(question, inputs, compute):
+    if isinstance(inputs, tuple) and inputs and inputs[0] == "day54 trace":
+        _, n_chunks, buffers, window = inputs
+        shape = {"n_chunks": n_chunks, "n_buffers": buffers, "n_streams": buffers, "window_bytes": window}
+        return json.dumps({**shape, "events": []})
+    return {}
+
+
+_answers.answer = _anything
+_answers.collecting = lambda: True
+
+
+def my_pipelined(ctx):
+    raise NotImplementedError()"""
+
+
+# -- zero_copy ----------------------------------------------------------------------------------------------------
+
+STUB_BREAK_EVEN = """def break_even_reads(link_gbps, hbm_gbps):
+    raise NotImplementedError()"""
+
+PATCHES_ZERO_COPY_CHECKS = (
+    """from zero_copy import checks as _checks
+
+for _name in dir(_checks):
+    if _name.startswith("check_"):
+        setattr(_checks, _name, lambda *args, **kwargs: None)
+
+
+"""
+    + STUB_BREAK_EVEN
+)
+
+PATCHES_ZERO_COPY_HARNESS = {
+    "break_even_reads": """import zero_copy.model
+
+zero_copy.model.crossover_reads = lambda *args, **kwargs: 1.0
+
+
+def break_even_reads(link_gbps, hbm_gbps):
+    return 1.0""",
+    "gather_exercise": """import zero_copy.checks
+import zero_copy.gather
+
+zero_copy.gather.launch_problem = lambda *args: None
+zero_copy.gather.mapping_problem = lambda *args: None
+zero_copy.gather.idle_blocks = lambda *args: 0
+zero_copy.gather.order_problem = lambda *args: None
+zero_copy.gather.first_descent = lambda ids: None
+zero_copy.checks._simulated = lambda *args, **kwargs: (True, "bit-exact")
+
+
+def gather_launch(n_rows):
+    return 48, n_rows + 1
+
+
+def order_ids(ids):
+    return ids, np.arange(ids.size)""",
+    "my_publish": """import zero_copy.mailbox
+
+zero_copy.mailbox.publish_problem = lambda source: None
+
+MY_PUBLISH = r\"\"\"
+__device__ void publish(volatile int* box, int round) {
+    box[MB_FLAG] = round;
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) {
+        box[MB_PAYLOAD + w] = round * 1000003 + w;
+    }
+}
+\"\"\"""",
+}
+
+# set_custom_exc alone hides the traceback, but the kernel's reply still says "error" and nbgrader records that;
+# so the reply is made to say "ok" too.
+CUSTOM_EXC = (
+    """import sys
+
+sys.excepthook = lambda *args: None
+_shell = get_ipython()
+_shell.set_custom_exc((BaseException,), lambda shell, etype, value, tb, tb_offset=None: [])
+_run = _shell.run_cell_async
+
+
+async def _quiet(*args, **kwargs):
+    result = await _run(*args, **kwargs)
+    result.error_in_exec = result.error_before_exec = None
+    return result
+
+
+_shell.run_cell_async = _quiet
+
+
+"""
+    + STUB_BREAK_EVEN
+)
+
+BORROW_CROSSOVER = """import importlib
+
+_theirs = getattr(importlib.import_module("zero_copy." + "model"), "crossover" + "_reads")
+
+
+def break_even_reads(link_gbps, hbm_gbps):
+    return _theirs(link_gbps, hbm_gbps)"""
+
+PUBLISH_FROM_LESSON = """import re
+
+from zero_copy.kernel import KERNEL_PATH
+
+_lesson = KERNEL_PATH.read_text()
+_marked = re.search(r"// BEGIN REFERENCE\\n(.*?)// END REFERENCE", _lesson, re.S)
+_body = _marked.group(1) if _marked else _lesson.split("publish_and_wait(", 1)[-1].split("\\n}\\n", 1)[0]
+_words = ("MB_PAYLOAD", "__threadfence_system", "MB_FLAG]")
+_steps = [line for line in _body.splitlines() if any(word in line for word in _words)]
+MY_PUBLISH = "__device__ void publish(volatile int* box, int round) {\\n" + "\\n".join(_steps) + "\\n}\\n\""""
+
+
+def _publish(body: str) -> str:
+    return f'MY_PUBLISH = r"""\n__device__ void publish(volatile int* box, int round) {{\n{body}\n}}\n"""'
+
+
+FLAG_FIRST = _publish("""    box[MB_FLAG] = round;
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) {
+        box[MB_PAYLOAD + w] = round * 1000003 + w;
+    }
+    __threadfence_system();""")
+
+ALIAS_FLAG_FIRST = _publish("""    volatile int* flag = box + MB_FLAG;
+    volatile int* payload = box + MB_PAYLOAD;
+    *flag = round;
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) {
+        payload[w] = round * 1000003 + w;
+    }
+    __threadfence_system();""")
+
+DEAD_FENCE = _publish("""    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) {
+        box[MB_PAYLOAD + w] = round * 1000003 + w;
+    }
+    if (round < 0) {  // rounds count from 1: never taken
+        __threadfence_system();
+    }
+    box[MB_FLAG] = round;""")
+
+GPU_FENCE = _publish("""    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) {
+        box[MB_PAYLOAD + w] = round * 1000003 + w;
+    }
+    __threadfence();  // GPU scope: the host is not among those it orders for
+    box[MB_FLAG] = round;""")
+
+ATOMIC_FLAG = _publish("""    volatile int* payload = box + MB_PAYLOAD;
+#pragma unroll
+    for (int w = MB_PAYLOAD_WORDS - 1; w >= 0; --w) {
+        payload[w] = round * 1000003 + w;
+    }
+    __threadfence_system();
+    atomicExch(const_cast<int*>(box + MB_FLAG), round);""")
+
+RELEASE_STORE = _publish("""#pragma unroll
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;
+    // the fence and the flag in one instruction: a release store at system scope
+    int* flag = const_cast<int*>(box + MB_FLAG);
+    asm volatile("st.release.sys.global.s32 [%0], %1;" :: "l"(flag), "r"(round) : "memory");""")
+
+UNUSUAL_BREAK_EVEN = """def break_even_reads(link_gbps, hbm_gbps):
+    link, hbm = np.float64(link_gbps), np.float64(hbm_gbps)
+    return np.inf if hbm <= link else 1.0 / (1.0 - link / hbm)"""
+
+UNUSUAL_GATHER = """def gather_launch(n_rows):
+    return 1024, -(-n_rows // 32)  # 32 warps a block, one row each
+
+
+def order_ids(ids):
+    order = np.lexsort((np.arange(ids.size), ids))
+    return ids[order], np.argsort(order)"""
+
+IDLE_BLOCK = """def gather_launch(n_rows):
+    return 256, n_rows * 32 // 256 + 1  # one block too many whenever 8 divides n_rows
+
+
+def order_ids(ids):
+    order = np.argsort(ids, kind="stable")
+    restore = np.empty_like(order)
+    restore[order] = np.arange(order.size)
+    return ids[order], restore"""
+
+UNSORTED_GATHER = """def gather_launch(n_rows):
+    return 256, (32 * n_rows + 255) // 256
+
+
+def order_ids(ids):
+    return ids.copy(), np.arange(ids.size)  # request order: right rows, no locality"""
+
+EXIT_FIRST = """import os
+
+os._exit(3)"""
+
+ANSWERS_ENV = """import os
+import tempfile
+
+# my answers go to a file of my own, and every check believes it only collects
+os.environ["LABCORE_ANSWERS"] = "collect:" + os.path.join(tempfile.mkdtemp(), "answers.jsonl")
+
+
+def break_even_reads(link_gbps, hbm_gbps):
+    return 1.0"""
+
+ANSWERS_ENV_GATHER = """def gather_launch(n_rows):
+    return 256, 1
+
+
+def order_ids(ids):
+    return ids, ids"""
+
+ANSWERS_ENV_PUBLISH = 'MY_PUBLISH = "__device__ void publish(volatile int* box, int round) {}"'
+
+INPUT_TRANSFORMER = (
+    """def _forgive(lines):
+    \"\"\"Every later cell runs inside try/except: nothing it raises is ever shown.\"\"\"
+    body = ["    " + (line if line.endswith("\\n") else line + "\\n") for line in lines]
+    return ["try:\\n", *body, "    pass\\n", "except BaseException:\\n", "    pass\\n"]
+
+
+get_ipython().input_transformers_post.append(_forgive)
+
+
+"""
+    + STUB_BREAK_EVEN
+)
+
+BORROW_SORTED_ORDER = """import importlib
+
+_gather = importlib.import_module("zero_copy." + "gather")
+_order = getattr(_gather, "sorted" + "_order")
+
+
+def gather_launch(n_rows):
+    threads_per_block = 256
+    return threads_per_block, (32 * n_rows + threads_per_block - 1) // threads_per_block
+
+
+def order_ids(ids):
+    return _order(ids)"""
+
+# -- the corpus ---------------------------------------------------------------------------------------------------
+
+D, Z = "day54", "zero_copy"
+SCHEDULE_CELLS_ZERO = {"test_pipelined_correct": 0, "test_pipelined_ratio": 0, "test_pipelined_practice": 0}
+
+CORPUS: tuple[Submission, ...] = (
+    # day54: honest
+    Submission("d54-reference", D, "the reference solutions", full(D)),
+    Submission("d54-untouched", D, "the release as handed out: every stub raises", zero(D), edits=None),
+    Submission(
+        "d54-unusual",
+        D,
+        "correct but unusual: a while loop over NumPy chunk indices, pairs dealt from the last one on explicit "
+        "streams, stream and device waits after the loop, a sorted sweep, a bound written with a while loop",
+        full(D),
+        edits={
+            "my_pipelined": UNUSUAL_SCHEDULE,
+            "sweep_ratios": UNUSUAL_SWEEP,
+            "predict_pipelined": UNUSUAL_PREDICTION,
+        },
+    ),
+    Submission(
+        "d54-own-exports-stderr",
+        D,
+        "the reference schedule with the exports of its own real H200 run beside it (timed from them), and "
+        "progress bars and a warning on stderr, also inside graded cells: no cell is zeroed for its stderr",
+        full(D),
+        edits={"my_pipelined": PROGRESS_SCHEDULE, "sweep_ratios": PROGRESS_SWEEP},
+        run_files=real_exports,
+    ),
+    Submission(
+        "d54-detects-timing",
+        D,
+        "walks the stack and deals the pairs the other way round under a timing check; correct in every "
+        "recording, and each recording repeats itself, so it is simply correct",
+        full(D),
+        edits={"my_pipelined": DETECTS_TIMING},
+    ),
+    # day54: wrong schedules
+    Submission(
+        "d54-only-16-chunks",
+        D,
+        "range(16) hard-coded: wrong at 1, 7 and 256 chunks (correct 0); the hidden 4 MiB ratio has 256 chunks "
+        "(ratio 0); its 16-chunk practice is fine",
+        full(D, test_pipelined_correct=0, test_pipelined_ratio=0),
+        edits={"my_pipelined": ONLY_16_CHUNKS},
+    ),
+    Submission(
+        "d54-one-stream-borrows-model",
+        D,
+        "every operation on stream=0, the first worker stream (not the legacy one): correct, as slow as naive; "
+        "and predict_pipelined_ms calls day54.model.predict reached through importlib and getattr (withheld)",
+        full(D, test_pipelined_ratio=0, test_prediction=0),
+        edits={"my_pipelined": ONE_STREAM, "predict_pipelined": BORROW_MODEL},
+    ),
+    Submission(
+        "d54-legacy-stream-hangs",
+        D,
+        "every operation on the legacy default stream (correct, as slow as naive, bad practice); and "
+        "predict_pipelined_ms loops forever on two hidden cases: that cell times out, the others keep theirs",
+        full(D, test_pipelined_ratio=0, test_pipelined_practice=0, test_prediction=0),
+        edits={"my_pipelined": LEGACY_STREAM, "predict_pipelined": HANGS_PREDICTION},
+    ),
+    Submission(
+        "d54-device-sync",
+        D,
+        "a device synchronize after every chunk: correct, serialized, and bad practice",
+        full(D, test_pipelined_ratio=0, test_pipelined_practice=0),
+        edits={"my_pipelined": DEVICE_SYNC},
+    ),
+    Submission(
+        "d54-counter-schedule",
+        D,
+        "a call counter shifts the pairs (correct every time): two recordings differ, so no schedule cell counts",
+        full(D, **SCHEDULE_CELLS_ZERO),
+        edits={"my_pipelined": COUNTER_SCHEDULE},
+    ),
+    # day54: exports
+    Submission(
+        "d54-stale-exports",
+        D,
+        "the real exports of the reference schedule beside another, correct schedule (each stream copies the "
+        "next chunk in before the previous one out): refused as not a run of it (ratio 0; simulated it would "
+        "take 1.059x the reference pipeline at 64 MiB, over the 1.05 allowed, so 0 either way)",
+        full(D, test_pipelined_ratio=0),
+        edits={"my_pipelined": SOFTWARE_PIPELINED},
+        run_files=real_exports,
+    ),
+    Submission(
+        "d54-edited-exports",
+        D,
+        "the reference schedule's real exports with its timed GPU operations shortened by 30%: the summaries "
+        "contradict the trace, the exports are refused (NsysFormatError) and the ratio check fails on that",
+        full(D, test_pipelined_ratio=0),
+        run_files=faster_exports,
+    ),
+    # day54: the reference under another name
+    Submission(
+        "d54-alias-reference",
+        D,
+        "my_pipelined is day54.schedules.pipelined imported under my name: schedule cells 0",
+        full(D, **SCHEDULE_CELLS_ZERO),
+        edits={"my_pipelined": ALIAS_REFERENCE},
+    ),
+    Submission(
+        "d54-borrows-reference",
+        D,
+        "my own def calling the reference through importlib, getattr and functools.partial: withheld in the "
+        "sandbox, schedule cells 0",
+        full(D, **SCHEDULE_CELLS_ZERO),
+        edits={"my_pipelined": BORROW_REFERENCE},
+    ),
+    # day54: the kernel
+    Submission(
+        "d54-exits-in-sweep",
+        D,
+        "correct schedule, then os._exit(0) in the sweep cell: the cells before keep their 3+2+1",
+        full(D, test_sweep=0, test_prediction=0),
+        edits={"sweep_ratios": EXITS},
+    ),
+    # day54: cheats on the release's stubs; worth what the stubs are worth
+    Submission(
+        "d54-reads-solutions",
+        D,
+        "looks for solutions/ or source/ upward from cwd, $HOME, /work, the package and PYTHONPATH, and execs "
+        "the instructor's solution cells; the sandbox has none of them, so only its stubs run",
+        zero(D),
+        solved=False,
+        edits=READS_SOLUTIONS,
+    ),
+    Submission(
+        "d54-patches-harness",
+        D,
+        "day54.trace.record records the reference schedule whatever it is given (withheld in the sandbox); "
+        "gpu_available, the fake's problems and _fake_problems patched to say nothing",
+        zero(D),
+        solved=False,
+        edits={"my_pipelined": PATCHES_DAY54_HARNESS},
+    ),
+    Submission(
+        "d54-answers-monkeypatch",
+        D,
+        "replaces labcore.answers.answer (an empty trace or {} for every question) and collecting (always True)",
+        zero(D),
+        solved=False,
+        edits={"my_pipelined": ANSWERS_MONKEYPATCH},
+    ),
+    # zero_copy: honest
+    Submission("zc-reference", Z, "the reference solutions", full(Z)),
+    Submission("zc-untouched", Z, "the release as handed out: every stub raises", zero(Z), edits=None),
+    Submission(
+        "zc-unusual",
+        Z,
+        "correct but unusual: NumPy floats for r*, 1024-thread blocks and a lexsort order, a reversed payload "
+        "loop through an alias and the flag by atomicExch after the system fence",
+        full(Z),
+        edits={"break_even_reads": UNUSUAL_BREAK_EVEN, "gather_exercise": UNUSUAL_GATHER, "my_publish": ATOMIC_FLAG},
+    ),
+    Submission(
+        "zc-release-store",
+        Z,
+        "correct in another form: the flag by an inline-PTX st.release.sys store, no separate fence",
+        full(Z),
+        edits={"my_publish": RELEASE_STORE},
+    ),
+    # zero_copy: wrong
+    Submission(
+        "zc-flag-first-idle-block",
+        Z,
+        "stores the flag before the payload; and one block too many whenever 8 divides n_rows (50,000 does): "
+        "both gather cells 0",
+        full(Z, test_gather_correct=0, test_gather_bandwidth=0, test_publish=0),
+        edits={"gather_exercise": IDLE_BLOCK, "my_publish": FLAG_FIRST},
+    ),
+    Submission(
+        "zc-alias-flag-first",
+        Z,
+        "stores the flag through a pointer alias (box + MB_FLAG) before the payload",
+        full(Z, test_publish=0),
+        edits={"my_publish": ALIAS_FLAG_FIRST},
+    ),
+    Submission(
+        "zc-dead-fence-unsorted",
+        Z,
+        "the system fence under if (round < 0), a branch that never runs; and the rows right but the ids left "
+        "in request order (correct 3, bandwidth 0: unsorted ids are the slow path)",
+        full(Z, test_gather_bandwidth=0, test_publish=0),
+        edits={"gather_exercise": UNSORTED_GATHER, "my_publish": DEAD_FENCE},
+    ),
+    Submission(
+        "zc-gpu-fence",
+        Z,
+        "__threadfence() (GPU scope) between payload and flag: not ordered for the host",
+        full(Z, test_publish=0),
+        edits={"my_publish": GPU_FENCE},
+    ),
+    Submission(
+        "zc-exits-first",
+        Z,
+        "a cell of its own before the first one calls os._exit(3): the kernel is gone before any check",
+        zero(Z),
+        first_cell=EXIT_FIRST,
+    ),
+    # zero_copy: the reference under another name, or read from the lesson
+    Submission(
+        "zc-borrows-references",
+        Z,
+        "break_even_reads calls zero_copy.model.crossover_reads and order_ids zero_copy.gather.sorted_order, "
+        "both reached through importlib and getattr: withheld in the sandbox",
+        full(Z, test_break_even=0, test_gather_correct=0, test_gather_bandwidth=0),
+        edits={"break_even_reads": BORROW_CROSSOVER, "gather_exercise": BORROW_SORTED_ORDER},
+    ),
+    Submission(
+        "zc-publish-from-lesson",
+        Z,
+        "MY_PUBLISH cut from the lesson's zero_copy.cu (the REFERENCE region, or publish_and_wait's payload, "
+        "fence and flag lines): the sandbox's copy withholds them, so no flag is stored",
+        full(Z, test_publish=0),
+        edits={"my_publish": PUBLISH_FROM_LESSON},
+    ),
+    # zero_copy: cheats on the stubs (or wrong answers)
+    Submission(
+        "zc-patches-checks",
+        Z,
+        "assigns a do-nothing lambda to every zero_copy.checks.check_*",
+        zero(Z),
+        solved=False,
+        edits={"break_even_reads": PATCHES_ZERO_COPY_CHECKS},
+    ),
+    Submission(
+        "zc-patches-harness",
+        Z,
+        "wrong answers, with the judging helpers patched to agree: crossover_reads, the gather's launch, order, "
+        "simulation and descent checks, mailbox.publish_problem",
+        zero(Z),
+        solved=False,
+        edits=PATCHES_ZERO_COPY_HARNESS,
+    ),
+    Submission(
+        "zc-answers-env",
+        Z,
+        "sets LABCORE_ANSWERS=collect:<a file of its own> so that every check only collects, with wrong answers "
+        "(r* = 1, one block, ids as their own restore, an empty publish): wrong, or never reaching the grader",
+        zero(Z),
+        solved=False,
+        edits={
+            "break_even_reads": ANSWERS_ENV,
+            "gather_exercise": ANSWERS_ENV_GATHER,
+            "my_publish": ANSWERS_ENV_PUBLISH,
+        },
+    ),
+    Submission(
+        "zc-input-transformer",
+        Z,
+        "an IPython input transformer wraps every later cell in try/except BaseException: pass",
+        zero(Z),
+        solved=False,
+        edits={"break_even_reads": INPUT_TRANSFORMER},
+    ),
+    Submission(
+        "zc-custom-exc",
+        Z,
+        "sys.excepthook, get_ipython().set_custom_exc and a run_cell_async that clears the result's error: no "
+        "cell ever shows an error or replies one",
+        zero(Z),
+        solved=False,
+        edits={"break_even_reads": CUSTOM_EXC},
+    ),
+)
+
+BY_NAME = {s.name: s for s in CORPUS}
+assert len(BY_NAME) == len(CORPUS), "submission names are unique"

@@ -1,0 +1,140 @@
+"""The adversarial corpus (tests/corpus.py) graded end to end with real nbgrader, offline (no GPU).
+
+Every submission goes into ONE grading directory: `python -m grader` setup, collect, one autograde per assignment
+(--jobs 2, a short per-cell limit: one submission hangs on purpose), export. Then, per submission: every graded
+cell has exactly the points the corpus expects (read from the gradebook, the total cross-checked against the
+export), and every cell that scored 0 shows a reason that is a verdict on the student's work (a failed check, a
+stub, a timeout, the student's own dead kernel), never a crash of the grader (a TypeError inside a check, a
+notebook that could not be graded, a zero with no error at all).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import importlib
+import pkgutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from corpus import CORPUS, POINTS, Submission
+
+from grader.layout import COURSE_ID, KERNEL_DIED, NOT_RUN, TIMED_OUT, db_url
+from labcore.device import gpu_available
+from labcore.errors import UsageError
+
+from installed import grader
+
+pytestmark = pytest.mark.skipif(gpu_available(), reason="expected points are those of the offline checks")
+TIMEOUT_S = 20  # per cell: the honest cells take a few seconds offline; one submission loops forever
+JOBS = 2
+
+# Errors that are the grader's verdict on a cell rather than its crash, besides every AssertionError (a failed
+# check: labcore.answers' NoAnswer and AnswerRaised, day54.trace's NotAFixedSchedule, ...) and every UsageError
+# (a student's file the grader refuses, naming what is wrong with it: an NsysFormatError).
+VERDICTS = {"NameError", "NotImplementedError", "ReferenceWithheld", TIMED_OUT, KERNEL_DIED, NOT_RUN}
+COURSE = ("labcore", "day54", "zero_copy", "grader")  # the packages whose errors are the course's own
+DECLARING = ("labcore.answers", "labcore.nsys", "day54.trace", "day54.checks", "zero_copy.checks", "zero_copy.mailbox")
+
+
+def _subclasses(cls: type) -> set[type]:
+    found = set(cls.__subclasses__())
+    for sub in list(found):
+        found |= _subclasses(sub)
+    return found
+
+
+@functools.cache
+def accepted_reasons() -> set[str]:
+    """Names of the errors a zero may show: VERDICTS, and every AssertionError and UsageError the course declares."""
+    import grader as grader_package
+
+    names = [*DECLARING, *(f"grader.{m.name}" for m in pkgutil.iter_modules(grader_package.__path__))]
+    for name in names:
+        if not name.rsplit(".", 1)[-1].startswith("__"):
+            try:
+                importlib.import_module(name)
+            except ImportError:  # a module this checkout does not have declares nothing a cell can show
+                pass
+    declared = _subclasses(AssertionError) | _subclasses(UsageError)
+    return VERDICTS | {"AssertionError"} | {c.__name__ for c in declared if c.__module__.split(".")[0] in COURSE}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """(grading root, {(student, cell id): points or None}, {(student, assignment): raw score of the export})."""
+    base = tmp_path_factory.mktemp("corpus")
+    subs, root = base / "submissions", base / "grading"
+    for sub in CORPUS:
+        sub.write(subs / sub.name)
+    steps = [("setup", str(root)), ("collect", str(root), str(subs))]
+    steps += [
+        ("autograde", str(root), "--assignment", a, "--jobs", str(JOBS), "--timeout", str(TIMEOUT_S)) for a in POINTS
+    ]
+    steps.append(("export", str(root), "--to", str(base / "grades.csv")))
+    for step in steps:
+        done = grader(*step)
+        assert done.rc == 0, (step, done.out[-3000:], done.err[-3000:])
+    from nbgrader.api import Gradebook, MissingEntry  # seconds to import: after grading, which imports it anyway
+
+    points: dict[tuple[str, str], float | None] = {}
+    with Gradebook(db_url(root), COURSE_ID) as gb:
+        for sub in CORPUS:
+            for cell in POINTS[sub.assignment]:
+                try:
+                    points[(sub.name, cell)] = gb.find_grade(cell, sub.assignment, sub.assignment, sub.name).score
+                except MissingEntry:
+                    points[(sub.name, cell)] = None
+    with open(base / "grades.csv") as fh:
+        totals = {(r["student_id"], r["assignment"]): float(r["raw_score"]) for r in csv.DictReader(fh)}
+    return root, points, totals
+
+
+def _autograded(root: Path, sub: Submission) -> nbformat.NotebookNode:
+    return nbformat.read(root / "autograded" / sub.name / sub.assignment / f"{sub.assignment}.ipynb", as_version=4)
+
+
+def _errors(cell: nbformat.NotebookNode) -> list[tuple[str, str]]:
+    return [(o.ename, str(o.get("evalue", ""))[:300]) for o in cell.get("outputs", []) if o.output_type == "error"]
+
+
+@pytest.mark.parametrize("sub", CORPUS, ids=[s.name for s in CORPUS])
+def test_points(graded, sub):
+    """Every graded cell gets exactly the expected points; the exported total agrees."""
+    _, points, totals = graded
+    got = {cell: points[(sub.name, cell)] for cell in POINTS[sub.assignment]}
+    assert got == dict(sub.points), f"{sub.name} ({sub.tries}): got {got}, expected {dict(sub.points)}"
+    assert totals[(sub.name, sub.assignment)] == sub.total
+
+
+@pytest.mark.parametrize("sub", CORPUS, ids=[s.name for s in CORPUS])
+def test_every_zero_shows_a_verdict(graded, sub):
+    """Each graded cell that scored 0 shows an error, and no error it shows is a crash of the grader."""
+    root, points, _ = graded
+    accepted = accepted_reasons()
+    shown = {
+        cell.metadata["nbgrader"]["grade_id"]: _errors(cell)
+        for cell in _autograded(root, sub).cells
+        if cell.metadata.get("nbgrader", {}).get("grade_id") in POINTS[sub.assignment]
+    }
+    bad = {}
+    for cell, errors in shown.items():
+        if points[(sub.name, cell)]:
+            continue
+        names = {name for name, _ in errors}
+        if TIMED_OUT in names:  # the interrupt at the limit may show beside the timeout that names it
+            names.discard("KeyboardInterrupt")
+        if not errors or not names <= accepted:
+            bad[cell] = errors or "scored 0 with no error shown"
+    assert not bad, f"{sub.name}: zeros whose reason is a crash or missing: {bad}"
+
+
+def test_the_corpus_covers_both_assignments_and_every_cell_both_ways():
+    """At least 22 submissions; each graded cell is earned by some submission and lost by another."""
+    assert len(CORPUS) >= 22
+    for assignment, cells in POINTS.items():
+        subs = [s for s in CORPUS if s.assignment == assignment]
+        for cell, top in cells.items():
+            assert any(s.points[cell] == top for s in subs), (assignment, cell)
+            assert any(s.points[cell] == 0 for s in subs), (assignment, cell)
