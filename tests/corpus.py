@@ -63,9 +63,17 @@ class Submission:
     solved: bool = True  # start from the reference solutions (else from the release's stubs)
     first_cell: str | None = None  # a code cell of the student's put before the first cell
     run_files: Callable[[Path], None] | None = None  # writes the `<a>_run*` files beside the notebook
+    # cells whose points differ when the checker has a GPU (it measures instead of reading exports or the profile),
+    # as measured on the H200 (profiles/h200/grading-2026-12-01/)
+    live: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         assert set(self.points) == set(POINTS[self.assignment]), f"{self.name}: points for every graded cell"
+        assert set(self.live) <= set(self.points), f"{self.name}: live points only for graded cells"
+
+    def expected(self, *, gpu: bool) -> dict[str, float]:
+        """The points of every graded cell offline, or with a GPU."""
+        return {**self.points, **(self.live if gpu else {})}
 
     @property
     def total(self) -> float:
@@ -758,9 +766,11 @@ CORPUS: tuple[Submission, ...] = (
         "d54-edited-exports",
         D,
         "the reference schedule's real exports with its timed GPU operations shortened by 30%: the summaries "
-        "contradict the trace, the exports are refused (NsysFormatError) and the ratio check fails on that",
+        "contradict the trace, the exports are refused (NsysFormatError) and the ratio check fails on that; "
+        "with a GPU the checker measures the (correct) schedule itself and never reads exports: full marks",
         full(D, test_pipelined_ratio=0),
         run_files=faster_exports,
+        live={"test_pipelined_ratio": 2},
     ),
     # day54: the reference under another name
     Submission(
@@ -851,9 +861,11 @@ CORPUS: tuple[Submission, ...] = (
         "zc-dead-fence-unsorted",
         Z,
         "the system fence under if (round < 0), a branch that never runs; and the rows right but the ids left "
-        "in request order (correct 3, bandwidth 0: unsorted ids are the slow path)",
+        "in request order (correct 3, bandwidth 0: unsorted ids are the slow path in the recorded profile; live on "
+        "the H200 the unsorted 1 KiB rows still reach 0.85 of the copy, so with a GPU bandwidth scores 2)",
         full(Z, test_gather_bandwidth=0, test_publish=0),
         edits={"gather_exercise": UNSORTED_GATHER, "my_publish": DEAD_FENCE},
+        live={"test_gather_bandwidth": 2},
     ),
     Submission(
         "zc-gpu-fence",

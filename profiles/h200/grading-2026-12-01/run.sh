@@ -71,10 +71,11 @@ with Gradebook(db_url(root), COURSE_ID) as gb:
                 got[cell] = gb.find_grade(cell, assignment, assignment, name).score
             except MissingEntry:
                 got[cell] = None
-        same = got == dict(sub.points)
+        same = got == sub.expected(gpu=True)
         bad += not same
-        print(f"{'ok  ' if same else 'DIFF'} {name}: {sum(v or 0 for v in got.values()):g} / expected {sub.total:g}"
-              + f"  got {got}" + ("" if same else f" expected {dict(sub.points)}"))
+        want = sum(sub.expected(gpu=True).values())
+        print(f"{'ok  ' if same else 'DIFF'} {name}: {sum(v or 0 for v in got.values()):g} / expected {want:g}"
+              + f"  got {got}" + ("" if same else f" expected {sub.expected(gpu=True)}"))
 print(f"{len(graded) - bad} of {len(graded)} as expected")
 PY
   tail -1 "$out/compare_${assignment}_$half.txt"
