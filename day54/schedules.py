@@ -67,9 +67,11 @@ def duplex(ctx: Any) -> None:
 COMPONENTS: dict[str, Schedule] = {"h2d": h2d_only, "kernel": kernel_only, "d2h": d2h_only}
 
 
-# Pitfalls, shown rather than told. Each one is the pipelined schedule with one mistake.
+# Pitfalls, shown rather than told. Each one is the pipelined schedule with one mistake, so each is withheld
+# while grading like the reference itself (with as many streams as buffers, the last one *is* the reference).
 
 
+@reference
 def pitfall_legacy_launch(ctx: Any) -> None:
     """One launch on the legacy default stream, mid-loop: it drains and blocks every worker stream."""
     middle = ctx.n_chunks // 2
@@ -80,6 +82,7 @@ def pitfall_legacy_launch(ctx: Any) -> None:
         ctx.copy_out(k, pair)
 
 
+@reference
 def pitfall_sync_in_loop(ctx: Any) -> None:
     """A device-wide synchronize left in the loop: no chunk can overlap its neighbour."""
     for k in range(ctx.n_chunks):
@@ -90,6 +93,7 @@ def pitfall_sync_in_loop(ctx: Any) -> None:
         ctx.synchronize()
 
 
+@reference
 def pitfall_more_streams_than_buffers(ctx: Any) -> None:
     """Chunk k on stream k % n_streams but pair k % n_buffers: a pair's next tenant can race its last."""
     for k in range(ctx.n_chunks):

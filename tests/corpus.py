@@ -146,7 +146,8 @@ def faster_exports(folder: Path) -> None:
 STUB_SCHEDULE = """def my_pipelined(ctx):
     raise NotImplementedError()"""
 
-ALIAS_REFERENCE = "from day54.schedules import pipelined as my_pipelined"
+# With as many streams as buffers (as graded), this pitfall's calls are exactly the reference pipeline's
+ALIAS_REFERENCE = "from day54.schedules import pitfall_more_streams_than_buffers as my_pipelined"
 
 BORROW_REFERENCE = """import functools
 import importlib
@@ -776,7 +777,9 @@ CORPUS: tuple[Submission, ...] = (
     Submission(
         "d54-alias-reference",
         D,
-        "my_pipelined is day54.schedules.pipelined imported under my name: schedule cells 0",
+        "my_pipelined is a lesson schedule that, with as many streams as buffers, makes exactly the reference's "
+        "calls (day54.schedules.pitfall_more_streams_than_buffers), imported under my name: withheld, schedule "
+        "cells 0",
         full(D, **SCHEDULE_CELLS_ZERO),
         edits={"my_pipelined": ALIAS_REFERENCE},
     ),
