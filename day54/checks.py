@@ -190,11 +190,14 @@ def practice_problems(recorded: trace.Trace) -> list[str]:
 
 
 def check_good_practice(schedule: Callable[[Any], None], *, buffers: int = 2) -> None:
-    """No operation on the legacy default stream and no device-wide synchronize inside the loop."""
+    """No operation on the legacy default stream and no device-wide synchronize inside the loop, in a schedule that
+    works (an empty or wrong schedule keeps every practice trivially and earns nothing for it)."""
     assert_own_schedule(schedule)
     recorded = traced(schedule, 16, buffers)
     if answers.collecting():
         return
+    problem = _fake_problems(recorded)
+    assert problem is None, f"practices count only in a schedule that does the work, and this one does not: {problem}"
     found = practice_problems(recorded)
     assert not found, f"{len(found)} practice problem(s), each of which serializes the streams: {found[0]}" + (
         f" (and {len(found) - 1} more)" if len(found) > 1 else ""

@@ -164,6 +164,21 @@ def test_practice_is_read_from_the_trace():
     checks.check_schedule_correct(schedules.pitfall_sync_in_loop)
 
 
+def test_an_empty_or_wrong_schedule_earns_no_practice_point():
+    """Nothing enqueued breaks no practice, and earns nothing for it: practices count in a working schedule only."""
+    with pytest.raises(AssertionError, match=r"practices count only in a schedule that does the work.*never copied"):
+        checks.check_good_practice(lambda ctx: None)
+    with pytest.raises(AssertionError, match=r"practices count only .* h2d: stream 2 is outside 0\.\.1"):
+        checks.check_good_practice(_stream_race)
+
+
+def _stream_race(ctx):
+    for k in range(ctx.n_chunks):
+        ctx.copy_in(k, k % ctx.n_buffers, stream=k % 3)
+        ctx.launch(k, k % ctx.n_buffers, stream=k % 3)
+        ctx.copy_out(k, k % ctx.n_buffers, stream=k % 3)
+
+
 def test_ratio_is_judged_against_the_reference_of_the_same_run():
     """Under 0.70 of naive is not enough: more than 1.05x the reference pipeline (simulated here) fails."""
     timing = checks.measure_schedule(waits_every(4))
