@@ -43,8 +43,19 @@ SETUP_CELL = "setup"  # the grade id of the locked cell with the imports every t
 
 
 def is_test(cell: NotebookNode) -> bool:
-    """An autograded test cell (graded, not a solution)."""
-    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
+    """An autograded test cell as nbgrader restored it: graded, not a solution, locked, with its grade id.
+
+    A cell a student added with made-up metadata lost its grade id to nbgrader (unknown ids are dropped, a
+    duplicate id keeps one cell, whose source nbgrader restores), so no cell of the student's is one of these.
+    """
+    meta = cell.metadata.get("nbgrader", {})
+    return (
+        cell.cell_type == "code"
+        and is_grade(cell)
+        and not is_solution(cell)
+        and bool(meta.get("locked"))
+        and bool(meta.get("grade_id"))
+    )
 
 
 def grade_id(cell: NotebookNode) -> str:
@@ -84,7 +95,11 @@ def _held(lock: Path | None) -> Iterator[None]:
 
 def judge_notebook(nb: NotebookNode) -> NotebookNode:
     """The checker's notebook for one submission: setup, placeholders, the test cells (metadata kept)."""
-    setup = [c for c in nb.cells if c.cell_type == "code" and grade_id(c) == SETUP_CELL]
+    setup = [
+        c
+        for c in nb.cells
+        if c.cell_type == "code" and grade_id(c) == SETUP_CELL and c.metadata["nbgrader"].get("locked")
+    ][:1]
     tests = [c for c in nb.cells if is_test(c)]
     _, defined = _names("\n".join(c.source for c in setup))
     wanted: set[str] = set()

@@ -213,9 +213,12 @@ def _notebook() -> nbformat.NotebookNode:
         _cell("%matplotlib inline\nfrom day54 import checks\nMiB = 1 << 20", "setup", locked=True),
         _cell("record = notebook.measure()", "measure", locked=True),
         _cell("def my_pipelined(ctx):\n    pass", "my_pipelined", solution=True),
-        _cell("checks.check_schedule_correct(my_pipelined, buffers=2)", "t1", grade=True, points=3),
+        _cell("checks.check_schedule_correct(my_pipelined, buffers=2)", "t1", grade=True, points=3, locked=True),
         _cell(
-            "mine = checks.check_sweep_ratios(sweep_ratios, record)\nchecks.check_worst_window(mine)", "t2", grade=True
+            "mine = checks.check_sweep_ratios(sweep_ratios, record)\nchecks.check_worst_window(mine)",
+            "t2",
+            grade=True,
+            locked=True,
         ),
     ]
     return nb
@@ -234,6 +237,19 @@ def test_the_checker_runs_setup_placeholders_and_test_cells_only():
     ]
     assert [c.metadata["nbgrader"]["grade_id"] for c in judged.cells[2:]] == ["t1", "t2"]
     assert not any("notebook.measure" in s or "def my_pipelined" in s for s in sources)
+
+
+def test_cells_a_student_made_up_never_reach_the_checker():
+    """A cell posing as a test (grade, no id left by nbgrader, or not locked) or as setup (not locked) stays out."""
+    nb = _notebook()
+    nb.cells.insert(1, _cell("import os; os.system('cp answers.jsonl /tmp')", "setup"))  # not locked
+    fake = _cell("print('I run in the checker')", "t9", grade=True, locked=True)
+    del fake.metadata["nbgrader"]["grade_id"]  # nbgrader drops an id the gradebook does not know
+    nb.cells.append(fake)
+    nb.cells.append(_cell("print('me too')", "t8", grade=True))  # an id, but not locked
+    sources = "\n".join(c.source for c in judge_notebook(nb).cells)
+    assert "os.system" not in sources and "I run in the checker" not in sources and "me too" not in sources
+    assert sources.count("checks.check_") == 3  # the two real test cells
 
 
 def _verdict(*outputs: nbformat.NotebookNode) -> nbformat.NotebookNode:
