@@ -248,6 +248,12 @@ A notebook that records your run under Nsight Systems (`nsys` on the PATH, or `N
 files beside it: with them, a grader without a GPU reads your own timings. Rename nothing. The course does not
 use nbgrader's Assignment List (fetching and submitting through an exchange): submissions are these folders.
 
+How your notebook is graded: it runs top to bottom in a sandbox, without a GPU, where the test cells only collect
+your answers (your schedule's calls, your functions' results, your CUDA source); the grader's own checks then
+judge those answers, measuring on its GPU. The lesson's reference answers do not work in that sandbox, so an
+answer that calls them, under any name, fails there; write your own. Your test cells' output while you work is
+the same check, run by you on your machine.
+
 ## Without a GPU
 
 Everything runs without a GPU and without CuPy: each measurement replays the recorded profile of its lesson and
