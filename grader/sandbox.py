@@ -115,9 +115,10 @@ def command(
     site = _site_dirs(bound)
     jupyter = _visible(os.environ.get("JUPYTER_PATH", "").split(os.pathsep), bound + site)
     args = [bwrap(), "--die-with-parent", "--new-session", "--unshare-all", "--clearenv"]
+    # the fresh /tmp first: an environment or a --target folder under /tmp (a CI clone's venv) is bound over it
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
     for path in [*system, *map(str, environment)]:
         args += ["--ro-bind", path, path] if not Path(path).is_symlink() else ["--symlink", os.readlink(path), path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
     for path in site:
         args += ["--ro-bind", str(path), str(path)]
     for path in _installed_course_dirs(bound + site):  # after the binds they cover

@@ -14,6 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from grader import sandbox
 from grader.judge import judge_notebook, merge
 from grader.layout import KERNEL_DIED, NOT_GRADED, NOT_RUN
 from grader.outputs import error_output
@@ -190,6 +191,15 @@ def test_the_sandbox_files_answers_and_nothing_it_writes_leaves_it_but_its_out_f
     lines = [json.loads(line) for line in run.answers.read_text().splitlines()]
     assert [line["value"] for line in lines] == [{"dict": [[3, 6.0]]}]
     assert not (tmp_path / "x").exists()
+
+
+def test_an_environment_under_tmp_is_bound_over_the_fresh_tmp(monkeypatch, tmp_path):
+    """A CI clone's venv lives under /tmp: the sandbox's fresh /tmp must not hide it (bound after, not before)."""
+    venv = tmp_path / "clone" / ".venv"
+    venv.mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "_environment_dirs", lambda: [venv])
+    args = sandbox.command(["python"], library=tmp_path, work=tmp_path, out=tmp_path, env={})
+    assert args.index("--tmpfs") < args.index(str(venv))
 
 
 def test_a_notebook_that_kills_its_sandbox_comes_back_with_a_reason(library, tmp_path):
