@@ -26,9 +26,11 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import resource
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
@@ -42,6 +44,7 @@ INSIDE = Path("/sandbox")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/opt")
 COURSE_PACKAGES = ("labcore", "day54", "zero_copy", "course_profiles", "grader")
 MAX_OUT_BYTES = 512 << 20  # an executed notebook larger than this is not read
+MAX_FILE_BYTES = 1 << 30  # no file written in the sandbox grows past this
 
 
 def bwrap() -> str:
@@ -150,10 +153,30 @@ class SandboxRun:
     reason: str = ""
 
 
+def _limits(file_bytes: int) -> Callable[[], None]:
+    """What the sandbox's processes may not exceed: a file's size (writes past it fail), core dumps (none)."""
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    return apply
+
+
 def run_notebook(
-    nb: NotebookNode, *, run_files: list[Path], library: Path, scratch: Path, timeout_s: int, limit_s: float, seed: int
+    nb: NotebookNode,
+    *,
+    run_files: list[Path],
+    library: Path,
+    scratch: Path,
+    timeout_s: int,
+    limit_s: float,
+    seed: int,
+    file_bytes: int = MAX_FILE_BYTES,
 ) -> SandboxRun:
-    """Execute a student's notebook in the sandbox, collecting answers; never raises for what the notebook does."""
+    """Execute a student's notebook in the sandbox, collecting answers; never raises for what the notebook does.
+
+    No file the notebook writes may grow past file_bytes (the grading machine's disk is not the student's)."""
     work, out = scratch / "work", scratch / "out"
     work.mkdir(parents=True)
     out.mkdir(parents=True)
@@ -177,6 +200,7 @@ def run_notebook(
             stdout=stream,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_limits(file_bytes),
         )
         try:
             code = child.wait(limit_s)

@@ -202,6 +202,22 @@ def test_an_environment_under_tmp_is_bound_over_the_fresh_tmp(monkeypatch, tmp_p
     assert args.index("--tmpfs") < args.index(str(venv))
 
 
+def test_no_file_written_in_the_sandbox_grows_past_its_limit(library, tmp_path):
+    """The grading machine's disk is not the student's: a write past the per-file limit fails in the notebook."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "try:\n    open('big.bin', 'wb').write(bytes(3 << 20))\n"
+            "except OSError as exc:\n    print('refused', exc.errno)"
+        )
+    ]
+    run = run_notebook(
+        nb, run_files=[], library=library, scratch=tmp_path / "s", timeout_s=60, limit_s=240, seed=1, file_bytes=2 << 20
+    )
+    assert _printed(run) == ["refused 27"]  # EFBIG
+    assert (tmp_path / "s" / "work" / "big.bin").stat().st_size == 2 << 20
+
+
 def test_a_notebook_that_kills_its_sandbox_comes_back_with_a_reason(library, tmp_path):
     run = _run(library, tmp_path / "scratch", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
     assert run.executed is None and run.reason.startswith("the sandbox run failed")
