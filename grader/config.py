@@ -14,10 +14,10 @@ from typing import Any
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import Execute, GetGrades, SaveAutoGrades
+from nbgrader.preprocessors import DeduplicateIds, Execute, GetGrades, SaveAutoGrades
 
 from grader.layout import CELL_TIMEOUT_S, COURSE_ID, db_url
-from grader.preprocessors import ExecuteOrReplay, HideHiddenTests, StderrToStdout
+from grader.preprocessors import DropDuplicateIds, ExecuteOrReplay, HideHiddenTests, StderrToStdout
 
 
 def configure_grading(c: Any, *, root: str, repo: str) -> None:
@@ -31,6 +31,8 @@ def configure_grading(c: Any, *, root: str, repo: str) -> None:
     chain = [ExecuteOrReplay if pp is Execute else pp for pp in defaults]
     chain.insert(chain.index(SaveAutoGrades), StderrToStdout)  # before nbgrader scores stderr as a failure
     c.Autograde.autograde_preprocessors = chain
+    sanitize = Autograde.class_traits()["sanitize_preprocessors"].default()
+    c.Autograde.sanitize_preprocessors = [DropDuplicateIds if pp is DeduplicateIds else pp for pp in sanitize]
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
     _prepend_pythonpath(repo)
 

@@ -41,7 +41,7 @@ from typing import Any
 import nbformat
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, DeduplicateIds, Execute, NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Integer, Unicode
 
@@ -188,6 +188,23 @@ def mark_not_graded(nb: NotebookNode, reason: str) -> None:
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [error_output(NOT_GRADED, text)]
+
+
+class DropDuplicateIds(DeduplicateIds):
+    """nbgrader's DeduplicateIds, except that a duplicate loses its nbgrader metadata entirely.
+
+    Stock, it leaves `nbgrader: {}` behind, which nbgrader's metadata check then takes for an old schema and
+    answers by aborting the whole autograde (SchemaTooOldError): one student who copies a locked cell, grade id
+    and all, would stop every later submission being recorded. Without the key the cell is a plain cell.
+    """
+
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: dict[str, Any], index: int
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        if cell.metadata.get("nbgrader") == {}:
+            del cell.metadata["nbgrader"]
+        return cell, resources
 
 
 class StderrToStdout(NbGraderPreprocessor):

@@ -62,6 +62,8 @@ class Submission:
     edits: Mapping[str, str] | None = dataclasses.field(default_factory=dict)  # cell id -> source; None: untouched
     solved: bool = True  # start from the reference solutions (else from the release's stubs)
     first_cell: str | None = None  # a code cell of the student's put before the first cell
+    # code cells of the student's with nbgrader metadata of their own making, (metadata, source), put first
+    made_up: tuple[tuple[Mapping[str, object], str], ...] = ()
     run_files: Callable[[Path], None] | None = None  # writes the `<a>_run*` files beside the notebook
     # cells whose points differ when the checker has a GPU (it measures instead of reading exports or the profile),
     # as measured on the H200 (profiles/h200/grading-2026-12-01/)
@@ -96,6 +98,11 @@ class Submission:
                     if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
                 )
             cell.source = self.edits.get(cell["id"], cell.source)
+        for index, (meta, source) in enumerate(reversed(self.made_up)):
+            nbgrader = {"cell_type": "code", "schema_version": 3, "task": False, **meta}  # as a real cell's reads
+            cell = nbformat.v4.new_code_cell(source, metadata={"nbgrader": nbgrader})
+            cell["id"] = f"students-made-up-{index}"
+            release.cells.insert(0, cell)
         if self.first_cell is not None:
             first = nbformat.v4.new_code_cell(self.first_cell)
             first["id"] = "students-first-cell"
@@ -678,6 +685,13 @@ def order_ids(ids):
 # -- the corpus ---------------------------------------------------------------------------------------------------
 
 D, Z = "day54", "zero_copy"
+# If the checker ran this, the release's stubs would pass every day54 check
+PASS_EVERY_CHECK = """import day54.checks as _checks
+
+for _name in dir(_checks):
+    if _name.startswith("check_"):
+        setattr(_checks, _name, lambda *args, **kwargs: None)"""
+
 SCHEDULE_CELLS_ZERO = {"test_pipelined_correct": 0, "test_pipelined_ratio": 0, "test_pipelined_practice": 0}
 
 CORPUS: tuple[Submission, ...] = (
@@ -744,6 +758,23 @@ CORPUS: tuple[Submission, ...] = (
         "a device synchronize after every chunk: correct, serialized, and bad practice",
         full(D, test_pipelined_ratio=0, test_pipelined_practice=0),
         edits={"my_pipelined": DEVICE_SYNC},
+    ),
+    Submission(
+        "d54-empty-schedule",
+        D,
+        "a schedule that enqueues nothing: it breaks no practice, and earns no practice point for it",
+        full(D, **SCHEDULE_CELLS_ZERO),
+        edits={"my_pipelined": "def my_pipelined(ctx):\n    pass"},
+    ),
+    Submission(
+        "d54-made-up-cells",
+        D,
+        "the stubs, and a copy of the locked setup cell, metadata and all, that makes every check pass, hoping the "
+        "checker runs it: nbgrader keeps one cell per id and restores its source (and the duplicate no longer "
+        "aborts the class's autograde: grader.preprocessors.DropDuplicateIds)",
+        zero(D),
+        solved=False,
+        made_up=(({"grade_id": "setup", "locked": True, "grade": False, "solution": False}, PASS_EVERY_CHECK),),
     ),
     Submission(
         "d54-counter-schedule",
