@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import dataclasses
 import fcntl
 import shutil
 import subprocess
@@ -80,6 +81,16 @@ def _names(source: str) -> tuple[set[str], set[str]]:
     return read, bound
 
 
+@dataclasses.dataclass
+class Checked:
+    """What the checker gave back: its test cells by grade id, or the trouble; seconds waited for the GPU, run."""
+
+    cells: dict[str, NotebookNode]
+    trouble: str
+    waited_s: float
+    checker_s: float
+
+
 @contextlib.contextmanager
 def _held(lock: Path | None) -> Iterator[None]:
     if lock is None:
@@ -129,8 +140,8 @@ def judge(
     limit_s: float,
     seed: int,
     lock: Path | None = None,
-) -> tuple[dict[str, NotebookNode], str]:
-    """({test grade id: the checker's executed cell}, '' or why the checker did not finish).
+) -> Checked:
+    """The checker's executed test cells by grade id, or why it did not finish, and how long it waited and ran.
 
     With `lock`, the checker runs only while it holds that file's lock: on a GPU, checkers of submissions graded
     side by side take turns, so that none disturbs another's timings (their sandboxes need no GPU and overlap).
@@ -144,8 +155,9 @@ def judge(
     nbformat.write(judge_notebook(nb), scratch / "judge.ipynb")
     env = {**course_env(), ENV: f"judge:{copied}", SEED_ENV: str(seed), "MPLBACKEND": "Agg"}
     argv = [sys.executable, "-m", "grader.execute", "judge.ipynb", "judged.ipynb", f"--timeout={timeout_s}"]
+    asked = time.perf_counter()
     with open(scratch / "judge.log", "w") as log, _held(lock):
-        (scratch / "started").touch()  # the checker's own time starts here, after any wait for the GPU
+        began = time.perf_counter()  # the checker's own time starts here, after any wait for the GPU
         child = subprocess.Popen(
             argv, cwd=scratch, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -154,13 +166,18 @@ def judge(
         except subprocess.TimeoutExpired:
             kill_tree(child.pid)
             child.wait()
-            return {}, f"the checker ran past its {limit_s:.0f} s budget"
+            code = None
+        ended = time.perf_counter()
+    checked = Checked({}, "", round(began - asked, 2), round(ended - began, 2))
     done = scratch / "judged.ipynb"
-    if code != 0 or not done.is_file():
+    if code is None:
+        checked.trouble = f"the checker ran past its {limit_s:.0f} s budget"
+    elif code != 0 or not done.is_file():
         tail = (scratch / "judge.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-        return {}, f"the checker failed ({tail[0][:300]})"
-    judged = nbformat.read(done, as_version=4)
-    return {grade_id(c): c for c in judged.cells if is_test(c)}, ""
+        checked.trouble = f"the checker failed ({tail[0][:300]})"
+    else:
+        checked.cells = {grade_id(c): c for c in nbformat.read(done, as_version=4).cells if is_test(c)}
+    return checked
 
 
 # -- one submission, both processes --------------------------------------------------------------------------
@@ -200,8 +217,8 @@ def grade(
         limit_s=budget_s(nb, timeout_s),
         seed=seed,
     )
-    ran, ran_wall = time.perf_counter(), time.time()
-    judged, trouble = judge(
+    ran = time.perf_counter()
+    checked = judge(
         nb,
         answers=run.answers,
         run_files=run_files,
@@ -211,16 +228,13 @@ def grade(
         seed=seed,
         lock=checker_lock,
     )
-    checked = time.time()
-    merge(nb, run, judged, trouble)
+    merge(nb, run, checked.cells, checked.trouble)
     # wall seconds of each process, the checker's without its wait for its turn on the GPU: only the checker
     # uses a GPU (`python -m grader autograde` reports both)
-    mark = scratch / "judge" / "started"
-    began = mark.stat().st_mtime if mark.is_file() else checked
     nb.metadata[TIMES_KEY] = {
         "sandbox_s": round(ran - started, 2),
-        "checker_s": round(checked - began, 2),
-        "waited_s": round(max(0.0, began - ran_wall), 2),
+        "checker_s": checked.checker_s,
+        "waited_s": checked.waited_s,
     }
     return nb
 
