@@ -70,18 +70,32 @@ LIVE_WINDOW = 1 * MiB
 MAX_CALLS_PER_CHUNK = 16  # a trace with more calls than this per chunk is refused before anything replays it
 
 
-def traced(schedule: Callable[[Any], None], n_chunks: int, buffers: int, window: int = 64 * MiB) -> trace.Trace:
-    """The schedule's trace at one configuration: recorded here, or in the grading sandbox and read back."""
+def traced(
+    schedule: Callable[[Any], None],
+    n_chunks: int,
+    buffers: int,
+    window: int = 64 * MiB,
+    streams: int | None = None,
+) -> trace.Trace:
+    """The schedule's trace at one configuration: recorded here, or in the grading sandbox and read back.
+
+    `streams` None means one stream per buffer pair (the lesson's contexts); the challenge picks its own.
+    """
     question = f"your schedule's calls at {n_chunks} chunks x {buffers} buffers, {format_window(window)} windows"
+    inputs: tuple[Any, ...] = ("day54 trace", n_chunks, buffers, window)
+    if streams is not None:
+        question += f", {streams} streams"
+        inputs += (streams,)
     text = answers.answer(
         question,
-        ("day54 trace", n_chunks, buffers, window),
-        lambda: trace.record(schedule, n_chunks, buffers, window_bytes=window).to_json(),
+        inputs,
+        lambda: trace.record(schedule, n_chunks, buffers, n_streams=streams, window_bytes=window).to_json(),
     )
     assert isinstance(text, str), f"{question}: the answer is not a trace"
     found = trace.Trace.from_json(text)
-    shape = (found.n_chunks, found.n_buffers, found.window_bytes)
-    assert shape == (n_chunks, buffers, window), f"{question}: the trace is of another configuration {shape}"
+    shape = (found.n_chunks, found.n_buffers, found.n_streams, found.window_bytes)
+    want = (n_chunks, buffers, streams or buffers, window)
+    assert shape == want, f"{question}: the trace is of another configuration {shape}"
     limit = MAX_CALLS_PER_CHUNK * n_chunks + 64
     assert len(found.events) <= limit, (
         f"{question}: {len(found.events)} calls, more than {limit}; a schedule makes a few per chunk"
@@ -95,7 +109,7 @@ def format_window(window: int) -> str:
 
 def _on_fake(recorded: trace.Trace) -> RecordingContext:
     """A recorded trace replayed on the recording fake (AssertionError naming a bad call)."""
-    fake = RecordingContext(recorded.n_chunks, recorded.n_buffers)
+    fake = RecordingContext(recorded.n_chunks, recorded.n_buffers, n_streams=recorded.n_streams)
     try:
         recorded.replay(fake)
     except IndexError as exc:  # a chunk, pair or stream outside the context's range
@@ -165,6 +179,8 @@ def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2, n
     recorded = traced(schedule, n_chunks, buffers)
     if answers.collecting():
         return
+    problem = _fake_problems(recorded)
+    assert problem is None, problem
     ctx = _on_fake(recorded)
     last_out: dict[int, Any] = {}
     for rec in ctx.ops:
@@ -270,7 +286,7 @@ def _live_timing(recorded: trace.Trace, rounds: int) -> Timing:
 def _recorded_sequences(recorded: trace.Trace) -> list:
     """What a trace enqueues on each stream, (kind, bytes) in order; streams in order of first use."""
     window = recorded.window_bytes
-    ctx = RecordingContext(recorded.n_chunks, recorded.n_buffers, window_bytes=window)
+    ctx = RecordingContext(recorded.n_chunks, recorded.n_buffers, n_streams=recorded.n_streams, window_bytes=window)
     recorded.replay(ctx)
     by_stream: dict[int, list[tuple[str, int]]] = {}
     for rec in ctx.ops:
@@ -381,6 +397,175 @@ def check_pipelined_ratio(
         f"pipelined/naive = {timing.ratio:.3f} <= {threshold:.2f}, {timing.over_reference:.3f}x the reference "
         f"pipeline <= {REFERENCE_FACTOR:.2f}x {where}"
     )
+
+
+# -- the challenge: the fastest correct schedule, against the link floor ---------------------------------
+
+CHALLENGE_FACTOR = 1.05  # the challenge is met at most this far above the link floor measured in the same run
+CHALLENGE_MAX_BUFFERS = 8
+CHALLENGE_MAX_STREAMS = 16
+CHALLENGE_ROUNDS = 5
+LINK_WINDOW = 64 * MiB  # the duplex probe always runs as in the lesson: 64 MiB copies, one stream per direction
+
+
+@dataclasses.dataclass(frozen=True)
+class ChallengeSettings:
+    """The challenge's free choices: window (bytes), buffer pairs and streams."""
+
+    window: int
+    buffers: int
+    streams: int
+
+    @property
+    def n_chunks(self) -> int:
+        return TIMED_TOTAL_BYTES // self.window
+
+    def describe(self) -> str:
+        return f"{format_window(self.window)} windows ({self.n_chunks} chunks), {self.buffers} buffers, {self.streams} streams"
+
+
+def challenge_settings(settings: Any) -> ChallengeSettings:
+    """Read {'window': bytes, 'buffers': n, 'streams': n (optional, default buffers)}, saying what is wrong."""
+    expected = "a dict like {'window': 32 * MiB, 'buffers': 4, 'streams': 4}"
+    assert isinstance(settings, dict), f"the challenge settings should be {expected}, not {type(settings).__name__}"
+    unknown = sorted(str(k) for k in settings if k not in ("window", "buffers", "streams"))
+    assert not unknown, f"the challenge settings have unknown keys {unknown}; expected {expected}"
+    values = {}
+    for name, default in (("window", None), ("buffers", None), ("streams", settings.get("buffers"))):
+        value = settings.get(name, default)
+        assert isinstance(value, int) and not isinstance(value, bool), (
+            f"challenge setting {name!r} is {value!r}; expected a whole number ({expected})"
+        )
+        values[name] = value
+    window, buffers, streams = values["window"], values["buffers"], values["streams"]
+    sizes = [1 << s for s in range(20, 29)]
+    assert window in sizes, (
+        f"challenge window {window} bytes: choose a power of two from 1 MiB to 256 MiB, so that it divides the "
+        f"1 GiB array (e.g. 32 * MiB)"
+    )
+    assert 1 <= buffers <= CHALLENGE_MAX_BUFFERS, f"challenge buffers {buffers}: choose 1..{CHALLENGE_MAX_BUFFERS}"
+    assert buffers <= streams <= CHALLENGE_MAX_STREAMS, (
+        f"challenge streams {streams}: choose {buffers}..{CHALLENGE_MAX_STREAMS} (at least one per buffer pair, "
+        f"since an operation without stream= goes to its pair's stream)"
+    )
+    return ChallengeSettings(window, buffers, streams)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChallengeTiming:
+    mine_ms: float
+    link_floor_ms: float
+    over_floor: float
+    how: str
+
+
+def _challenge_live(recorded: trace.Trace, rounds: int) -> ChallengeTiming:
+    """Yours and the duplex probe alternating, round by round on one GPU; every timed output of yours verified.
+
+    The link's duplex rate drifts by several percent over seconds, so each round's ratio compares two
+    measurements taken back to back, and the verdict is the median of the rounds' ratios.
+    """
+    host = HostArrays(TIMED_TOTAL_BYTES)
+    host.fill_random(secrets.randbelow(2**31))
+    base = CupyContext(host, LINK_WINDOW, 2, 512)
+    host.poison()
+    schedules.naive(base.with_buffers(1))
+    base.synchronize()
+    expected = host.h_out.copy()
+    mine_ctx = CupyContext(host, recorded.window_bytes, recorded.n_buffers, 512, n_streams=recorded.n_streams)
+
+    def verify() -> None:
+        check = check_bit_exact("your challenge schedule, timed", host.h_out, expected, mine_ctx.chunk_elems)
+        assert check.ok, f"the output of a timed run of your schedule is wrong: {check.detail}"
+
+    timed = dict(params={}, domain="grader", repeats=3)
+    ratios, mine_all, floor_all = [], [], []
+    for _ in range(rounds):
+        floor = time_pass(lambda: schedules.duplex(base), key="grader duplex", name="duplex", **timed).median_ms
+        mine = time_pass(
+            lambda: recorded.replay(mine_ctx), key="grader challenge", name="challenge", before=host.poison,
+            after=verify, **timed,
+        ).median_ms
+        ratios.append(mine / floor)
+        mine_all.append(mine)
+        floor_all.append(floor)
+    return ChallengeTiming(
+        statistics.median(mine_all),
+        statistics.median(floor_all),
+        statistics.median(ratios),
+        f"live, median of {rounds} rounds of (yours / link floor) timed back to back, every timed output verified",
+    )
+
+
+def _challenge_rates(record: Record, window: int) -> Rates:
+    """Per-chunk stage times at any window from a record: per-byte rates plus a fixed cost per operation.
+
+    The record's smallest and largest windows give both: a pass of N chunks costs N x (bytes/rate + fixed).
+    """
+    windows = report.windows(record)
+    small, large = min(windows), max(windows)
+    total = TIMED_TOTAL_BYTES
+    per_chunk = []
+    for name in ("h2d", "kernel", "d2h"):
+        t_small, t_large = (report.measured(record, name, w, 1) for w in (small, large))
+        n_small, n_large = total // small, total // large
+        fixed = max(0.0, (t_small - t_large) / (n_small - n_large)) if n_small != n_large else 0.0
+        streaming = t_large - n_large * fixed
+        per_chunk.append(streaming * window / total + fixed)
+    link = report.link_floor_ms(record)
+    main = report.stages(record, report.main_window(record, None))
+    stretch = 1.0 if link is None else max(1.0, link / max(main.h2d_ms, main.d2h_ms))
+    return Rates(*per_chunk, duplex_stretch=stretch)
+
+
+def _challenge_simulated(recorded: trace.Trace, record: Record) -> ChallengeTiming:
+    link = report.link_floor_ms(record)
+    assert link is not None, f"the record from {record.source} has no duplex probe, so no link floor"
+    rates = _challenge_rates(record, recorded.window_bytes)
+    mine = simulated_ms(recorded.replay, recorded.n_chunks, recorded.n_buffers, rates, n_streams=recorded.n_streams)
+    return ChallengeTiming(
+        mine,
+        link,
+        mine / link,
+        f"offline, simulated on the recorded {record.device.name} stage times with a fixed cost per operation "
+        f"(yours {mine:.2f} ms simulated, link floor {link:.2f} ms recorded)",
+    )
+
+
+def check_challenge(schedule: Callable[[Any], None], settings: Any) -> float:
+    """Optional: your fastest correct schedule's time over the link floor measured in the same run.
+
+    Met at CHALLENGE_FACTOR or less. Correct first: the schedule is judged by the ordering rules at the timed
+    configuration and at 1, 7 and 16 chunks with the same buffers and streams, and live every timed output is
+    verified. Returns the ratio.
+    """
+    assert_own_schedule(schedule)
+    chosen = answers.answer("your challenge settings", ("day54 challenge settings",), lambda: settings)
+    if answers.collecting():
+        try:
+            picked = challenge_settings(chosen)
+        except AssertionError:
+            return float("nan")
+    else:
+        picked = challenge_settings(chosen)
+    timed = traced(schedule, picked.n_chunks, picked.buffers, picked.window, picked.streams)
+    others = [traced(schedule, n, picked.buffers, picked.window, picked.streams) for n in (1, 7, 16)]
+    if answers.collecting():
+        return float("nan")
+    for one in [timed, *others]:
+        problem = _fake_problems(one)
+        assert problem is None, f"the challenge counts only a correct schedule, and this one is not: {problem}"
+    found = _challenge_live(timed, CHALLENGE_ROUNDS) if gpu_available() else _challenge_simulated(timed, load_profile())
+    where = f"{picked.describe()} ({found.how})"
+    assert found.over_floor <= CHALLENGE_FACTOR, (
+        f"your schedule takes {found.mine_ms:.2f} ms, {found.over_floor:.3f}x the link floor ({found.link_floor_ms:.2f} "
+        f"ms) at {where}; the challenge asks for at most {CHALLENGE_FACTOR:.2f}x"
+    )
+    say(
+        f"challenge met: {found.mine_ms:.2f} ms, {found.over_floor:.3f}x the link floor ({found.link_floor_ms:.2f} ms) "
+        f"<= {CHALLENGE_FACTOR:.2f}x at {where}"
+    )
+    return found.over_floor
 
 
 # -- analysis functions the student writes --------------------------------------------------------------

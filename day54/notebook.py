@@ -5,20 +5,23 @@ from __future__ import annotations
 import inspect
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from day54 import LESSON, report
-from day54.config import Config
+from day54.config import Config, PassKey
 from day54.live import run_live
 from day54.recording import RecordingContext
 from day54.replay import describe, load_profile
 from labcore.device import gpu_available
 from labcore.mode import FROM_PROFILE, Mode, live_line
+from labcore.predictions import LEDGER, Quantity
 from labcore.record import Record
-from labcore.sizes import parse_size, parse_sizes
+from labcore.sizes import format_size, parse_size, parse_sizes
 
 
 def measure(
@@ -52,29 +55,132 @@ def measure(
     return run_live(cfg)
 
 
-def show(record: Record, window: str | None = None) -> None:
-    """Print the same report `python -m day54` prints."""
-    print(report.render(record, parse_size(window) if window else None))
+PARTS = ("checks", "stages", "sweep", "model", "pitfalls", "verdicts")
 
 
-def compare(predictions: dict[str, float | str], record: Record, window: str = "64MiB") -> None:
-    """Print each prediction beside the measured number (the keys of PREDICTION_KEYS)."""
+def show(record: Record, part: str = "all", window: str | None = None) -> None:
+    """Print what `python -m day54` prints, or one part of it: one of PARTS (the lesson shows them in turn)."""
+    w = report.main_window(record, parse_size(window) if window else None)
+    if part == "all":
+        print(report.render(record, w))
+        return
+    if part not in PARTS:
+        raise ValueError(f"no report part called {part!r}; choose from {', '.join(PARTS)}")
+    if part == "checks":
+        print(report.checks_text(record))
+    elif part == "stages":
+        print(report.table(record, w).split("\n\nmodel, ")[0])
+    elif part == "model":
+        print("\n".join(line for line in report.table(record, w).splitlines() if line.startswith("model, ")))
+    elif part == "sweep":
+        print(report.sweep_table(record))
+    elif part == "pitfalls":
+        print(report.pitfalls_table(record) or "this record has no pitfall runs (measured with pitfalls=False)")
+    else:
+        print("\n".join(v.line() for v in report.predictions(record, w)))
+
+
+def _pitfall_over_pipelined(name: str) -> Quantity:
+    def read(record: Record) -> float | None:
+        w = report.main_window(record)
+        key = PassKey(f"pitfall {name}", w, 2)
+        if not record.has_pass(key):
+            return None
+        return record.pass_times(key).median_ms / report.measured(record, "pipelined", w, 2)
+
+    return Quantity(f"pitfall {name} / correct pipeline", read)
+
+
+def _enqueue_fraction(record: Record) -> float | None:
+    enqueue = record.extra.get("enqueue_ms")
+    if not enqueue:
+        return None
+    w = report.main_window(record)
+    return statistics.median(enqueue) / report.measured(record, "pipelined", w, 2)
+
+
+def _slowest(stages: Any) -> str:
+    """The slowest stage's name, or "h2d≈d2h" when stages within 2% of it tie (either answer is right)."""
+    times = {"h2d": stages.h2d_ms, "kernel": stages.kernel_ms, "d2h": stages.d2h_ms}
+    top = max(times.values())
+    return "≈".join(name for name, t in times.items() if t >= top * 0.98)
+
+
+def _at_main(read):
+    return lambda record: read(record, report.main_window(record))
+
+
+QUANTITIES: dict[str, Quantity] = {
+    "naive_ms": Quantity("naive pass, ms", _at_main(lambda r, w: report.measured(r, "naive", w, 1))),
+    "slowest_stage": Quantity("slowest stage alone", _at_main(lambda r, w: _slowest(report.stages(r, w)))),
+    "pipelined_ms": Quantity("pipelined, 2 buffers, ms", _at_main(lambda r, w: report.measured(r, "pipelined", w, 2))),
+    "speedup": Quantity(
+        "naive / pipelined (2 buffers)",
+        _at_main(lambda r, w: report.measured(r, "naive", w, 1) / report.measured(r, "pipelined", w, 2)),
+    ),
+    "link_floor_ms": Quantity("duplex link probe, ms", lambda r: report.link_floor_ms(r)),
+    "two_buffers_over_max": Quantity(
+        "2 buffers / slowest stage",
+        _at_main(lambda r, w: report.measured(r, "pipelined", w, 2) / report.stages(r, w).max_ms),
+    ),
+    "three_buffers_over_link": Quantity(
+        "3 buffers / link floor",
+        _at_main(
+            lambda r, w: report.measured(r, "pipelined", w, 3) / report.link_floor_ms(r)
+            if 3 in report.buffers(r) and report.link_floor_ms(r)
+            else None
+        ),
+    ),
+    "worst_window": Quantity(
+        "window with the worst ratio (2 buffers)",
+        lambda r: format_size(max(report.windows(r), key=lambda w: report.ratio(r, w, 2))),
+    ),
+    "ratio_smallest_window": Quantity(
+        "pipelined/naive, smallest window", lambda r: report.ratio(r, min(report.windows(r)), 2)
+    ),
+    "ratio_largest_window": Quantity(
+        "pipelined/naive, largest window", lambda r: report.ratio(r, max(report.windows(r)), 2)
+    ),
+    "legacy_launch_x": _pitfall_over_pipelined("legacy-launch"),
+    "sync_in_loop_x": _pitfall_over_pipelined("sync-in-loop"),
+    "more_streams_x": _pitfall_over_pipelined("more-streams-than-buffers"),
+    "pageable_x": _pitfall_over_pipelined("pageable"),
+    "enqueue_fraction": Quantity("host clock without sync / true time", _enqueue_fraction),
+}
+PREDICTION_KEYS = tuple(QUANTITIES)
+
+
+def compare(predictions: dict[str, float | str | None], record: Record) -> None:
+    """Each prediction beside the run's number and measured/yours; remembered for closing_table()."""
+    print(LEDGER.compare(predictions, QUANTITIES, record))
+
+
+def closing_table() -> None:
+    """Every prediction compared in this session (this notebook's kernel), in one table."""
+    print(LEDGER.closing())
+
+
+def written(fn: Any, *args: Any) -> bool:
+    """False, with a line saying so, while an exercise still raises NotImplementedError (its stub)."""
+    try:
+        fn(*args)
+    except NotImplementedError:
+        print(f"{getattr(fn, '__name__', 'the exercise')} is not written yet: write it above, then run this cell again")
+        return False
+    return True
+
+
+def your_model_vs_measured(predict_ms: Any, record: Record, window: str = "64MiB") -> None:
+    """Your cost model on this run's stage times beside the measured pipelines, depth by depth."""
     w = parse_size(window)
     st = report.stages(record, w)
-    measured: dict[str, float | str] = {
-        "naive_ms": report.measured(record, "naive", w, 1),
-        "pipelined_ms": report.measured(record, "pipelined", w, 2),
-        "speedup": report.measured(record, "naive", w, 1) / report.measured(record, "pipelined", w, 2),
-        "slowest_stage": st.slowest,
-    }
-    print(f"{'prediction':<16}{'yours':>12}{'measured':>12}")
-    for key, value in measured.items():
-        guess = predictions.get(key)
-        shown = ["-" if v is None else f"{v:.2f}" if isinstance(v, (int, float)) else str(v) for v in (guess, value)]
-        print(f"{key:<16}{shown[0]:>12}{shown[1]:>12}")
-
-
-PREDICTION_KEYS = ("naive_ms", "pipelined_ms", "speedup", "slowest_stage")
+    link = report.link_floor_ms(record)
+    if not written(predict_ms, st.h2d_ms, st.kernel_ms, st.d2h_ms, st.n_chunks, 2, link):
+        return
+    for depth in report.buffers(record):
+        mine = predict_ms(st.h2d_ms, st.kernel_ms, st.d2h_ms, st.n_chunks, depth, link)
+        got = report.measured(record, "pipelined", w, depth)
+        print(f"{depth} buffers: you predict {mine:.2f} ms, measured {got:.2f} ms (measured/yours {got / mine:.2f})")
 
 
 RUN_REPORTS = "nvtx_sum,nvtx_pushpop_trace,cuda_gpu_mem_time_sum,cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_trace"
@@ -86,7 +192,8 @@ def record_my_run(schedule, directory: str | Path = ".") -> list[Path]:
     Graders without a GPU read those exports. Without nsys only day54_run.json is written; without a GPU
     nothing is (the grader then simulates your schedule and says so).
     """
-    schedule(RecordingContext(16, 2))  # an unwritten exercise stops here, before any subprocess
+    if not written(schedule, RecordingContext(16, 2)):  # an unwritten exercise stops here, before any subprocess
+        return []
     if not gpu_available():
         print("no GPU here: nothing to record; graders will simulate your schedule on the recorded stage times")
         return []

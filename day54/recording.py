@@ -84,11 +84,21 @@ class RecordingContext:
 
     def _check_args(self, op: str, k: int, pair: int, stream: int | None) -> None:
         if not 0 <= k < self.n_chunks:
-            raise IndexError(f"{op}: chunk {k} is outside 0..{self.n_chunks - 1}")
+            raise IndexError(f"{op}: chunk {k} does not exist; the chunks are 0..{self.n_chunks - 1} (ctx.n_chunks)")
         if not 0 <= pair < self.n_buffers:
-            raise IndexError(f"{op}: buffer pair {pair} is outside 0..{self.n_buffers - 1}")
+            raise IndexError(
+                f"{op} of chunk {k}: buffer pair {pair} does not exist; the pairs are 0..{self.n_buffers - 1} "
+                f"(ctx.n_buffers)"
+            )
         if stream is not None and stream != LEGACY and not 0 <= stream < self.n_streams:
-            raise IndexError(f"{op}: stream {stream} is outside 0..{self.n_streams - 1}")
+            raise IndexError(
+                f"{op} of chunk {k}: stream {stream} does not exist; this context has streams 0..{self.n_streams - 1} "
+                f"(ctx.n_streams), and an operation given no stream= goes to its pair's own stream"
+            )
+        if stream is None and pair >= self.n_streams:
+            raise IndexError(
+                f"{op} of chunk {k}: pair {pair} has no stream of its own with {self.n_streams} streams; pass stream="
+            )
 
     def ordered(self, first: Recorded, second: Recorded) -> bool:
         """True when CUDA guarantees `first` finishes before `second` starts."""

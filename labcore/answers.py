@@ -190,10 +190,17 @@ def answer(question: str, inputs: Any, compute: Callable[[], Any]) -> Any:
         text = f"{type(exc).__name__}: {exc}"
         if role == "collect":
             _file(path, {"key": key, "raised": text})
-        raise AnswerRaised(f"{question}: your code raised {text}") from None
+        raise AnswerRaised(f"{question}: {_raised(text)}") from None
     if role == "collect":
         _file(path, line)
     return value
+
+
+def _raised(text: str) -> str:
+    """What a failure of the student's code says: a stub's NotImplementedError means not written yet."""
+    if text.startswith("NotImplementedError"):
+        return "not answered yet (your code still raises the stub's NotImplementedError: write the exercise)"
+    return f"your code raised {text}"
 
 
 def call(name: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -241,7 +248,7 @@ def _read_back(path: Path | None, key: str, question: str) -> Any:
             f"or your code stopped the answer being recorded)"
         )
     if "raised" in line:
-        raise AnswerRaised(f"{question}: your code raised {str(line['raised'])[:500]}")
+        raise AnswerRaised(f"{question}: {_raised(str(line['raised'])[:500])}")
     try:
         return decode(line["value"])
     except (TypeError, ValueError) as exc:

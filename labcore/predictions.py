@@ -35,8 +35,9 @@ class Row:
         """measured/yours for numbers, "same"/"differs" for words, "-" when either is missing."""
         if self.yours is None or self.measured is None:
             return "-"
-        if isinstance(self.yours, str) or isinstance(self.measured, str):
-            return "same" if str(self.yours).strip().lower() == str(self.measured).strip().lower() else "differs"
+        if isinstance(self.yours, str) or isinstance(self.measured, str):  # a word; "a≈b" accepts either
+            accepted = {word.strip().lower() for word in str(self.measured).split("≈")}
+            return "same" if str(self.yours).strip().lower() in accepted else "differs"
         if self.yours == 0:
             return "-"
         return f"{self.measured / self.yours:.2f}"

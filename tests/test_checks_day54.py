@@ -141,7 +141,7 @@ def skips_the_last_of_many(ctx):
 @pytest.mark.parametrize(
     ("schedule", "message"),
     [
-        (rotating(lambda ctx: 16), r"1 chunks, 2 buffers: h2d: chunk 1 is outside 0\.\.0"),
+        (rotating(lambda ctx: 16), r"1 chunks, 2 buffers: h2d: chunk 1 does not exist; the chunks are 0\.\.0"),
         (skips_the_last_of_many, r"256 chunks, 2 buffers: 1 problem\(s\); first bad chunk 255: chunk 255 is never"),
     ],
 )
@@ -168,7 +168,7 @@ def test_an_empty_or_wrong_schedule_earns_no_practice_point():
     """Nothing enqueued breaks no practice, and earns nothing for it: practices count in a working schedule only."""
     with pytest.raises(AssertionError, match=r"practices count only in a schedule that does the work.*never copied"):
         checks.check_good_practice(lambda ctx: None)
-    with pytest.raises(AssertionError, match=r"practices count only .* h2d: stream 2 is outside 0\.\.1"):
+    with pytest.raises(AssertionError, match=r"practices count only .* h2d of chunk 2: stream 2 does not exist; this context has streams 0\.\.1"):
         checks.check_good_practice(_stream_race)
 
 
