@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from day54 import LESSON, report
 from day54.config import Config
 from day54.live import run_live
-from day54.plots import write_all
+from day54.plots import traced_window, write_all
 from day54.replay import describe, load_profile
 from labcore.errors import UsageError, run_cli
 from labcore.mode import FROM_PROFILE, Mode, live_line
+from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
 
 
@@ -21,7 +22,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m day54", description=__doc__)
     parser.add_argument("--window", default=None, help="chunk size of the main table (default 64MiB)")
     parser.add_argument("--windows", default="4MiB,64MiB,256MiB", help="windows of the sweep")
@@ -32,14 +33,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
     parser.add_argument("--no-pitfalls", action="store_true", help="skip the pitfall demonstrations")
     parser.add_argument("--json", metavar="PATH", help="also write the results record here")
-    parser.add_argument("--plot", metavar="DIR", help="also write the timeline, sweep and stage plots here")
+    parser.add_argument("--plot", metavar="DIR", help="also write the timeline, sweep, stage and pitfall plots here")
     parser.add_argument("--from-profile", metavar="DIR", help="replay this recorded profile instead of the GPU")
-    return parser.parse_args(argv)
+    return parser
 
 
-# Options that shape a live run; a replay shows what was recorded, so it says when one of them was given.
-REPLAY_IGNORES = ("windows", "buffers", "fmas", "total", "repeats", "seed", "no_pitfalls")
-DEFAULTS = vars(parse_args([]))
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def given_options(argv: Sequence[str] | None) -> set[str]:
+    """The options typed on the command line (argparse leaves a value it was handed in place of a default)."""
+    unset = object()
+    parser = build_parser()
+    names = list(vars(parser.parse_args([])))
+    parsed = parser.parse_args(argv, argparse.Namespace(**dict.fromkeys(names, unset)))
+    return {name for name in names if getattr(parsed, name) is not unset}
 
 
 def config_from(args: argparse.Namespace) -> Config:
@@ -63,6 +72,50 @@ def config_from(args: argparse.Namespace) -> Config:
     return cfg
 
 
+def _listed(values: Sequence[int], fmt: Callable[[int], str] = str) -> str:
+    return ",".join(fmt(v) for v in values)
+
+
+def _note(option: str, asked: str, have: str | None, missing: str | None) -> str:
+    """'replay: --buffers 4 not in the recording (it has 2,3); showing 2,3', and its variants."""
+    if have is None:
+        return f"replay: --{option} {asked}: the recording does not say; showing it as recorded"
+    if missing is None:  # the recording has what was asked, and more
+        return f"replay: --{option} {asked}: the recording has {have}; showing {have}"
+    lead = f"replay: --{option} {asked}" + ("" if missing == asked else f": {missing}")
+    return f"{lead} not in the recording (it has {have}); showing {have}"
+
+
+def replay_notes(argv: Sequence[str] | None, cfg: Config, record: Record) -> list[str]:
+    """One line per option given that a replay cannot honour: what was asked, what the recording has, what is shown."""
+    given = given_options(argv)
+    notes = []
+    for option, asked, have, fmt in (
+        ("buffers", cfg.buffers, report.buffers(record), str),
+        ("windows", cfg.windows, report.windows(record), format_size),
+    ):
+        if option in given and sorted(set(asked)) != have:
+            missing = [v for v in asked if v not in have]
+            notes.append(
+                _note(option, _listed(asked, fmt), _listed(have, fmt), _listed(missing, fmt) if missing else None)
+            )
+    for option, asked, have, fmt in (
+        ("fmas", cfg.fmas, record.config.get("fmas"), str),
+        ("total", cfg.total_bytes, record.config.get("total_bytes"), format_size),
+        ("seed", cfg.seed, record.config.get("seed"), str),
+        ("repeats", cfg.repeats, _single({len(p.times_ms) for p in record.passes}), str),
+    ):
+        if option in given and asked != have:
+            notes.append(_note(option, fmt(asked), None if have is None else fmt(have), fmt(asked)))
+    if "no_pitfalls" in given and record.extra.get("pitfalls"):
+        notes.append("replay: --no-pitfalls: the recording has the pitfall runs; showing them")
+    return notes
+
+
+def _single(values: set[int]) -> int | None:
+    return next(iter(values)) if len(values) == 1 else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     cfg = config_from(args)
@@ -74,10 +127,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         record = load_profile(mode.profile)
         print(f"{LESSON}: {describe(record)}" + ("" if mode.reason == FROM_PROFILE else f"; {mode.reason}"), flush=True)
-        window = cfg.window_bytes if args.window else None
-        ignored = [f"--{name.replace('_', '-')}" for name in REPLAY_IGNORES if getattr(args, name) != DEFAULTS[name]]
-        if ignored:
-            print(f"note: a replay shows the recorded run; {', '.join(ignored)} ignored", file=sys.stderr)
+        window = report.main_window(record, cfg.window_bytes if args.window else None)
+        for note in replay_notes(argv, cfg, record):
+            print(note, file=sys.stderr)
+        if args.plot and (traced := traced_window(record, window)) != window:
+            print(
+                f"replay: --window {format_size(window)}: the recording traced its timelines at "
+                f"{format_size(traced)}; the timelines show {format_size(traced)}",
+                file=sys.stderr,
+            )
     if args.json:
         print(f"results record: {record.save(args.json)}", file=sys.stderr)
     failed = [c for c in record.checks if not c.ok]

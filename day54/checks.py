@@ -661,3 +661,54 @@ def check_prediction(
             f"you predict {got:.3f} ms, the model {want:.3f} ms"
         )
     say(f"{len(cases)} cases within {tolerance:.0%} of the model")
+
+
+# -- name the pitfall: which pitfall each unlabelled timeline A-E shows (day54.plots.unlabelled_pitfalls) ----------
+
+from day54 import pitfalls  # noqa: E402 (appended with this check; its place is the import block at the top)
+
+PITFALL_ANSWER = "a dict like {'A': 'pageable', 'B': ..., ...} with one pitfall name for each of A, B, C, D, E"
+
+
+def _pitfall_letters(named: Any) -> dict[str, Any]:
+    """{letter: name} from a student's dict, letters in any case; AssertionError saying what was expected."""
+    assert isinstance(named, dict), f"your answer is a {type(named).__name__}; give {PITFALL_ANSWER}"
+    letters: dict[str, Any] = {}
+    for key, name in named.items():
+        letter = key.strip().upper() if isinstance(key, str) else key
+        assert letter in tuple(pitfalls.LETTERS), f"{key!r} is not one of the timelines; give {PITFALL_ANSWER}"
+        assert letter not in letters, f"your answer names timeline {letter} twice; give {PITFALL_ANSWER}"
+        letters[letter] = name
+    missing = [letter for letter in pitfalls.LETTERS if letter not in letters]
+    assert not missing, f"your answer names no pitfall for {', '.join(missing)}; give {PITFALL_ANSWER}"
+    return letters
+
+
+def check_pitfall_names(answer: Any) -> None:
+    """Your names for the timelines A-E of plots.unlabelled_pitfalls: each the pitfall it shows.
+
+    Names are the lesson's (legacy-launch, sync-in-loop, more-streams-than-buffers, pageable, timing-the-enqueue),
+    in any case, with spaces, underscores or hyphens.
+    """
+    named = answers.answer("your names for the pitfall timelines A-E", ("day54 pitfall names",), lambda: answer)
+    if answers.collecting():
+        return
+    letters = _pitfall_letters(named)
+    chosen = {}
+    for letter in pitfalls.LETTERS:
+        name = letters[letter]
+        spelled = pitfalls.normalized(name) if isinstance(name, str) else None
+        assert spelled in pitfalls.NAMES, (
+            f"timeline {letter}: {name!r} is not one of the five pitfalls; choose from {', '.join(pitfalls.NAMES)}"
+        )
+        chosen[letter] = spelled
+    key = pitfalls.pitfall_key()
+    right = sum(chosen[letter] == key[letter] for letter in pitfalls.LETTERS)
+    twice = sorted({name for name in chosen.values() if list(chosen.values()).count(name) > 1})
+    assert right == len(pitfalls.LETTERS), (
+        f"{right} of {len(pitfalls.LETTERS)} timelines named right"
+        + (f" (you named {twice[0]} more than once, and each pitfall is one timeline)" if twice else "")
+        + ": compare each with the correct pipeline beside it: which streams it uses, where the GPU waits, "
+        "how long it takes, and where the host clock stopped"
+    )
+    say("all five named right: " + ", ".join(f"{letter} {chosen[letter]}" for letter in pitfalls.LETTERS))

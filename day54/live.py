@@ -153,4 +153,4 @@ def _measure_window(
         )
         yield "duplex link"
         if cfg.pitfalls:
-            yield from pitfalls.measure(cfg, ctx, reference, record)
+            yield from pitfalls.measure(cfg, ctx, reference, record, trace_pass)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -12,16 +13,38 @@ from day54 import DOMAIN, schedules
 from day54.config import PassKey
 from day54.context import CupyContext, HostArrays
 from day54.verify import check_bit_exact
+from labcore import answers
 from labcore.record import Record
 from labcore.timing import time_pass
 
 PAGEABLE = "pageable"
+ENQUEUE = "timing-the-enqueue"  # no pass of its own: the host clock read around the correct pipeline's loop
+GPU_VISIBLE = ("legacy-launch", "sync-in-loop", "more-streams-than-buffers", PAGEABLE)
+NAMES = (*GPU_VISIBLE, ENQUEUE)  # the lesson's order
+LETTERS = "ABCDE"
 DEPTH = 2
 
 
-def pitfall_key(name: str, window_bytes: int) -> PassKey:
+def pass_key(name: str, window_bytes: int) -> PassKey:
     """'pitfall sync-in-loop w=64MiB b=2'."""
     return PassKey(f"pitfall {name}", window_bytes, DEPTH)
+
+
+@answers.reference
+def pitfall_key() -> dict[str, str]:
+    """The answer to "name the pitfall": which pitfall each unlabelled timeline A-E shows (a fixed shuffle)."""
+    return {
+        "A": "sync-in-loop",
+        "B": ENQUEUE,
+        "C": PAGEABLE,
+        "D": "more-streams-than-buffers",
+        "E": "legacy-launch",
+    }
+
+
+def normalized(name: str) -> str:
+    """A pitfall's name as the lesson spells it, whatever the case and separators: 'Sync_in loop' -> 'sync-in-loop'."""
+    return re.sub(r"[\s_-]+", "-", name.strip().lower()).strip("-")
 
 
 def _verdict(name: str, key: PassKey, out: np.ndarray, reference: np.ndarray, chunk_elems: int) -> dict[str, Any]:
@@ -35,8 +58,13 @@ def _verdict(name: str, key: PassKey, out: np.ndarray, reference: np.ndarray, ch
     }
 
 
-def measure(cfg: Any, ctx: Any, reference: np.ndarray, record: Record) -> Iterator[str]:
-    """Time each pitfall and check its output against naive; results go to record.extra['pitfalls']."""
+def measure(
+    cfg: Any, ctx: Any, reference: np.ndarray, record: Record, trace_pass: Callable[[Any, Any, PassKey], list]
+) -> Iterator[str]:
+    """Time each pitfall, trace one more run of it for its timeline, and check its output against naive.
+
+    Verdicts go to record.extra['pitfalls'], the traces to record.trace (`trace_pass` is the live run's).
+    """
     found: list[dict[str, Any]] = []
     timed = dict(domain=DOMAIN, repeats=cfg.repeats, warmup=cfg.warmup, bytes_moved=2 * cfg.total_bytes)
     cases: list[tuple[str, Any, Any]] = [
@@ -52,7 +80,7 @@ def measure(cfg: Any, ctx: Any, reference: np.ndarray, record: Record) -> Iterat
     np.copyto(pageable.h_in, ctx.host.h_in)
     cases.append((PAGEABLE, schedules.pipelined, CupyContext(pageable, ctx.window_bytes, DEPTH, cfg.fmas)))
     for name, schedule, view in cases:
-        key = pitfall_key(name, ctx.window_bytes)
+        key = pass_key(name, ctx.window_bytes)
         view.host.poison()
         schedule(view)
         view.synchronize()
@@ -66,6 +94,7 @@ def measure(cfg: Any, ctx: Any, reference: np.ndarray, record: Record) -> Iterat
                 **timed,
             )
         )
+        record.trace.extend(trace_pass(view, schedule, key))
         yield f"pitfall {name}"
     record.extra["pitfalls"] = found
     record.extra["enqueue_ms"] = enqueue_times(ctx.with_buffers(DEPTH), cfg.repeats)

@@ -6,6 +6,10 @@ the per-op trace come from the NVTX ranges and cuda_gpu_trace, checked for
 consistency on the way in) and takes from results.json what nsys cannot know:
 device facts, the configuration, and the correctness verdicts. A directory
 with only results.json, or a results.json named directly, replays the record.
+
+The trace a replay from exports keeps is, for each pass the lesson draws at the main window (naive,
+pipelined, the pitfalls), the timed repeat whose time is the median, timed from its range's start: its
+timeline ends at the table's median. `record.extra[TRACE_REPEAT]` says which repeat that was.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ import pandas as pd
 
 from day54 import DOMAIN, LESSON
 from day54.config import PassKey
+from day54.report import TRACE_REPEAT
 from labcore import nsys
 from labcore import record as rec
 from labcore.device import DeviceFacts
 from labcore.errors import UsageError
-from labcore.exports import Exports
+from labcore.exports import Exports, median_instance
 from labcore.profiles import RESULTS, load_results, profile_path
 from labcore.sizes import format_size
 
@@ -51,6 +56,11 @@ def _has_exports(directory: Path) -> bool:
     except UsageError:
         return False
     return {"nvtx_pushpop_trace", "cuda_gpu_trace"} <= set(found)
+
+
+def traced(key: PassKey) -> bool:
+    """Passes whose timeline the lesson draws: naive, pipelined and the pitfalls."""
+    return key.name in ("naive", "pipelined") or key.name.startswith("pitfall ")
 
 
 def _expected_kinds(name: str) -> set[str]:
@@ -137,12 +147,14 @@ def from_exports(directory: Path, companion: Path | None = None, exports: Export
         else (64 << 20 if (64 << 20) in windows else windows[len(windows) // 2])
     )
     config["window_bytes"] = main
-    trace = [
-        op
+    drawn = {
+        text: median_instance(exports.elapsed_ms[text])
         for text, key in parsed.items()
-        if key.window_bytes == main and key.name in ("naive", "pipelined")
-        for op in exports.ops(text)
-    ]
+        if key.window_bytes == main and traced(key)
+    }
+    trace = [op for text, instance in drawn.items() for op in exports.ops(text, instance)]
+    extra = dict(base.extra) if base else {}
+    extra[TRACE_REPEAT] = drawn
     source = f"nsys exports in {directory}" + (f" with {companion.name}" if companion else "")
     return rec.Record(
         lesson=LESSON,
@@ -153,7 +165,7 @@ def from_exports(directory: Path, companion: Path | None = None, exports: Export
         passes=passes,
         trace=trace,
         checks=base.checks if base else [],
-        extra=base.extra if base else {},
+        extra=extra,
         recorded_at=base.recorded_at if base else "unknown",
     )
 

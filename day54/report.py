@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 from day54 import schedules
 from day54.config import PassKey
@@ -12,6 +13,7 @@ from labcore.errors import UsageError
 from labcore.record import Record
 from labcore.sizes import format_size
 
+TRACE_REPEAT = "trace_repeat"  # record.extra: {pass key: which timed repeat (from 0) its trace is}; absent: another run
 SEVERAL = 3.0  # "several times the kernel pass": at least this many
 SPEEDUP_BAR = 1.6
 NAIVE_TOLERANCE = 0.10
@@ -74,6 +76,12 @@ def ratio(record: Record, window: int, depth: int) -> float:
 
 def model_for(record: Record, window: int, depth: int) -> Prediction:
     return predict(stages(record, window), depth, link_floor_ms(record))
+
+
+def enqueue_ms(record: Record) -> float | None:
+    """The median host-clock time of the pipelined loop without a synchronize (the "timing the enqueue" pitfall)."""
+    times = record.extra.get("enqueue_ms")
+    return statistics.median(times) if times else None
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
@@ -261,9 +269,8 @@ def pitfalls_table(record: Record) -> str | None:
         verdict = "bit-identical to naive" if item["ok"] else f"WRONG: {item['detail']}"
         order = ordering_verdict(item["name"], record.config["total_bytes"] // window, depth)
         lines.append(f"{item['name']:<28}{median:>11.3f}{median / good:>13.2f}  {order:<22}{verdict}")
-    enqueue = record.extra.get("enqueue_ms")
-    if enqueue:
-        enq = sorted(enqueue)[len(enqueue) // 2]
+    enq = enqueue_ms(record)
+    if enq is not None:
         lines.append(
             f"{'timing the enqueue':<28}{enq:>11.3f}{enq / good:>13.2f}  "
             f"{'-':<22}host clock without a synchronize: {good / enq:.0f}x too fast"

@@ -12,6 +12,7 @@ operation's start alone reads up to 1.1% low, missing the first launch's latency
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -92,10 +93,15 @@ def span_ms(ops: pd.DataFrame) -> float:
     return float(ops["end_ns"].max() - ops["start_ns"].min()) / 1e6
 
 
-def to_ops(ops: pd.DataFrame, key: str) -> list[Op]:
-    """Ops relative to the instance's first start; chunk = issue order within each kind, streams numbered 0.."""
+def median_instance(times_ms: list[float]) -> int:
+    """The repeat whose time is the median (of an even count, the one nearest it; the first of ties)."""
+    middle = statistics.median(times_ms)
+    return min(range(len(times_ms)), key=lambda i: abs(times_ms[i] - middle))
+
+
+def to_ops(ops: pd.DataFrame, key: str, origin_ns: int) -> list[Op]:
+    """Ops timed from origin_ns (their range's start); chunk = issue order within each kind, streams numbered 0.."""
     ops = ops.sort_values("corr_id")
-    origin = int(ops["start_ns"].min())
     stream_index: dict[int, int] = {}
     seen = dict.fromkeys(OP_KINDS, 0)
     result = []
@@ -107,7 +113,7 @@ def to_ops(ops: pd.DataFrame, key: str) -> list[Op]:
                 op=row.kind,
                 chunk=seen[row.kind],
                 stream=stream,
-                start_ns=int(row.start_ns) - origin,
+                start_ns=int(row.start_ns) - origin_ns,
                 duration_ns=int(row.duration_ns),
                 nbytes=int(row.bytes),
             )
@@ -140,6 +146,7 @@ class Exports:
         self.by_key: dict[str, list[pd.DataFrame]] = {}
         self.nvtx_ms: dict[str, list[float]] = {}
         self.elapsed_ms: dict[str, list[float]] = {}
+        self.starts_ns: dict[str, list[int]] = {}
         columns = self.instances[["range", "start_ns", "duration_ns"]].itertuples(index=False)
         for (key, start, duration), ops in zip(columns, grouped, strict=True):
             if ops.empty:
@@ -149,6 +156,7 @@ class Exports:
             self.by_key.setdefault(key, []).append(ops)
             self.nvtx_ms.setdefault(key, []).append(duration / 1e6)
             self.elapsed_ms.setdefault(key, []).append((int(ops["end_ns"].max()) - int(start)) / 1e6)
+            self.starts_ns.setdefault(key, []).append(int(start))
 
     @property
     def device_name(self) -> str:
@@ -187,4 +195,5 @@ class Exports:
         )
 
     def ops(self, key: str, instance: int = 0) -> list[Op]:
-        return to_ops(self.by_key[key][instance], key)
+        """One instance's operations, timed from its range's start: the last one ends at that repeat's time."""
+        return to_ops(self.by_key[key][instance], key, self.starts_ns[key][instance])

@@ -6,10 +6,12 @@ No pyplot state is used, so they work headless and inside notebooks alike.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from matplotlib import colormaps
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -23,33 +25,100 @@ def _chunk_colour(chunk: int) -> tuple[float, float, float, float]:
     return colormaps["tab20"](chunk % 20)
 
 
-def timeline(panels: Sequence[tuple[str, Sequence[Op]]], *, by: str = "op", title: str | None = None) -> Figure:
+@dataclasses.dataclass(frozen=True)
+class Panel:
+    """One timeline panel: its title, its ops, and vertical marks (ms, label) such as where a host clock stopped."""
+
+    title: str
+    ops: Sequence[Op]
+    marks: Sequence[tuple[float, str]] = ()
+    stream_names: Mapping[int, str] = dataclasses.field(default_factory=dict)  # rows by stream: "stream N" else
+
+
+def _panel(panel: Panel | tuple[str, Sequence[Op]]) -> Panel:
+    """A (label, ops) pair is titled with its label and the drawn run's end."""
+    if isinstance(panel, Panel):
+        return panel
+    label, ops = panel
+    return Panel(f"{label}: {max((o.end_ns for o in ops), default=0) / 1e6:.2f} ms", ops)
+
+
+def _end_ms(panel: Panel) -> float:
+    """Where a panel's picture ends: its last op or its last mark."""
+    return max([o.end_ns / 1e6 for o in panel.ops] + [at_ms for at_ms, _ in panel.marks], default=0.0)
+
+
+def _draw(ax: Axes, panel: Panel, by: str) -> None:
+    rows = list(ROW_ORDER) if by == "op" else sorted({o.stream for o in panel.ops})
+    for op in panel.ops:
+        row = rows.index(op.op if by == "op" else op.stream)
+        ax.broken_barh(
+            [(op.start_ns / 1e6, op.duration_ns / 1e6)],
+            (row - 0.4, 0.8),
+            facecolors=_chunk_colour(op.chunk),
+            edgecolors="white",
+            linewidth=0.3,
+            hatch="////" if by == "stream" and op.op == "kernel" else None,  # a stream's row holds all three kinds
+        )
+    for at_ms, label in panel.marks:
+        ax.axvline(at_ms, color="crimson", linewidth=1.5, linestyle="--")
+        ax.annotate(
+            label,
+            (at_ms, 0.5),
+            xycoords=("data", "axes fraction"),
+            xytext=(6, 0),
+            textcoords="offset points",
+            va="center",
+            color="crimson",
+            fontsize=8,
+            bbox={"facecolor": "white", "edgecolor": "crimson", "boxstyle": "round", "alpha": 0.9},
+        )
+    labels = [ROW_LABELS[r] if by == "op" else panel.stream_names.get(r, f"stream {r}") for r in rows]
+    ax.set_yticks(range(len(rows)), labels)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_title(panel.title, loc="left", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+
+
+def timeline(panels: Sequence[Panel | tuple[str, Sequence[Op]]], *, by: str = "op", title: str | None = None) -> Figure:
     """Rows in the manner of Nsight Systems: one per engine (by='op') or per stream (by='stream').
 
-    Each panel is (title, ops); all panels share one time axis in ms, so a
-    faster schedule is visibly shorter. Bars are coloured by chunk.
+    Panels (or (label, ops) pairs) stack on one time axis in ms, so a faster schedule is visibly
+    shorter. Bars are coloured by chunk.
     """
     fig = Figure(figsize=(11, 1.1 + 1.25 * len(panels) * (3 if by == "op" else 2) / 2.2), layout="constrained")
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
-    for ax, (label, ops) in zip(axes, panels, strict=True):
-        rows = list(ROW_ORDER) if by == "op" else sorted({o.stream for o in ops})
-        for op in ops:
-            row = rows.index(op.op if by == "op" else op.stream)
-            ax.broken_barh(
-                [(op.start_ns / 1e6, op.duration_ns / 1e6)],
-                (row - 0.4, 0.8),
-                facecolors=_chunk_colour(op.chunk),
-                edgecolors="white",
-                linewidth=0.3,
-            )
-        ax.set_yticks(range(len(rows)), [ROW_LABELS[r] if by == "op" else f"stream {r}" for r in rows])
-        ax.set_ylim(len(rows) - 0.5, -0.5)
-        end = max((o.end_ns for o in ops), default=0) / 1e6
-        ax.set_title(f"{label}: {end:.2f} ms", loc="left", fontsize=10)
-        ax.grid(axis="x", alpha=0.3)
+    for ax, panel in zip(axes, panels, strict=True):
+        _draw(ax, _panel(panel), by)
     axes[-1].set_xlabel("time since the pass started (ms)")
     if title:
         fig.suptitle(title)
+    return fig
+
+
+def timeline_grid(rows: Sequence[Sequence[Panel]], *, by: str = "op", title: str | None = None) -> Figure:
+    """Rows of equally many panels side by side, one time axis per row: a row compares its panels at one scale.
+
+    Rows per engine (by='op') or per stream (by='stream', kernels hatched); bars are coloured by chunk.
+    """
+    n_cols = len(rows[0])
+    fig = Figure(figsize=(7.5 * n_cols, 1.0 + 2.1 * len(rows)), layout="constrained")
+    grid = fig.subplots(len(rows), n_cols, squeeze=False)
+    for axes, row in zip(grid, rows, strict=True):
+        end_ms = max(_end_ms(panel) for panel in row)
+        for ax, panel in zip(axes, row, strict=True):
+            _draw(ax, panel, by)
+            ax.set_xlim(-0.01 * end_ms, 1.02 * end_ms)
+            ax.set_xlabel("ms since the pass started", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def message(text: str) -> Figure:
+    """A figure that only says something: why the picture asked for cannot be drawn here."""
+    fig = Figure(figsize=(9, 1.2))
+    fig.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
     return fig
 
 

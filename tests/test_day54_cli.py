@@ -65,11 +65,11 @@ def test_from_profile_results_json_and_window():
 
 
 def test_plot_and_json(tmp_path):
-    """--plot writes three PNGs; --json writes a valid record of the replay."""
+    """--plot writes four PNGs (the exports trace the pitfalls); --json writes a valid record of the replay."""
     done = day54("--from-profile", str(PROFILE), "--plot", str(tmp_path / "plots"), "--json", str(tmp_path / "r.json"))
     assert done.returncode == 0, done.stderr
     names = sorted(p.name for p in (tmp_path / "plots").iterdir())
-    assert names == ["day54_stages.png", "day54_sweep.png", "day54_timeline.png"]
+    assert names == ["day54_pitfalls.png", "day54_stages.png", "day54_sweep.png", "day54_timeline.png"]
     assert all((tmp_path / "plots" / n).read_bytes()[:4] == b"\x89PNG" for n in names)
     data = json.loads((tmp_path / "r.json").read_text())
     validate(data)
@@ -137,10 +137,13 @@ def test_memory_check_refuses_before_allocating(monkeypatch):
 
 @pytest.mark.skipif(gpu_available(), reason="with a GPU these options shape a live run")
 def test_a_replay_names_the_options_it_cannot_honour(capsys):
-    """Options that only shape a live run are named on stderr when a replay ignores them; --window is honoured."""
+    """Each option a replay cannot honour gets its own stderr line; --window is honoured, defaults say nothing."""
     assert run_cli(main, ["--buffers", "4", "--fmas", "100", "--window", "4MiB"]) == 0
     captured = capsys.readouterr()
-    assert "note: a replay shows the recorded run; --buffers, --fmas ignored" in captured.err
+    assert captured.err.splitlines()[:2] == [
+        "replay: --buffers 4 not in the recording (it has 2,3); showing 2,3",
+        "replay: --fmas 100 not in the recording (it has 512); showing 512",
+    ]
     assert "Window 4MiB: 256 chunks of 4MiB" in captured.out
     assert run_cli(main, []) == 0
-    assert "ignored" not in capsys.readouterr().err
+    assert "replay:" not in capsys.readouterr().err
