@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from day54 import DOMAIN, report, schedules, trace
+from day54 import DOMAIN, pitfalls, report, schedules, trace
 from day54.config import MiB, PassKey
 from day54.context import LEGACY, CupyContext, HostArrays
 from day54.model import Stages, chain_ms, fill_drain_ms, predict
@@ -421,7 +421,8 @@ class ChallengeSettings:
         return TIMED_TOTAL_BYTES // self.window
 
     def describe(self) -> str:
-        return f"{format_window(self.window)} windows ({self.n_chunks} chunks), {self.buffers} buffers, {self.streams} streams"
+        chunks = f"{format_window(self.window)} windows ({self.n_chunks} chunks)"
+        return f"{chunks}, {self.buffers} buffers, {self.streams} streams"
 
 
 def challenge_settings(settings: Any) -> ChallengeSettings:
@@ -483,8 +484,12 @@ def _challenge_live(recorded: trace.Trace, rounds: int) -> ChallengeTiming:
     for _ in range(rounds):
         floor = time_pass(lambda: schedules.duplex(base), key="grader duplex", name="duplex", **timed).median_ms
         mine = time_pass(
-            lambda: recorded.replay(mine_ctx), key="grader challenge", name="challenge", before=host.poison,
-            after=verify, **timed,
+            lambda: recorded.replay(mine_ctx),
+            key="grader challenge",
+            name="challenge",
+            before=host.poison,
+            after=verify,
+            **timed,
         ).median_ms
         ratios.append(mine / floor)
         mine_all.append(mine)
@@ -558,8 +563,8 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> float:
     found = _challenge_live(timed, CHALLENGE_ROUNDS) if gpu_available() else _challenge_simulated(timed, load_profile())
     where = f"{picked.describe()} ({found.how})"
     assert found.over_floor <= CHALLENGE_FACTOR, (
-        f"your schedule takes {found.mine_ms:.2f} ms, {found.over_floor:.3f}x the link floor ({found.link_floor_ms:.2f} "
-        f"ms) at {where}; the challenge asks for at most {CHALLENGE_FACTOR:.2f}x"
+        f"your schedule takes {found.mine_ms:.2f} ms, {found.over_floor:.3f}x the link floor "
+        f"({found.link_floor_ms:.2f} ms) at {where}; the challenge asks for at most {CHALLENGE_FACTOR:.2f}x"
     )
     say(
         f"challenge met: {found.mine_ms:.2f} ms, {found.over_floor:.3f}x the link floor ({found.link_floor_ms:.2f} ms) "
@@ -665,7 +670,6 @@ def check_prediction(
 
 # -- name the pitfall: which pitfall each unlabelled timeline A-E shows (day54.plots.unlabelled_pitfalls) ----------
 
-from day54 import pitfalls  # noqa: E402 (appended with this check; its place is the import block at the top)
 
 PITFALL_ANSWER = "a dict like {'A': 'pageable', 'B': ..., ...} with one pitfall name for each of A, B, C, D, E"
 

@@ -126,9 +126,11 @@ QUANTITIES: dict[str, Quantity] = {
     "three_buffers_over_link": Quantity(
         "3 buffers / link floor",
         _at_main(
-            lambda r, w: report.measured(r, "pipelined", w, 3) / report.link_floor_ms(r)
-            if 3 in report.buffers(r) and report.link_floor_ms(r)
-            else None
+            lambda r, w: (
+                report.measured(r, "pipelined", w, 3) / report.link_floor_ms(r)
+                if 3 in report.buffers(r) and report.link_floor_ms(r)
+                else None
+            )
         ),
     ),
     "worst_window": Quantity(
@@ -160,7 +162,7 @@ def closing_table() -> None:
     print(LEDGER.closing())
 
 
-def written(fn: Any, *args: Any) -> bool:
+def is_written(fn: Any, *args: Any) -> bool:
     """False, with a line saying so, while an exercise still raises NotImplementedError (its stub)."""
     try:
         fn(*args)
@@ -175,7 +177,7 @@ def your_model_vs_measured(predict_ms: Any, record: Record, window: str = "64MiB
     w = parse_size(window)
     st = report.stages(record, w)
     link = report.link_floor_ms(record)
-    if not written(predict_ms, st.h2d_ms, st.kernel_ms, st.d2h_ms, st.n_chunks, 2, link):
+    if not is_written(predict_ms, st.h2d_ms, st.kernel_ms, st.d2h_ms, st.n_chunks, 2, link):
         return
     for depth in report.buffers(record):
         mine = predict_ms(st.h2d_ms, st.kernel_ms, st.d2h_ms, st.n_chunks, depth, link)
@@ -192,7 +194,7 @@ def record_my_run(schedule, directory: str | Path = ".") -> list[Path]:
     Graders without a GPU read those exports. Without nsys only day54_run.json is written; without a GPU
     nothing is (the grader then simulates your schedule and says so).
     """
-    if not written(schedule, RecordingContext(16, 2)):  # an unwritten exercise stops here, before any subprocess
+    if not is_written(schedule, RecordingContext(16, 2)):  # an unwritten exercise stops here, before any subprocess
         return []
     if not gpu_available():
         print("no GPU here: nothing to record; graders will simulate your schedule on the recorded stage times")

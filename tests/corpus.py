@@ -34,6 +34,8 @@ POINTS: dict[str, dict[str, float]] = {
         "test_pipelined_practice": 1,
         "test_sweep": 2,
         "test_prediction": 2,
+        "test_pitfall_names": 1,
+        "test_challenge": 0,  # optional: judged and shown, worth no points
     },
     "zero_copy": {"test_break_even": 2, "test_gather_correct": 3, "test_gather_bandwidth": 2, "test_publish": 3},
 }
@@ -146,6 +148,21 @@ def faster_exports(folder: Path) -> None:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
+
+
+# -- day54: naming the pitfalls ---------------------------------------------------------------------------------
+
+PITFALL_KEY_DISGUISED = """import importlib
+
+my_pitfall_names = getattr(importlib.import_module("day54." + "pit" + "falls"), "pitfall_" + "key")()"""
+
+PITFALL_TWO_SWAPPED = """my_pitfall_names = {
+    "A": "sync-in-loop",
+    "B": "timing the enqueue",
+    "C": "pageable",
+    "D": "legacy-launch",
+    "E": "more-streams-than-buffers",
+}"""
 
 
 # -- day54: schedules -------------------------------------------------------------------------------------------
@@ -856,6 +873,34 @@ CORPUS: tuple[Submission, ...] = (
         zero(D),
         solved=False,
         edits={"my_pipelined": ANSWERS_MONKEYPATCH},
+    ),
+    Submission(
+        "d54-pitfall-key",
+        D,
+        "names the pitfalls by calling the lesson's own key (day54.pitfalls.pitfall_key, withheld in the sandbox)",
+        full(D, test_pitfall_names=0),
+        edits={"my_pitfall_names": "from day54.pitfalls import pitfall_key\n\nmy_pitfall_names = pitfall_key()"},
+    ),
+    Submission(
+        "d54-pitfall-key-disguised",
+        D,
+        "the same key reached through importlib and getattr, so no name of it appears in the cell",
+        full(D, test_pitfall_names=0),
+        edits={"my_pitfall_names": PITFALL_KEY_DISGUISED},
+    ),
+    Submission(
+        "d54-pitfall-one-name",
+        D,
+        "one name for every letter: at least one must be right, none may count",
+        full(D, test_pitfall_names=0),
+        edits={"my_pitfall_names": 'my_pitfall_names = dict.fromkeys("ABCDE", "sync-in-loop")'},
+    ),
+    Submission(
+        "d54-pitfall-two-swapped",
+        D,
+        "three of five right: the cell is all or nothing",
+        full(D, test_pitfall_names=0),
+        edits={"my_pitfall_names": PITFALL_TWO_SWAPPED},
     ),
     # zero_copy: honest
     Submission("zc-reference", Z, "the reference solutions", full(Z)),
