@@ -499,3 +499,13 @@ def test_default_offline_run_replays_the_shipped_profile():
         pytest.skip("a GPU is visible here")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith(f"zero_copy: replay of {SHIPPED} (no GPU here)")
+
+
+def test_a_replay_names_the_options_it_cannot_honour(profile_dir: Path, capsys: pytest.CaptureFixture[str]):
+    """Sizes, counts and reads shape a live run only: a replay says it ignores them; --only it honours."""
+    argv = ["--from-profile", str(profile_dir), "--only", "gather", "--rows", "5000", "--reads", "1,2", "--seed", "3"]
+    assert run_cli(main, argv) == 0
+    captured = capsys.readouterr()
+    assert "note: a replay shows the recorded run; --rows, --seed, --reads ignored" in captured.err
+    assert "--only" not in captured.err and "sparse gather:" in captured.out
+    assert captured.out.count("device: ") == 1

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from labcore.device import DeviceFacts
 from labcore.record import PassTimes, Record
 from labcore.sizes import format_size
 from zero_copy import model
@@ -88,8 +89,8 @@ _TIMED_HEADERS = ("path", "median ms", "min..max ms", "GB/s", "model ms", "meas/
 # -- sections ------------------------------------------------------------------
 
 
-def _header(record: Record) -> list[str]:
-    dev = record.device
+def device_lines(dev: DeviceFacts, support: MappingSupport | None) -> list[str]:
+    """The device facts a reader needs once: device, driver and versions, link, and what it says about mapping."""
     arch = f" (sm_{dev.compute_capability.replace('.', '')})" if dev.compute_capability else ""
     driver_cuda = getattr(dev, "driver_cuda", None)
     lines = [
@@ -97,17 +98,37 @@ def _header(record: Record) -> list[str]:
         + (f" (CUDA {driver_cuda})" if driver_cuda else "")
         + f", CUDA runtime {dev.cuda_runtime or '?'}, CuPy {dev.cupy or '?'}, {dev.link_text()}"
     ]
-    if "support" in record.extra:
-        support = MappingSupport.from_dict(record.extra["support"])
+    if support is not None:
         lines.append(f"mapping: {support.line()}")
         lines += [f"  - {note}" for note in support.notes()]
-    cfg = record.config
-    took = record.extra.get("wall_s")
-    lines.append(
-        f"run: {cfg.get('repeats')} timed repeats after {cfg.get('warmup')} warm-up, medians shown; "
-        f"recorded {record.recorded_at}" + (f"; took {took:.0f} s" if took else "")
-    )
     return lines
+
+
+def record_support(record: Record) -> MappingSupport | None:
+    """What the recorded device said about mapping, when the record holds it."""
+    return MappingSupport.from_dict(record.extra["support"]) if "support" in record.extra else None
+
+
+def _run_line(record: Record) -> str:
+    cfg = record.config
+    return f"run: {cfg.get('repeats')} timed repeats after {cfg.get('warmup')} warm-up, medians shown"
+
+
+def _header(record: Record) -> list[str]:
+    took = record.extra.get("wall_s")
+    return [
+        *device_lines(record.device, record_support(record)),
+        f"{_run_line(record)}; recorded {record.recorded_at}" + (f"; took {took:.0f} s" if took else ""),
+    ]
+
+
+def _probes_line(record: Record) -> list[str]:
+    """The run's model inputs in one line, for a report that leaves out the device facts and the probe table."""
+    link = rates(record)
+    return [
+        f"{_run_line(record)}; this run's probes: L {_gbps(link.h2d_gbps)} GB/s (pinned H2D copy), "
+        f"H {_gbps(link.hbm_gbps)} GB/s (HBM copy)"
+    ]
 
 
 def _probes(record: Record) -> list[str]:
@@ -349,9 +370,17 @@ def gather_verdict(record: Record) -> dict[str, Any]:
 
 def mailbox_verdict(record: Record) -> dict[str, Any]:
     """Every round: payload exact and read while the kernel ran, kernel ended by the host's release."""
-    results = record.extra["mailbox"]["results"]
+    plan = record.extra["mailbox"]
+    results = plan["results"]
     good = sum(round_ok(r) for r in results)
-    return {"passed": good == len(results), "good_rounds": good, "rounds": len(results)}
+    timed = record.pass_times(read_key(plan["key"]))  # the rounds after the warm-up
+    return {
+        "passed": good == len(results),
+        "good_rounds": good,
+        "rounds": len(results),
+        "flag_latency_us": timed.median_ms * 1e3,
+        "timed_rounds": len(timed.times_ms),
+    }
 
 
 def _verdict_lines(record: Record, picked: Sequence[str]) -> list[str]:
@@ -377,7 +406,8 @@ def _verdict_lines(record: Record, picked: Sequence[str]) -> list[str]:
         m = mailbox_verdict(record)
         lines.append(
             f"  mailbox: {'PASS' if m['passed'] else 'FAIL'}: payload seen while the kernel was still "
-            f"running in {m['good_rounds']} of {m['rounds']} rounds"
+            f"running in {m['good_rounds']} of {m['rounds']} rounds; the host saw the flag a median "
+            f"{m['flag_latency_us']:.0f} us after the launch call ({m['timed_rounds']} rounds after the warm-up)"
         )
     lines += _other_lines(record, picked)
     return lines
@@ -414,46 +444,89 @@ def _breakeven_lines(v: dict[str, Any]) -> list[str]:
     return lines
 
 
+def reread_verdict(record: Record) -> dict[str, Any]:
+    """The re-read loop: far re-reads of mapped memory against L and HBM; how much of the near re-reads crossed."""
+    plan, link = record.extra["reread"], rates(record).h2d_gbps
+    by = {(r.params["spacing"], r.params["memory"]): _pass(record, r.key) for r in planned_rows(plan)}
+    far_mapped, far_device, near = by[("far", "mapped")], by[("far", "device")], by[("near", "mapped")]
+    low, high = LINK_SPEED_BAND
+    fraction = far_mapped.gbps() / link
+    return {
+        "k": plan["k"],
+        "far_mapped_gbps": far_mapped.gbps(),
+        "far_fraction_of_link": fraction,
+        "at_link_speed": low <= fraction <= high,
+        "mapped_over_hbm": far_mapped.median_ms / far_device.median_ms,
+        # the near loop's time in buffers' worth of link time: how many times B it could have moved over the link
+        "near_buffers_crossed": near.median_ms * link * 1e6 / plan["nbytes"],
+    }
+
+
+def access_verdict(record: Record) -> dict[str, Any]:
+    """Scattered 4-byte loads against coalesced ones, and the link bytes each scattered load cost."""
+    coalesced, scattered = (_pass(record, r.key) for r in planned_rows(record.extra["access"]))
+    return {
+        "scattered_over_coalesced": scattered.gbps() / coalesced.gbps(),
+        "model": model.WORD_BYTES / model.SECTOR_BYTES,
+        "link_bytes_per_load": model.WORD_BYTES * rates(record).h2d_gbps / scattered.gbps(),
+    }
+
+
+def saxpy_verdict(record: Record) -> dict[str, Any]:
+    """Mapped SAXPY's time, and each copying version's time over it."""
+    by = {r.key.path: _pass(record, r.key) for r in planned_rows(record.extra["saxpy"])}
+    mapped = by["mapped"].median_ms
+    return {
+        "mapped_ms": mapped,
+        "sync_over_mapped": by["sync-copies"].median_ms / mapped,
+        "async_over_mapped": by["async-copies"].median_ms / mapped,
+    }
+
+
+def streaming_verdict(record: Record) -> dict[str, Any]:
+    """Reading 1 GiB once: the fastest path, each path's GB/s over L, write-combined over ordinary mapped pages."""
+    by = {r.key.path: _pass(record, r.key) for r in planned_rows(record.extra["streaming"])}
+    link = rates(record).h2d_gbps
+    best = min(by, key=lambda path: by[path].median_ms)
+    return {
+        "fastest": best,
+        "fastest_ms": by[best].median_ms,
+        "zero_copy_gbps": by["zero-copy"].gbps(),
+        "zero_copy_fraction_of_link": by["zero-copy"].gbps() / link,
+        "pipeline_fraction_of_link": by["pipeline"].gbps() / link,
+        "write_combined_over_mapped": by["zero-copy-wc"].gbps() / by["zero-copy"].gbps(),
+    }
+
+
 def _other_lines(record: Record, picked: Sequence[str]) -> list[str]:
     lines = []
-    link = rates(record).h2d_gbps
     if "reread" in picked:
-        plan = record.extra["reread"]
-        by = {(r.params["spacing"], r.params["memory"]): _pass(record, r.key) for r in planned_rows(plan)}
-        far_mapped, far_device = by[("far", "mapped")], by[("far", "device")]
-        fraction = far_mapped.gbps() / link
-        low, high = LINK_SPEED_BAND
-        speed = "link speed" if low <= fraction <= high else "not link speed"
-        near = by[("near", "mapped")]
-        crossed = near.median_ms * link * 1e6 / plan["nbytes"]
+        v = reread_verdict(record)
         lines.append(
-            f"  re-read loop: far re-reads of mapped memory ran at {_gbps(far_mapped.gbps())} GB/s of loads "
-            f"= {fraction:.2f} of L ({speed}), {far_mapped.median_ms / far_device.median_ms:.0f}x slower "
-            f"than from HBM; near re-reads: {plan['k']} loads per byte took the time of {crossed:.1f} x B "
-            f"over the link, so most never crossed it"
+            f"  re-read loop: far re-reads of mapped memory ran at {_gbps(v['far_mapped_gbps'])} GB/s of loads "
+            f"= {v['far_fraction_of_link']:.2f} of L ({'link speed' if v['at_link_speed'] else 'not link speed'}), "
+            f"{v['mapped_over_hbm']:.0f}x slower than from HBM; near re-reads: {v['k']} loads per byte took the "
+            f"time of {v['near_buffers_crossed']:.1f} x B over the link, so most never crossed it"
         )
     if "access" in picked:
-        plan = record.extra["access"]
-        coalesced, scattered = (_pass(record, r.key) for r in planned_rows(plan))
-        link_bytes = model.WORD_BYTES * link / scattered.gbps()
+        v = access_verdict(record)
         lines.append(
-            f"  access: scattered 4-byte loads delivered {scattered.gbps() / coalesced.gbps():.3f} of the "
-            f"coalesced rate (model {model.WORD_BYTES / model.SECTOR_BYTES:.3f}): each one held the link as "
-            f"long as {link_bytes:.0f} bytes at L, not {model.SECTOR_BYTES}"
+            f"  access: scattered 4-byte loads delivered {v['scattered_over_coalesced']:.3f} of the coalesced rate "
+            f"(model {v['model']:.3f}): each one held the link as long as {v['link_bytes_per_load']:.0f} bytes "
+            f"at L, not {model.SECTOR_BYTES}"
         )
     if "saxpy" in picked:
-        by = {r.key.path: _pass(record, r.key) for r in planned_rows(record.extra["saxpy"])}
+        v = saxpy_verdict(record)
         lines.append(
-            f"  saxpy: mapped {by['mapped'].median_ms:.2f} ms; synchronous copies "
-            f"{by['sync-copies'].median_ms / by['mapped'].median_ms:.2f}x and asynchronous copies "
-            f"{by['async-copies'].median_ms / by['mapped'].median_ms:.2f}x as long"
+            f"  saxpy: mapped {v['mapped_ms']:.2f} ms; synchronous copies {v['sync_over_mapped']:.2f}x and "
+            f"asynchronous copies {v['async_over_mapped']:.2f}x as long"
         )
     if "streaming" in picked:
-        by = {r.key.path: _pass(record, r.key) for r in planned_rows(record.extra["streaming"])}
-        best = min(by, key=lambda path: by[path].median_ms)
+        v = streaming_verdict(record)
         lines.append(
-            f"  streaming: fastest {best} ({by[best].median_ms:.2f} ms); zero-copy "
-            f"{by['zero-copy'].gbps() / link:.2f} of L, pipeline {by['pipeline'].gbps() / link:.2f} of L"
+            f"  streaming: fastest {v['fastest']} ({v['fastest_ms']:.2f} ms); zero-copy "
+            f"{v['zero_copy_fraction_of_link']:.2f} of L, pipeline {v['pipeline_fraction_of_link']:.2f} of L; "
+            f"write-combined pages {v['write_combined_over_mapped']:.2f}x the ordinary mapped GB/s"
         )
     return lines
 
@@ -464,12 +537,21 @@ def picked_experiments(record: Record, only: Sequence[str] | None = None) -> lis
     return [name for name in ran if only is None or name in only]
 
 
-def report(record: Record, only: Sequence[str] | None = None) -> str:
-    """Every table and verdict of a run, from its record alone (no mode line: the caller prints that)."""
+def report(record: Record, only: Sequence[str] | None = None, *, facts: bool = True, probe_table: bool = True) -> str:
+    """Every table and verdict of a run, from its record alone (no mode line: the caller prints that).
+
+    `facts=False` leaves out the device facts (a notebook prints them once); `probe_table=False` gives the probes
+    in one line instead of their table.
+    """
     picked = picked_experiments(record, only)
+    if facts:
+        opening = [_header(record), _probes(record)]
+    elif probe_table:
+        opening = [[_run_line(record)], _probes(record)]
+    else:
+        opening = [_probes_line(record)]
     blocks = [
-        _header(record),
-        _probes(record),
+        *opening,
         *(SECTIONS[name](record) for name in picked),
         _verdict_lines(record, picked),
     ]
