@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from labcore import mode, ptx
-from zero_copy import checks, gather, mailbox, model, notebook, replay
+from labcore.predictions import Ledger
+from zero_copy import checks, gather, mailbox, model, notebook, replay, report
 from zero_copy.kernel import KERNEL_PATH, compile_options, launch_gather_rows
 
 REFERENCE_PUBLISH = r"""
@@ -106,7 +107,7 @@ def test_an_idle_block_is_caught(offline):
         ((2048, 800), "threads_per_block = 2048 is outside"),
         ((256, 0), "blocks = 0 is outside"),
         ((256, 6250.0), "blocks must be a whole number"),
-        ([256, 6250], r"should return \(threads_per_block, blocks\)"),
+        ([256, 6250], r"should return \(threads_per_block, blocks\); got \[256, 6250\]: a list, where a tuple"),
     ],
 )
 def test_launches_cuda_would_refuse_are_one_clear_message(offline, config, needle):
@@ -472,15 +473,84 @@ def test_publish_must_be_source_text(offline):
 
 def test_offline_measure_says_it_replays_and_compare_puts_predictions_beside_measurements(monkeypatch, capsys):
     monkeypatch.setattr(mode, "gpu_available", lambda: False)
+    monkeypatch.setattr(notebook, "LEDGER", Ledger())
     run = notebook.measure("gather")
-    notebook.compare({"gather_fraction_of_copy": 0.5, "unsorted_over_sorted": None}, run)
+    notebook.compare({"gather_fraction_of_copy": 0.5, "unsorted_over_sorted": None, "gather_gbps": 40.0}, run)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("zero_copy: replay of profiles/h200/zero_copy/results.json, recorded ")
     assert lines[0].endswith("no GPU here, so these are recorded numbers")
     assert lines[2].split()[0] == "gather_fraction_of_copy" and lines[2].split()[-3:] == ["0.5", "0.91", "1.82"]
     assert lines[3].split()[-3:] == ["-", "1.35", "-"]
-    with pytest.raises(KeyError, match=r"no measurement called gather_gbps"):
-        notebook.compare({"gather_gbps": 40.0}, run)
+    assert lines[4].startswith("no measured quantity is called 'gather_gbps'")
+    notebook.closing_table()
+    closing = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in closing[1:-1]] == ["gather_fraction_of_copy", "unsorted_over_sorted"]
+    assert closing[-1] == "1 of 2 predicted"
+
+
+def test_every_quantity_is_the_number_its_verdict_prints(capsys):
+    """A prediction is compared with the same median the report's verdict prints, not a number of its own."""
+    record = replay.load_profile()
+    measured = {key: q.read(record) for key, q in notebook.QUANTITIES.items()}
+    print(report.report(record))
+    text = capsys.readouterr().out
+    for key, shown in {
+        "scattered_over_coalesced": f"delivered {measured['scattered_over_coalesced']:.3f} of the coalesced rate",
+        "breakeven_reads": f"measured r* = {measured['breakeven_reads']:.2f}",
+        "gather_fraction_of_copy": f"= {measured['gather_fraction_of_copy']:.2f} of the pinned copy",
+        "unsorted_over_sorted": f"unsorted ids took {measured['unsorted_over_sorted']:.2f}x as long",
+        "gather_speedup_over_cpu": f"{measured['gather_speedup_over_cpu']:.1f}x faster than CPU take + copy",
+        "flag_latency_us": f"the host saw the flag a median {measured['flag_latency_us']:.0f} us",
+        "reread_mapped_over_hbm": f"{measured['reread_mapped_over_hbm']:.0f}x slower than from HBM",
+        "near_reread_buffers": f"took the time of {measured['near_reread_buffers']:.1f} x B over the link",
+        "saxpy_sync_over_mapped": f"synchronous copies {measured['saxpy_sync_over_mapped']:.2f}x",
+        "saxpy_async_over_mapped": f"asynchronous copies {measured['saxpy_async_over_mapped']:.2f}x",
+        "pipeline_fraction_of_link": f"pipeline {measured['pipeline_fraction_of_link']:.2f} of L",
+        "write_combined_over_mapped": f"write-combined pages {measured['write_combined_over_mapped']:.2f}x",
+        "link_gbps": f"(L {measured['link_gbps']:.1f}, H",
+    }.items():
+        assert shown in text, (key, shown)
+    assert measured["read_while_running"] == "yes"
+    rows = {
+        line.split("  ")[1]: line.split() for line in text.splitlines() if line.startswith("  ") and "  " in line[2:]
+    }
+    assert f"{measured['zero_copy_read_once_gbps']:.1f}" in rows["zero-copy: kernel reads mapped memory"]
+    assert f"{measured['link_gbps']:.1f}" in rows["pinned H2D copy (L)"]
+    hbm = float(rows["HBM device copy (H, read+write)"][-1])
+    assert measured["hbm_over_link"] == pytest.approx(hbm / measured["link_gbps"], rel=1e-3)
+
+
+def test_show_leaves_the_device_facts_to_the_demo_and_the_cli_keeps_them(monkeypatch, capsys):
+    """The notebook prints the device facts once (api_demo); show prints tables, the probes once when asked."""
+    monkeypatch.setattr(mode, "gpu_available", lambda: False)
+    record = replay.load_profile()
+    notebook.api_demo()
+    notebook.show(record, "probes,streaming")
+    notebook.show(record, "gather")
+    out = capsys.readouterr().out
+    assert out.count("device: NVIDIA H200") == 1 and out.count("mapping: canMapHostMemory=1") == 1
+    assert out.count("link and HBM, the model's inputs") == 1
+    assert out.count("this run's probes: L 55.3 GB/s") == 1
+    cli = report.report(record)
+    assert cli.count("device: NVIDIA H200") == 1 and "link and HBM, the model's inputs" in cli
+    with pytest.raises(ValueError, match="unknown experiment probe;"):
+        notebook.show(record, "probe")
+
+
+@pytest.mark.parametrize(
+    "answer, said",
+    [
+        (lambda link, hbm: (_ for _ in ()).throw(NotImplementedError()), "not written yet"),
+        (lambda link, hbm: hbm / (hbm - link), "ZeroDivisionError"),
+        (lambda link, hbm: None, "not a number: None"),
+        (lambda link, hbm: (1.0, 2.0), "not a number: (1.0, 2.0)"),
+    ],
+)
+def test_your_break_even_says_what_a_wrong_or_missing_answer_gives_and_never_raises(answer, said, capsys):
+    """The exercise section's comparison cell runs whatever the student's function does."""
+    notebook.your_break_even(answer, replay.load_profile())
+    out = capsys.readouterr().out
+    assert said in out and "the model's 1.013; measured 0.953" in out
 
 
 # -- live (GPU) --------------------------------------------------------------------------------------------------
@@ -526,12 +596,16 @@ def test_live_publish_that_does_not_compile_is_one_message():
 
 
 def test_the_untouched_publish_stub_fails_with_a_message():
-    """The release's MY_PUBLISH cell defines the name; running the check on it says what to write, not a traceback."""
+    """The release's MY_PUBLISH cell defines the name before its stub raises; the check on it says what to write."""
     release = nbformat.read(
         Path(__file__).resolve().parents[1] / "course" / "zero_copy" / "zero_copy.ipynb", as_version=4
     )
     cell = next(c for c in release.cells if c.get("id") == "my_publish")
     names: dict[str, object] = {}
-    exec(cell.source, names)  # the stub cell is a string assignment: it runs and defines MY_PUBLISH
-    with pytest.raises(AssertionError, match="MY_PUBLISH still holds the exercise's stub"):
+    with pytest.raises(NotImplementedError):
+        exec(cell.source, names)  # the string, then nbgrader's stub
+    assert "__device__ void publish(volatile int* box, int round) {" in names["MY_PUBLISH"]
+    with pytest.raises(
+        AssertionError, match="MY_PUBLISH still holds the exercise's stub, a publish\\(\\) that stores nothing"
+    ):
         checks.check_mailbox_publish(names["MY_PUBLISH"])

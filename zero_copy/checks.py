@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import secrets
 import statistics
 from collections.abc import Callable
@@ -115,6 +116,7 @@ def _launch_config(n_rows: int, config: Any) -> tuple[int, int]:
     """(threads, blocks) from what gather_launch returned, or AssertionError saying why CUDA would not launch it."""
     assert isinstance(config, tuple) and len(config) == 2, (
         f"gather_launch({n_rows}) should return (threads_per_block, blocks); got {_shown(config)}"
+        + (": a list, where a tuple of two whole numbers is wanted" if isinstance(config, list) else "")
     )
     problem = gather.launch_problem(*config)
     assert problem is None, f"gather_launch({n_rows}): {problem}"
@@ -168,7 +170,14 @@ def _student_plan(asked: _GatherAsked) -> tuple[int, int, np.ndarray, np.ndarray
     assert isinstance(order, tuple) and len(order) == 2, (
         f"order_ids should return (sorted_ids, restore); got {type(order).__name__}"
         + (f" of {len(order)}" if isinstance(order, (tuple, list)) else "")
+        + (
+            f" of shape {order.shape}: one array, where a tuple of two is wanted"
+            if isinstance(order, np.ndarray)
+            else ""
+        )
     )
+    for name, part in zip(("sorted_ids", "restore"), order, strict=True):
+        assert part is not None, f"order_ids: {name} should be {n:,} integers (shape ({n},)), got None"
     problem = gather.order_problem(asked.ids, *order, table_rows=asked.table_rows)
     assert problem is None, f"order_ids: {problem}"
     return threads, blocks, np.asarray(order[0], dtype=np.int64), np.asarray(order[1], dtype=np.int64)
@@ -414,6 +423,12 @@ def _round_problem(result: dict[str, Any]) -> str | None:
     return None
 
 
+def _empty_publish(source: str) -> bool:
+    """The source defines publish() with nothing but comments in its body (the release's stub)."""
+    code = re.sub(r"/\*.*?\*/|//[^\n]*", "", source, flags=re.S)
+    return re.search(r"\bpublish\s*\([^)]*\)\s*\{\s*\}", code) is not None
+
+
 def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) -> None:
     """Payload stores, then a system-scope fence, then the flag, on every path of the compiled kernel; the host
     reads the exact payload while it runs."""
@@ -424,9 +439,9 @@ def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) 
     assert len(source) <= MAX_PUBLISH_CHARS, (
         f"MY_PUBLISH holds {len(source):,} characters; a publish step is a few lines (at most {MAX_PUBLISH_CHARS:,})"
     )
-    assert "YOUR CODE HERE" not in source, (
-        "MY_PUBLISH still holds the exercise's stub: inside publish(), store the payload words, then fence at "
-        "system scope, then store the flag"
+    assert "YOUR CODE HERE" not in source and not _empty_publish(source), (
+        "MY_PUBLISH still holds the exercise's stub, a publish() that stores nothing: inside it, store the payload "
+        "words (box[MB_PAYLOAD + w]), then fence at system scope, then store the flag (box[MB_FLAG])"
     )
     problem = mailbox.publish_problem(source)
     assert problem is None, problem

@@ -1,30 +1,45 @@
-"""What the zero-copy notebook's lesson cells call: one record per section, live on a GPU or replayed, saying which.
+"""What the zero-copy notebook's cells call (solutions/zero_copy/zero_copy.ipynb): one record per section, live
+on a GPU or replayed, saying which; predictions beside the measured numbers; the device facts once.
 
-The cells also read `zero_copy.report` (verdicts), `zero_copy.plots` (figures)
-and, in graded cells, `zero_copy.checks`.
+The cells also read `zero_copy.plots` (figures) and, in graded cells, `zero_copy.checks`.
 """
 
 from __future__ import annotations
 
-import statistics
+import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from labcore.device import device_facts
 from labcore.mode import FROM_PROFILE, Mode, live_line
+from labcore.predictions import LEDGER, Quantity
 from labcore.record import Record
-from zero_copy import LESSON, live, replay
-from zero_copy.config import EXPERIMENTS, Config, planned_rows, read_key
+from zero_copy import LESSON, live, model, replay
+from zero_copy.config import EXPERIMENTS, Config
 from zero_copy.kernel import KERNEL_PATH
 from zero_copy.mapped import (
-    MappingSupport,
     alloc_mapped,
     driver_memory_type,
     page_aligned_empty,
+    read_support,
     register_mapped,
 )
-from zero_copy.report import breakeven_verdict, gather_verdict, rates, report
+from zero_copy.report import (
+    access_verdict,
+    breakeven_verdict,
+    device_lines,
+    gather_verdict,
+    mailbox_verdict,
+    rates,
+    record_support,
+    report,
+    reread_verdict,
+    saxpy_verdict,
+    streaming_verdict,
+)
 
 
 def _shown(path: Path) -> str:
@@ -43,11 +58,15 @@ def kernel_source(name: str) -> str:
     return text[comment : text.index("\n}\n", start) + 2]
 
 
-def _picked(only: str) -> tuple[str, ...]:
+PROBES = "probes"  # a part `show` prints besides the experiments: the table of the model's inputs, L and H
+
+
+def _picked(only: str, *, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    known = (*extra, *EXPERIMENTS)
     picked = EXPERIMENTS if only == "all" else tuple(name.strip() for name in only.split(",") if name.strip())
-    unknown = [name for name in picked if name not in EXPERIMENTS]
+    unknown = [name for name in picked if name not in known]
     if unknown or not picked:
-        raise ValueError(f"unknown experiment {', '.join(unknown) or '(none)'}; choose from {', '.join(EXPERIMENTS)}")
+        raise ValueError(f"unknown experiment {', '.join(unknown) or '(none)'}; choose from {', '.join(known)}")
     return picked
 
 
@@ -71,87 +90,147 @@ def measure(only: str = "all", *, repeats: int = 5, profile: str | Path | None =
     return live.run_live(cfg, facts, host, command=f"zero_copy.notebook.measure({only!r}, repeats={repeats})")
 
 
-def show(record: Record, only: str = "all") -> None:
-    """Print what `python -m zero_copy --only ...` prints for these experiments: tables, then verdicts."""
-    print(report(record, None if only == "all" else _picked(only)))
+def show(record: Record, parts: str = "all") -> None:
+    """The tables and verdicts of these experiments (`probes` among them: the table of L and H, else one line).
+
+    The device facts are not repeated here: `api_demo` prints them once, and `python -m zero_copy` at its top.
+    """
+    picked = _picked(parts, extra=(PROBES,))
+    experiments = [name for name in picked if name != PROBES]
+    print(report(record, experiments, facts=False, probe_table=PROBES in picked))
 
 
-def _pass_ms(record: Record, section: str, **match: str) -> float:
-    row = next(r for r in planned_rows(record.extra[section]) if all(r.params.get(k) == v for k, v in match.items()))
-    return record.pass_times(row.key).median_ms
+def _per_read(record: Record) -> dict[str, Any]:
+    return breakeven_verdict(record)["per_reads"][-1]
 
 
-def _per_read(record: Record, reads: int | None = None) -> dict:
-    rows = breakeven_verdict(record)["per_reads"]
-    return rows[-1] if reads is None else next(r for r in rows if r["reads"] == reads)
+def _read_while_running(record: Record) -> str:
+    verdict = mailbox_verdict(record)
+    return "yes" if verdict["good_rounds"] == verdict["rounds"] else "no"
 
 
-# name: (what it is, how to read it from a record)
-MEASURED: dict[str, tuple[str, Callable[[Record], float]]] = {
-    "link_gbps": ("pinned H2D copy, GB/s (L)", lambda r: rates(r).h2d_gbps),
-    "hbm_over_link": ("HBM copy rate over L (H/L)", lambda r: rates(r).hbm_gbps / rates(r).h2d_gbps),
-    "zero_copy_read_once_gbps": (
-        "kernel reading mapped memory once, GB/s",
-        lambda r: r.extra["streaming"]["nbytes"] / (_pass_ms(r, "streaming", path="zero-copy") * 1e6),
+# Every number a prediction cell asks for, read from the same verdicts the tables and plots print.
+QUANTITIES: dict[str, Quantity] = {
+    "link_gbps": Quantity("pinned H2D copy, GB/s (L)", lambda r: rates(r).h2d_gbps),
+    "hbm_over_link": Quantity("HBM copy rate over L (H/L)", lambda r: rates(r).hbm_gbps / rates(r).h2d_gbps),
+    "zero_copy_read_once_gbps": Quantity(
+        "kernel reading mapped memory once, GB/s", lambda r: streaming_verdict(r)["zero_copy_gbps"]
     ),
-    "scattered_over_coalesced": (
-        "scattered / coalesced useful GB/s",
-        lambda r: _pass_ms(r, "access", pattern="coalesced") / _pass_ms(r, "access", pattern="scattered"),
+    "write_combined_over_mapped": Quantity(
+        "write-combined / ordinary mapped GB/s", lambda r: streaming_verdict(r)["write_combined_over_mapped"]
     ),
-    "breakeven_reads": ("measured break-even r*", lambda r: breakeven_verdict(r)["crossover_measured"]),
-    "zero_copy_over_copy_at_max_r": (
-        "zero-copy / copy time at the largest r",
-        lambda r: _per_read(r)["zero_copy_ms"] / _per_read(r)["copy_ms"],
+    "pipeline_fraction_of_link": Quantity(
+        "chunked copy pipeline GB/s over L", lambda r: streaming_verdict(r)["pipeline_fraction_of_link"]
     ),
-    "gather_fraction_of_copy": ("sorted gather / pinned copy, GB/s", lambda r: gather_verdict(r)["fraction_of_copy"]),
-    "unsorted_over_sorted": ("unsorted / sorted gather time", lambda r: gather_verdict(r)["unsorted_over_sorted"]),
-    "gather_speedup_over_cpu": ("CPU take + copy / GPU gather time", lambda r: gather_verdict(r)["speedup_over_cpu"]),
-    "flag_latency_us": (
-        "launch to flag seen by the host, us",
-        lambda r: statistics.median(r.pass_times(read_key(r.extra["mailbox"]["key"])).times_ms) * 1e3,
+    "scattered_over_coalesced": Quantity(
+        "scattered / coalesced useful GB/s", lambda r: access_verdict(r)["scattered_over_coalesced"]
     ),
-    "reread_mapped_over_hbm": (
-        "re-read loop, mapped / HBM time",
-        lambda r: (
-            _pass_ms(r, "reread", spacing="far", memory="mapped")
-            / _pass_ms(r, "reread", spacing="far", memory="device")
-        ),
+    "breakeven_reads": Quantity("measured break-even r*", lambda r: breakeven_verdict(r)["crossover_measured"]),
+    "zero_copy_over_copy_at_max_r": Quantity(
+        "zero-copy / copy time at the largest r", lambda r: _per_read(r)["zero_copy_ms"] / _per_read(r)["copy_ms"]
     ),
-    "saxpy_sync_over_mapped": (
-        "SAXPY, synchronous copies / mapped time",
-        lambda r: _pass_ms(r, "saxpy", path="sync-copies") / _pass_ms(r, "saxpy", path="mapped"),
+    "gather_fraction_of_copy": Quantity(
+        "sorted gather / pinned copy, GB/s", lambda r: gather_verdict(r)["fraction_of_copy"]
+    ),
+    "unsorted_over_sorted": Quantity(
+        "unsorted / sorted gather time", lambda r: gather_verdict(r)["unsorted_over_sorted"]
+    ),
+    "gather_speedup_over_cpu": Quantity(
+        "CPU take + copy / GPU gather time", lambda r: gather_verdict(r)["speedup_over_cpu"]
+    ),
+    "flag_latency_us": Quantity("launch to flag seen by the host, us", lambda r: mailbox_verdict(r)["flag_latency_us"]),
+    "read_while_running": Quantity("payload read while the kernel ran, every round", _read_while_running),
+    "reread_mapped_over_hbm": Quantity(
+        "far re-reads, mapped / HBM time", lambda r: reread_verdict(r)["mapped_over_hbm"]
+    ),
+    "near_reread_buffers": Quantity(
+        "near re-reads' time, in buffers over the link", lambda r: reread_verdict(r)["near_buffers_crossed"]
+    ),
+    "saxpy_sync_over_mapped": Quantity(
+        "SAXPY, synchronous copies / mapped time", lambda r: saxpy_verdict(r)["sync_over_mapped"]
+    ),
+    "saxpy_async_over_mapped": Quantity(
+        "SAXPY, chunked async copies / mapped time", lambda r: saxpy_verdict(r)["async_over_mapped"]
     ),
 }
 
 
-def compare(predictions: dict[str, float | None], record: Record) -> None:
-    """Print each prediction beside the measured number and their ratio (keys: those of MEASURED)."""
-    unknown = [key for key in predictions if key not in MEASURED]
-    if unknown:
-        raise KeyError(f"no measurement called {', '.join(unknown)}; known: {', '.join(MEASURED)}")
-    print(f"{'quantity':<30}{'what':<42}{'yours':>10}{'measured':>10}{'measured/yours':>16}")
-    for key, guess in predictions.items():
-        what, read = MEASURED[key]
-        value = read(record)
-        ratio = f"{value / guess:.2f}" if guess and value is not None else "-"
-        shown = ["-" if v is None else f"{v:.3g}" for v in (guess, value)]
-        print(f"{key:<30}{what:<42}{shown[0]:>10}{shown[1]:>10}{ratio:>16}")
+def compare(predictions: dict[str, float | str | None], record: Record) -> None:
+    """Each prediction beside the run's number and measured/yours; remembered for closing_table()."""
+    print(LEDGER.compare(predictions, QUANTITIES, record))
+
+
+def closing_table() -> None:
+    """Every prediction compared in this session (this notebook's kernel), in one table."""
+    print(LEDGER.closing())
+
+
+# (system, L GB/s, H GB/s): illustrative, not measured
+OTHER_SYSTEMS = [
+    ("PCIe Gen4 x16, illustrative", 25.0, 1500.0),
+    ("NVLink-C2C one way, illustrative", 450.0, 4000.0),
+    ("integrated, shared DRAM, illustrative", 100.0, 100.0),
+]
+
+
+def _reads(value: float | None) -> str:
+    return "never (copying never wins)" if value is None or math.isinf(value) else f"{value:.3f}"
+
+
+def other_systems(record: Record) -> None:
+    """The model's break-even on this run's L and H and on illustrative other systems (section 7)."""
+    link = rates(record)
+    print(
+        f"{'this run (measured)':<40} L {link.h2d_gbps:7.1f}  H {link.hbm_gbps:7.0f} GB/s  ->  r* = "
+        f"{_reads(breakeven_verdict(record)['crossover_model'])}"
+    )
+    for system, link_gbps, hbm_gbps in OTHER_SYSTEMS:
+        print(
+            f"{system:<40} L {link_gbps:7.1f}  H {hbm_gbps:7.0f} GB/s  ->  r* = "
+            f"{_reads(model.crossover_reads(link_gbps, hbm_gbps))}"
+        )
+
+
+def _yours(break_even_reads: Callable[[float, float], Any], link_gbps: float, hbm_gbps: float) -> str:
+    """What the student's function gives, in words; whatever it does, never an exception."""
+    try:
+        value = break_even_reads(link_gbps, hbm_gbps)
+    except NotImplementedError:
+        return "not written yet (it raised NotImplementedError)"
+    except Exception as exc:  # the student's code: say what it raised, and go on
+        return f"it raised {type(exc).__name__}: {exc}"
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return f"not a number: {value!r}"[:120]
+    return _reads(float(value))
+
+
+def your_break_even(break_even_reads: Callable[[float, float], Any], record: Record) -> None:
+    """Your break_even_reads beside the model and the measurement: this run's L and H, then the other systems."""
+    verdict = breakeven_verdict(record)
+    link, hbm = verdict["link_gbps"], verdict["hbm_gbps"]
+    print(
+        f"this run, L {link:.1f} and H {hbm:.0f} GB/s: yours r* = {_yours(break_even_reads, link, hbm)}; "
+        f"the model's {_reads(verdict['crossover_model'])}; measured {_reads(verdict['crossover_measured'])}"
+    )
+    for system, link_gbps, hbm_gbps in OTHER_SYSTEMS:
+        print(f"{system:<40} yours r* = {_yours(break_even_reads, link_gbps, hbm_gbps)}")
 
 
 def api_demo() -> None:
-    """Live: allocate, register, ask for device pointers, let the GPU write host memory. Offline: the recorded facts."""
+    """The device facts, once; live, also allocate, register, ask for device pointers and let the GPU write host
+    memory. Offline: the recorded run's device facts."""
     if not Mode.decide().live:
         record = replay.load_profile()
-        support = MappingSupport.from_dict(record.extra["support"])
         print(
-            f"zero_copy: no GPU here; the mapping facts of the recorded {record.device.name} run "
-            f"({record.recorded_at}):\n{support.line()}"
+            f"{LESSON}: no GPU here, so nothing is mapped; the device facts of the recorded run ({record.recorded_at}):"
         )
-        print("\n".join(f"  - {note}" for note in support.notes()))
+        print("\n".join(device_lines(record.device, record_support(record))))
         return
     import cupy as cp  # optional: only a live demo reaches here, and offline readers need not install CuPy
 
     print(live_line(LESSON))
+    facts = device_facts()
+    print("\n".join(device_lines(facts, read_support(facts))))
     with alloc_mapped(1 << 20, np.float32) as buf:
         buf.h[:] = 1.0
         d_view = buf.d
