@@ -540,12 +540,13 @@ def _challenge_simulated(recorded: trace.Trace, record: Record) -> ChallengeTimi
     )
 
 
-def check_challenge(schedule: Callable[[Any], None], settings: Any) -> float:
+def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
     """Optional: your fastest correct schedule's time over the link floor measured in the same run.
 
     Met at CHALLENGE_FACTOR or less. Correct first: the schedule is judged by the ordering rules at the timed
     configuration and at 1, 7 and 16 chunks with the same buffers and streams, and live every timed output is
-    verified. Returns the ratio.
+    verified. Prints the ratio and returns nothing (a value shown by a graded cell would be nbgrader's partial
+    credit, and this cell is worth no points).
     """
     assert_own_schedule(schedule)
     chosen = answers.answer("your challenge settings", ("day54 challenge settings",), lambda: settings)
@@ -553,13 +554,13 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> float:
         try:
             picked = challenge_settings(chosen)
         except AssertionError:
-            return float("nan")
+            return
     else:
         picked = challenge_settings(chosen)
     timed = traced(schedule, picked.n_chunks, picked.buffers, picked.window, picked.streams)
     others = [traced(schedule, n, picked.buffers, picked.window, picked.streams) for n in (1, 7, 16)]
     if answers.collecting():
-        return float("nan")
+        return
     for one in [timed, *others]:
         problem = _fake_problems(one)
         assert problem is None, f"the challenge counts only a correct schedule, and this one is not: {problem}"
@@ -573,7 +574,6 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> float:
         f"challenge met: {found.mine_ms:.2f} ms, {found.over_floor:.3f}x the link floor ({found.link_floor_ms:.2f} ms) "
         f"<= {CHALLENGE_FACTOR:.2f}x at {where}"
     )
-    return found.over_floor
 
 
 # -- analysis functions the student writes --------------------------------------------------------------

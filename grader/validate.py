@@ -138,7 +138,12 @@ def validate_release(path: Path, timeout_s: int) -> Verdict:
         results, nb = run_validator(path, invert=True, timeout_s=timeout_s)
     except Exception as exc:
         return Verdict(path, False, [f"the harness crashed: {type(exc).__name__}: {exc}"], 0)
-    problems = [f"test passes with the stubs: {c['source'].splitlines()[0]}" for c in results.get("passed", [])]
+    failing = {cell.source for _, cell, _ in _errors(nb)} if nb is not None else set()
+    problems = [
+        f"test passes with the stubs: {c['source'].splitlines()[0]}"
+        for c in results.get("passed", [])
+        if c["source"] not in failing  # an optional cell worth 0 points "passes" nbgrader's count while it fails
+    ]
     problems += [f"test cell changed: {c['source'].splitlines()[0]}" for c in results.get("changed", [])]
     problems += (
         [
