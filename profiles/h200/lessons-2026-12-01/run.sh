@@ -8,7 +8,7 @@
 #   challenge: the course best, three runs of checks.check_challenge (7 rounds x 5 repeats), and the lesson's
 #              settings once for contrast.
 #   zero_copy: Run All on the untouched release and the solutions notebook, live.
-#   gpu-tests: pytest -m gpu on tests/.
+#   gpu-tests: pytest -m gpu on tests/, then tests/test_release_runs.py (Run All on the releases) live.
 set -u
 part=${1:?part}
 out=${OUT:?}
@@ -85,6 +85,9 @@ elif [[ $part == zero_copy ]]; then
   run_notebook course/zero_copy/zero_copy.ipynb zero_copy_release > "$out/notebooks_zero_copy.txt" 2>&1
   run_notebook solutions/zero_copy/zero_copy.ipynb zero_copy_solutions >> "$out/notebooks_zero_copy.txt" 2>&1
 else
-  timeout 500 python3 -m pytest -q -m gpu -p no:cacheprovider -rA tests/ --deselect tests/test_notebooks.py 2>&1 \
+  timeout 330 python3 -m pytest -q -m gpu -p no:cacheprovider -rA tests/ --deselect tests/test_notebooks.py 2>&1 \
     | grep -E "^(PASSED|FAILED|ERROR)|passed|failed|Error|assert" > "$out/gpu_tests.txt"
+  # Run All on the untouched releases, live this time (the same tests run offline in CI)
+  timeout 200 python3 -m pytest -q -s -p no:cacheprovider -rA tests/test_release_runs.py 2>&1 \
+    | grep -E "^(PASSED|FAILED|ERROR)|passed|failed|Error|assert|Run All" >> "$out/gpu_tests.txt"
 fi
