@@ -232,10 +232,11 @@ JupyterLab opens on `{notebooks}/`, one folder per assignment:
 
 {notebook_list}
 
-Work in these copies, top to bottom: write your prediction in the cell before each run, run the measurement,
-compare, then fill in the exercise cells (they say `YOUR CODE HERE` / `YOUR ANSWER HERE`); the test cell under
-each exercise checks it and prints how it decided. Every measurement says first what it is: live on which GPU,
-or a replay of which recorded profile.
+Work in these copies, top to bottom. Each notebook is the lesson first, and it runs to its end without you:
+write your prediction in the cell before each measurement, run it, and compare. The exercises come after it (the
+cells that say `YOUR CODE HERE` / `YOUR ANSWER HERE`); the test cell under each exercise checks it and prints how
+it decided, and the written answers are graded by hand. Every measurement says first what it is: live on which
+GPU, or a replay of which recorded profile.
 
 ## Handing in
 
