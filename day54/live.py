@@ -14,6 +14,7 @@ from day54.context import CupyContext, HostArrays
 from day54.verify import check_bit_exact, check_closed_form
 from labcore.device import available_host_bytes, cupy_or_none, device_facts, free_device_bytes
 from labcore.errors import UsageError
+from labcore.gpulock import gpu_turn, warn_if_shared
 from labcore.nvrtc import require_nvrtc
 from labcore.progress import progress
 from labcore.record import Record
@@ -41,18 +42,20 @@ def check_memory(cfg: Config) -> None:
 
 
 def run_schedule(ctx: Any, schedule: Any) -> None:
-    """Run one schedule to completion, untimed."""
-    schedule(ctx)
-    ctx.synchronize()
+    """Run one schedule to completion, untimed (in a turn all the same: it would disturb a neighbour's timing)."""
+    with gpu_turn():
+        schedule(ctx)
+        ctx.synchronize()
 
 
 def trace_pass(ctx: Any, schedule: Any, key: PassKey) -> list:
     """One extra run with events around every operation, for the timeline."""
     ctx.tracer = OpTracer()
     try:
-        ctx.tracer.begin()
-        schedule(ctx)
-        return ctx.tracer.ops(str(key))
+        with gpu_turn():
+            ctx.tracer.begin()
+            schedule(ctx)
+            return ctx.tracer.ops(str(key))
     finally:
         ctx.tracer = None
 
@@ -72,6 +75,7 @@ def run_live(cfg: Config, student: Any = None) -> Record:
     cp = cupy_or_none()
     record = Record(lesson=LESSON, mode="live", source="live", device=device_facts(), config=cfg.as_dict())
     print(f"{LESSON}: kernels compile with {require_nvrtc()}", file=sys.stderr, flush=True)
+    warn_if_shared()
     with progress(_steps(cfg), LESSON) as bar:
         host = HostArrays(cfg.total_bytes)
         host.fill_random(cfg.seed)

@@ -6,6 +6,8 @@ start fires before the pass, stop after every worker stream drained. The host
 waits on the stop event, then (for the grader's cross-check) also synchronizes
 the whole device and reads a host clock, which catches work on non-blocking
 streams that the events would miss.
+
+Each timed pass is one turn on the GPU (labcore.gpulock): other processes' passes on the same GPU wait.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import nvtx
 
 from labcore.device import cupy_or_none
+from labcore.gpulock import gpu_turn
 from labcore.record import Op, PassTimes
 
 
@@ -50,29 +53,30 @@ def time_pass(
     null = cp.cuda.Stream.null
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     device = cp.cuda.Device()
-    for _ in range(warmup):
-        if before:
-            before()
-        with nvtx.annotate(f"warmup {key}", domain=domain):
-            fn()
-            device.synchronize()
     times_ms, host_ms = [], []
-    for _ in range(repeats):
-        if before:
-            before()
-        device.synchronize()
-        with nvtx.annotate(key, domain=domain):
-            t0 = time.perf_counter()
-            start.record(null)
-            fn()
-            stop.record(null)
-            stop.synchronize()
+    with gpu_turn():  # warm-up and repeats are one turn: a neighbour's pass never runs between them
+        for _ in range(warmup):
+            if before:
+                before()
+            with nvtx.annotate(f"warmup {key}", domain=domain):
+                fn()
+                device.synchronize()
+        for _ in range(repeats):
+            if before:
+                before()
             device.synchronize()
-            t1 = time.perf_counter()
-        times_ms.append(cp.cuda.get_elapsed_time(start, stop))
-        if after:
-            after()
-        host_ms.append((t1 - t0) * 1e3)
+            with nvtx.annotate(key, domain=domain):
+                t0 = time.perf_counter()
+                start.record(null)
+                fn()
+                stop.record(null)
+                stop.synchronize()
+                device.synchronize()
+                t1 = time.perf_counter()
+            times_ms.append(cp.cuda.get_elapsed_time(start, stop))
+            if after:
+                after()
+            host_ms.append((t1 - t0) * 1e3)
     return PassTimes(
         key=key, name=name, params=dict(params), times_ms=times_ms, host_ms=host_ms, bytes_moved=bytes_moved
     )

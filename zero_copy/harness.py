@@ -11,6 +11,7 @@ import numpy as np
 import nvtx
 
 from labcore.device import cupy_or_none
+from labcore.gpulock import gpu_turn
 from labcore.record import Check, PassTimes, Record
 from labcore.timing import time_pass
 from zero_copy import DOMAIN
@@ -72,14 +73,15 @@ class Lab:
         """Time host-only work (no GPU) with the host clock, same warm-up and repeats."""
         key = str(row.key)
         self.progress(key)
-        for _ in range(self.config.warmup):
-            fn()
         times_ms = []
-        for _ in range(self.config.repeats):
-            with nvtx.annotate(key, domain=DOMAIN):
-                t0 = time.perf_counter()
+        with gpu_turn():  # a neighbour's copies would contend for the host memory this reads
+            for _ in range(self.config.warmup):
                 fn()
-                times_ms.append((time.perf_counter() - t0) * 1e3)
+            for _ in range(self.config.repeats):
+                with nvtx.annotate(key, domain=DOMAIN):
+                    t0 = time.perf_counter()
+                    fn()
+                    times_ms.append((time.perf_counter() - t0) * 1e3)
         found = PassTimes(
             key=key,
             name=name,
@@ -98,9 +100,10 @@ class Lab:
 
     def check_run(self, name: str, fn: Callable[[], Any], d_out: Any, expected: np.ndarray) -> bool:
         """Poison d_out, run fn once, and compare the result with `expected` bit for bit."""
-        poison(d_out)
-        self.sync()
-        with nvtx.annotate(f"check {name}", domain=DOMAIN):
-            fn()
+        with gpu_turn():  # untimed, but it would disturb a neighbour's timed pass
+            poison(d_out)
             self.sync()
+            with nvtx.annotate(f"check {name}", domain=DOMAIN):
+                fn()
+                self.sync()
         return self.check(name, *compare(self.cp.asnumpy(d_out), expected))

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 
 from labcore.device import DeviceFacts, device_facts
+from labcore.gpulock import warn_if_shared
 from labcore.nvrtc import require_nvrtc
 from labcore.progress import progress
 from labcore.record import Record
@@ -50,6 +51,7 @@ def run_live(cfg: Config, facts: DeviceFacts, host: HostMemory, *, command: str)
     record.extra["host_memory"] = {**dataclasses.asdict(host), "pinnable_bytes": host.pinnable_bytes}
     t0 = time.perf_counter()
     print(f"{LESSON}: kernels compile with {require_nvrtc()}", file=sys.stderr, flush=True)
+    warn_if_shared()
     with progress(1 + len(cfg.only), LESSON, unit="exp") as bar:
         lab = Lab(cfg, record, progress=bar.status)
         module().get_function("reread")  # compiles the whole module before anything is timed
