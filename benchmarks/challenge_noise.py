@@ -57,8 +57,11 @@ def main() -> None:
                 ratios = []
                 for _ in range(args.rounds):
                     floor = time_pass(
-                        lambda: schedules.duplex(link), key="duplex", name="duplex",
-                        before=host.poison if poison_both else None, **timed,
+                        lambda: schedules.duplex(link),
+                        key="duplex",
+                        name="duplex",
+                        before=host.poison if poison_both else None,
+                        **timed,
                     ).median_ms
                     mine = time_pass(lambda f=fn, c=ctx: f(c), key=label, name=label, before=host.poison, **timed)
                     ratios.append(mine.median_ms / floor)

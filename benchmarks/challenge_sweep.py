@@ -45,7 +45,7 @@ def main() -> None:
     depths = [int(b) for b in args.buffers.split(",")]
     host = HostArrays(TOTAL)
     host.fill_random(54)
-    contexts = {w: CupyContext(host, w, max(depths + [2]), 512) for w in windows + [64 * MiB]}
+    contexts = {w: CupyContext(host, w, max([*depths, 2]), 512) for w in [*windows, 64 * MiB]}
     host.poison()
     schedules.naive(contexts[64 * MiB].with_buffers(1))
     contexts[64 * MiB].synchronize()
@@ -64,7 +64,7 @@ def main() -> None:
     rows: dict[str, list[float]] = {}
     for r in range(args.rounds):
         two = contexts[64 * MiB].with_buffers(2)
-        floor = time_pass(lambda: schedules.duplex(two), key="duplex", name="duplex", **timed).median_ms
+        floor = time_pass(lambda t=two: schedules.duplex(t), key="duplex", name="duplex", **timed).median_ms
         line = [f"round {r}: link floor {floor:.3f} ms"]
         for w in windows:
             for b in depths:

@@ -843,8 +843,9 @@ CORPUS: tuple[Submission, ...] = (
     Submission(
         "d54-exits-in-sweep",
         D,
-        "correct schedule, then os._exit(0) in the sweep cell: the cells before keep their 3+2+1",
-        full(D, test_sweep=0, test_prediction=0),
+        "correct schedule, then os._exit(0) in the sweep cell: the cells before keep their 3+2+1, the later ones "
+        "(prediction, pitfall names) get the reason",
+        full(D, test_sweep=0, test_prediction=0, test_pitfall_names=0),
         edits={"sweep_ratios": EXITS},
     ),
     # day54: cheats on the release's stubs; worth what the stubs are worth
