@@ -11,6 +11,7 @@ For an instructor's grading directory DIR, outside the checkout:
   autograde DIR           execute submissions in parallel, record grades serially, per-cell timeout
   feedback DIR            HTML feedback per submission, hidden tests removed and checked absent
   export DIR              grades as CSV
+  report DIR              an HTML class report: scores per cell, why cells failed, measured ratios
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from grader.course import Course, check, generate
 from grader.feedback import write_feedback
 from grader.grading import GradingDir, collect, export, new_grading_dir, setup
 from grader.layout import CELL_TIMEOUT_S, RELEASE_DIR, SOURCE_DIR
+from grader.report import cmd_report
 from grader.runner import REPO
 from grader.validate import validate_release, validate_solution
 from labcore.device import device_facts, gpu_available
@@ -82,6 +84,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     export_cmd.add_argument(
         "--to", metavar="CSV", help="where to write (default DIR/grades.csv; not inside the checkout)"
     )
+    report = sub.add_parser("report", help="an HTML class report: scores, failure reasons, measured ratios")
+    report.add_argument("dir", metavar="DIR")
+    report.add_argument("--out", metavar="HTML", help="the page (default DIR/report/index.html); PNGs beside it")
     for command in (val, setup_cmd, auto, feedback):
         command.add_argument("--assignment", metavar="A", help="only this assignment (default: all)")
     for command in (val, auto):
@@ -326,6 +331,7 @@ COMMANDS = {
     "autograde": cmd_autograde,
     "feedback": cmd_feedback,
     "export": cmd_export,
+    "report": cmd_report,
 }
 
 
