@@ -45,9 +45,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.grading import GradingDir
+from grader.grading import GradingDir, skipped_at_collect
 from grader.layout import COURSE_ID, GRADEBOOK, KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
 from grader.runner import KILLED, REPO, last_error, nbgrader
+from grader.status import pending, state
 from grader.withhold import sandbox_library
 from labcore.device import gpu_available
 
@@ -74,6 +75,8 @@ class Outcome:
     recorded: bool = True
     sandbox_s: float | None = None  # wall seconds in the sandbox (no GPU)
     checker_s: float | None = None  # wall seconds in the trusted checker: the only process that uses a GPU
+    state: str = "graded"  # grader.status's words: graded, graded with written answers pending, not submitted, ...
+    pending: dict[str, float] = dataclasses.field(default_factory=dict)  # written answers to grade by hand: points
 
 
 def _notebooks(folder: Path) -> list[tuple[str, NotebookNode]]:
@@ -143,9 +146,18 @@ def record_all(grading: GradingDir, scratch: Path, assignment: str) -> dict[str,
 
 
 def autograde(
-    grading: GradingDir, assignment: str, *, jobs: int, timeout_s: int, progress: Callable[[str], None] | None = None
+    grading: GradingDir,
+    assignment: str,
+    *,
+    jobs: int,
+    timeout_s: int,
+    progress: Callable[[str], None] | None = None,
+    started: Callable[[str], None] | None = None,
 ) -> list[Outcome]:
-    """Grade every submitted notebook of one assignment; one Outcome per student."""
+    """Grade every submitted notebook of one assignment; one Outcome per student, then one per student in the
+    gradebook or skipped at collect who has no submission of it (not submitted, not graded: skipped at collect).
+
+    `started(student)` is called as a submission's grading begins, `progress(student)` as it ends."""
     students = grading.submitted(assignment)
     budget_s = timeout_s * (code_cells(grading, assignment) + 1) + STARTUP_S
     reasons: dict[str, str] = {}
@@ -155,19 +167,34 @@ def autograde(
         sandbox_library(REPO, scratch / LIBRARY)
         for student in students:
             scratch_root(grading, scratch, assignment, student)
+
+        def one(student: str) -> str:
+            if started:
+                started(student)
+            return execute_one(grading, scratch, assignment, student, timeout_s, budget_s, seed)
+
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            running = {
-                pool.submit(execute_one, grading, scratch, assignment, s, timeout_s, budget_s, seed): s
-                for s in students
-            }
+            running = {pool.submit(one, s): s for s in students}
             for future in as_completed(running):
                 reasons[running[future]] = future.result()
                 if progress:
                     progress(running[future])
         unrecorded = record_all(grading, scratch, assignment)
-    return [
+    found = [
         outcome(grading, assignment, s, reasons.get(s, ""), unrecorded.get(s) or unrecorded.get("*")) for s in students
     ]
+    return found + absent(grading, assignment, students)
+
+
+def absent(grading: GradingDir, assignment: str, submitted: list[str]) -> list[Outcome]:
+    """Outcomes of the students known to the gradebook or skipped at collect who submitted nothing of it."""
+    from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
+
+    with Gradebook(grading.db_url, COURSE_ID) as gb:
+        known = {s.id for s in gb.students} | set(skipped_at_collect(grading))
+        return [
+            Outcome(s, recorded=True, state=state(gb, grading, assignment, s)) for s in sorted(known - set(submitted))
+        ]
 
 
 def _is_test(cell: NotebookNode) -> bool:
@@ -229,7 +256,13 @@ def outcome(grading: GradingDir, assignment: str, student: str, reason: str, unr
     """Summarize one submission from the gradebook and its autograded notebooks."""
     points = {gid: p for (_, gid), p in graded_cells(grading, assignment).items()}
     if unrecorded:
-        return Outcome(student, max_score=sum(points.values()), reason=unrecorded, recorded=False)
+        why = f"not graded: {unrecorded}"
+        return Outcome(student, max_score=sum(points.values()), reason=unrecorded, recorded=False, state=why)
+    from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
+
+    with Gradebook(grading.db_url, COURSE_ID) as gb:
+        found_state = state(gb, grading, assignment, student)
+        waiting = pending(gb, grading, assignment, student)
     got = scores(grading, assignment, student)
     timed_out, failed, notes = _cell_notes(grading, assignment, student)
     times = [nb.metadata.get(TIMES_KEY, {}) for _, nb in _notebooks(grading.root / "autograded" / student / assignment)]
@@ -242,6 +275,8 @@ def outcome(grading: GradingDir, assignment: str, student: str, reason: str, unr
         reason="; ".join([reason] if reason else notes),
         sandbox_s=_total(t.get("sandbox_s") for t in times),
         checker_s=_total(t.get("checker_s") for t in times),
+        state=found_state,
+        pending=waiting,
     )
 
 

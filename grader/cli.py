@@ -19,17 +19,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from grader.autograde import Outcome, autograde
 from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, new_bundle_dir, write_bundle
 from grader.course import Course, check, generate
 from grader.feedback import write_feedback
-from grader.grading import GradingDir, collect, export, new_grading_dir, setup
+from grader.grading import GradingDir, collect, new_grading_dir, setup
 from grader.layout import CELL_TIMEOUT_S, RELEASE_DIR, SOURCE_DIR
 from grader.report import cmd_report
 from grader.runner import REPO
+from grader.status import GRADED, NOT_SUBMITTED, SKIPPED, export_with_status
 from grader.validate import validate_release, validate_solution
 from labcore.device import device_facts, gpu_available
 from labcore.errors import UsageError
@@ -241,8 +243,21 @@ def _default_jobs() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
+def _score(outcome: Outcome) -> str:
+    """The score column of the autograde table: points when graded, else what it is."""
+    if outcome.state == NOT_SUBMITTED:
+        return NOT_SUBMITTED
+    if not outcome.recorded or not outcome.state.startswith(GRADED):
+        return "not graded"
+    return f"{outcome.score:g} / {outcome.max_score:g}"
+
+
 def _notes(outcome: Outcome) -> str:
     """The notes column of the autograde table."""
+    if outcome.state == NOT_SUBMITTED:
+        return ""
+    if outcome.state.startswith(f"not graded: {SKIPPED}"):
+        return outcome.state
     notes = []
     if outcome.timed_out:
         notes.append(f"timed out: {', '.join(outcome.timed_out)}")
@@ -250,7 +265,29 @@ def _notes(outcome: Outcome) -> str:
         notes.append(f"failed: {', '.join(outcome.failed)}")
     if outcome.reason:
         notes.append(outcome.reason)
+    if outcome.pending:
+        cells = ", ".join(outcome.pending)
+        notes.append(f"written answers pending: {cells} ({sum(outcome.pending.values()):g} points, by hand)")
     return "; ".join(notes)
+
+
+def _in_work(bar: Progress) -> dict[str, Callable[[str], None]]:
+    """autograde's started/progress callbacks: the bar names the students being graded, a log line each one done."""
+    lock, working = threading.Lock(), set()
+
+    def started(student: str) -> None:
+        with lock:
+            working.add(student)
+            bar.status(f"grading {', '.join(sorted(working))}")
+
+    def done(student: str) -> None:
+        with lock:
+            working.discard(student)
+            bar.update(f"{student} done")
+            if working:
+                bar.status(f"grading {', '.join(sorted(working))}")
+
+    return {"started": started, "progress": done}
 
 
 def cmd_autograde(args: argparse.Namespace) -> int:
@@ -271,12 +308,12 @@ def cmd_autograde(args: argparse.Namespace) -> int:
                 print(f"{name}: nothing submitted")
                 continue
             with _bar(counts[name], name) as bar:
-                outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, progress=bar.update)
+                outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, **_in_work(bar))
             width = max(len("student"), *(len(o.student) for o in outcomes))
             print(f"\n{name}: autograded cells only (written answers wait for manual grading)")
             print(f"{'student':<{width}}  {'score':>11}  {'sandbox s':>9}  {'checker s':>9}  notes")
             for o in outcomes:
-                score = f"{o.score:g} / {o.max_score:g}" if o.recorded else "not graded"
+                score = _score(o)
                 times = "  ".join(f"{'-' if t is None else f'{t:.1f}':>9}" for t in (o.sandbox_s, o.checker_s))
                 print(f"{o.student:<{width}}  {score:>11}  {times}  {_notes(o)}".rstrip())
             unrecorded += sum(not o.recorded for o in outcomes)
@@ -317,7 +354,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if to == repo or repo in to.parents:
         raise UsageError(f"--to {to} is inside the course checkout {repo}; grades stay outside it")
     print(f"grader export: {grading.root / 'gradebook.db'} -> {to}", flush=True)
-    rows = export(grading, to).read_text().splitlines()[1:]
+    rows = export_with_status(grading, to).read_text().splitlines()[1:]
     print(f"wrote {to}: {len(rows)} rows (one per student and assignment)")
     return 0
 

@@ -16,7 +16,9 @@ import re
 from pathlib import Path
 
 from grader.grading import GradingDir
+from grader.layout import COURSE_ID
 from grader.runner import nbgrader_or_fail
+from grader.status import machine_paths, pending, strip_paths
 
 PLACEHOLDER = "# hidden tests: not shown"
 MIN_LEAK_CHARS = 8  # shorter hidden lines ("else:", ")") say nothing and occur everywhere
@@ -73,8 +75,37 @@ def leaks(grading: GradingDir, assignment: str) -> list[str]:
     return found
 
 
+def pending_line(cells: dict[str, float]) -> str:
+    """The line atop a page whose written answers wait for grading by hand ('' when none do)."""
+    if not cells:
+        return ""
+    n, points = len(cells), sum(cells.values())
+    return (
+        f"Written answers not graded yet: {n} cell{'s' * (n != 1)} ({', '.join(cells)}; {points:g} points), "
+        "graded by hand later; until then they count 0 in the score below."
+    )
+
+
+def finish_pages(grading: GradingDir, assignment: str) -> None:
+    """Each page: the written answers still waiting named at the top, no path of the grading machine."""
+    from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
+
+    paths = machine_paths(grading)
+    with Gradebook(grading.db_url, COURSE_ID) as gb:
+        for page in sorted((grading.root / "feedback").glob(f"*/{assignment}/*.html")):
+            text = strip_paths(page.read_text(errors="replace"), paths)
+            line = pending_line(pending(gb, grading, assignment, page.parent.parent.name, page.stem))
+            if line:
+                note = f'<p class="pending-written" style="font-weight:bold">{html.escape(line)}</p>'
+                text = re.sub(r"(<body[^>]*>)", lambda m, note=note: m.group(1) + note, text, count=1)
+            page.write_text(text)
+
+
 def write_feedback(grading: GradingDir, assignment: str) -> tuple[list[Path], list[str]]:
-    """nbgrader generate_feedback for one assignment, then the leak check; (HTML files kept, leaks)."""
+    """nbgrader generate_feedback for one assignment, the pending line and paths, then the leak check.
+
+    (HTML files kept, leaks)."""
     nbgrader_or_fail(["generate_feedback", assignment, "--force"], cwd=grading.root)
+    finish_pages(grading, assignment)
     found = leaks(grading, assignment)
     return sorted((grading.root / "feedback").glob(f"*/{assignment}/*.html")), found

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import fnmatch
+import json
 import re
 import shutil
 import subprocess
@@ -31,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from grader.course import Course, run_file_clashes, tree_differences
-from grader.layout import COURSE_ID, GRADEBOOK, GRADING_CONFIG, db_url, run_files_glob
+from grader.layout import COURSE_ID, GRADEBOOK, GRADING_CONFIG, SKIPPED_AT_COLLECT, db_url, run_files_glob
 from grader.runner import REPO, nbgrader_or_fail
 from labcore.errors import UsageError
 
@@ -195,6 +196,7 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
     for name in assignments:
         check_run_files_rule(grading.root / "source" / name, name)
     taken: dict[str, list[str]] = {}
+    empty: dict[str, str] = {}  # student: what was skipped, for the students nothing was taken from
     skipped = [f"{p.name}: not inside a student's folder" for p in sorted(base.iterdir()) if not p.is_dir()]
     for folder in sorted(p for p in base.iterdir() if p.is_dir()):
         if not STUDENT_ID.match(folder.name):
@@ -212,14 +214,36 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
                 shutil.copy2(path, dest / path.name)
                 leftovers.discard(path.name)
             taken.setdefault(folder.name, []).append(name)
-        skipped += [
+        lines = [
             f"{folder.name}/{n}: not collected (only <a>.ipynb and the <a>_run* files beside it are; "
             f"a = {', '.join(assignments)})"
             for n in sorted(leftovers)
         ]
-    if taken:
-        add_students(grading, sorted(taken))
+        skipped += lines
+        if folder.name not in taken:
+            expected = " or ".join(f"{a}.ipynb" for a in assignments)
+            found = ", ".join(sorted(leftovers)) or "nothing"
+            empty[folder.name] = f"no notebook named {expected} (the folder held {found})"
+    if taken or empty:
+        add_students(grading, sorted({*taken, *empty}))
+    record_skipped(grading, taken, empty)
     return taken, skipped
+
+
+def record_skipped(grading: GradingDir, taken: dict[str, list[str]], empty: dict[str, str]) -> None:
+    """Keep DIR/collect_skipped.json: {student: what was skipped} of the students collect took nothing from.
+
+    A later collect that takes a student's notebook forgets that student's skip."""
+    path = grading.root / SKIPPED_AT_COLLECT
+    known = skipped_at_collect(grading)
+    known = {s: why for s, why in {**known, **empty}.items() if s not in taken}
+    path.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
+
+
+def skipped_at_collect(grading: GradingDir) -> dict[str, str]:
+    """{student: what collect skipped} of the students it took no notebook from (none before a collect)."""
+    path = grading.root / SKIPPED_AT_COLLECT
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def add_students(grading: GradingDir, students: list[str]) -> None:

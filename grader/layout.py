@@ -24,6 +24,8 @@ KERNEL_DIED = "DeadKernelError"  # nbclient's: the kernel process ended while th
 KERNEL_STUCK = "UnresponsiveKernelError"  # nbgrader's: the kernel stopped answering (an interrupt did not end a cell)
 NOT_RUN = "NotRun"  # a cell after the one the kernel was lost in
 NOT_GRADED = "GradingError"  # every code cell of a notebook that phase 1 left no outputs for
+# In a grading directory: what collect skipped of students it took nothing from (grader.status reads it)
+SKIPPED_AT_COLLECT = "collect_skipped.json"
 # In an autograded notebook's metadata: wall seconds of the sandbox and of the trusted checker (grader.judge)
 TIMES_KEY = "datamove_grading"
 

@@ -239,7 +239,9 @@ class ClassData:
     measured: list[tuple[str, Measured]]  # (student, number), in the order of the cells that print them
 
 
-def _state(grading: GradingDir, assignment: str, notebooks: list[str], student: str, in_gradebook: bool) -> str:
+def submission_state(
+    grading: GradingDir, assignment: str, notebooks: list[str], student: str, in_gradebook: bool
+) -> str:
     """'graded', 'not submitted' or 'not graded (why)' for one student and assignment."""
     import nbformat  # seconds to import: see above
 
@@ -328,7 +330,7 @@ def read_class(grading: GradingDir) -> ClassData:
                     in_gradebook = bool(gb.find_submission(assignment, student))
                 except MissingEntry:
                     in_gradebook = False
-                state = _state(grading, assignment, notebooks, student, in_gradebook)
+                state = submission_state(grading, assignment, notebooks, student, in_gradebook)
                 states.append((assignment, student, state))
                 if state == "graded":
                     found = _graded(gb, grading, student, mine)

@@ -1,0 +1,114 @@
+"""What each student's grade of an assignment is: graded, graded with written answers pending, not submitted,
+or not graded and why. The CSV export, the autograde table and the feedback pages say it in these words, so
+that a real 0 never looks like a missing one.
+
+The state of a submission is the class report's (grader.report.submission_state); a student whose folder
+collect took no notebook from (misnamed, nested) is "not graded: skipped at collect: ..." (DIR/collect_skipped.json,
+written by grader.grading.collect).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from grader.grading import GradingDir, export, skipped_at_collect
+from grader.layout import COURSE_ID
+from grader.report import submission_state
+from grader.runner import REPO
+
+GRADED = "graded"
+PENDING = "graded, written answers pending"
+NOT_SUBMITTED = "not submitted"
+SKIPPED = "skipped at collect"
+
+
+def written_cells(grading: GradingDir, assignment: str) -> dict[tuple[str, str], float]:
+    """{(notebook, grade_id): points} of the answers graded by hand (grade and solution cells) in the source."""
+    import nbformat  # seconds to import: --help does not wait for it
+
+    cells = {}
+    for path in sorted((grading.root / "source" / assignment).glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and meta.get("solution"):
+                cells[(path.stem, meta["grade_id"])] = float(meta.get("points", 0))
+    return cells
+
+
+def pending(gb: Any, grading: GradingDir, assignment: str, student: str, notebook: str = "") -> dict[str, float]:
+    """{grade_id: points} of the student's written answers that wait for grading by hand (in one notebook if named)."""
+    from nbgrader.api import MissingEntry  # seconds to import: only once there is a gradebook to read
+
+    found = {}
+    for (name, grade_id), points in written_cells(grading, assignment).items():
+        if notebook and name != notebook:
+            continue
+        try:
+            grade = gb.find_grade(grade_id, name, assignment, student)
+        except MissingEntry:
+            continue
+        if grade.needs_manual_grade:
+            found[grade_id] = points
+    return found
+
+
+def state(gb: Any, grading: GradingDir, assignment: str, student: str) -> str:
+    """One of: graded / graded, written answers pending / not submitted / not graded: why."""
+    from nbgrader.api import MissingEntry  # seconds to import: only once there is a gradebook to read
+
+    skipped = skipped_at_collect(grading)
+    try:
+        in_gradebook = bool(gb.find_submission(assignment, student))
+    except MissingEntry:
+        in_gradebook = False
+    if student in skipped and not in_gradebook:
+        return f"not graded: {SKIPPED}: {skipped[student]}"
+    notebooks = sorted(p.stem for p in (grading.root / "source" / assignment).glob("*.ipynb"))
+    found = submission_state(grading, assignment, notebooks, student, in_gradebook)
+    if found.startswith("not graded ("):
+        return f"not graded: {found[len('not graded (') : -1]}"
+    if found == GRADED and pending(gb, grading, assignment, student):
+        return PENDING
+    return found
+
+
+def export_with_status(grading: GradingDir, to: Path) -> Path:
+    """nbgrader's CSV plus a `status` column; raw_score and score empty where nothing was graded."""
+    from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
+
+    export(grading, to)
+    with to.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+        header = list(rows[0].keys()) if rows else []
+    if not header:
+        with to.open(newline="") as f:
+            header = next(csv.reader(f), [])
+    with Gradebook(grading.db_url, COURSE_ID) as gb:
+        for row in rows:
+            row["status"] = state(gb, grading, row["assignment"], row["student_id"])
+            if not row["status"].startswith(GRADED):
+                row["raw_score"] = row["score"] = ""
+    with to.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=[*header, "status"])
+        writer.writeheader()
+        writer.writerows(rows)
+    return to
+
+
+def machine_paths(grading: GradingDir) -> list[str]:
+    """Absolute paths of the grading machine a page must not show, longest first."""
+    places = {grading.root, REPO, Path.home(), Path(sys.prefix), Path(sys.base_prefix), Path(tempfile.gettempdir())}
+    return sorted({str(p) for p in places if len(p.parts) > 1}, key=lambda p: -len(p))
+
+
+def strip_paths(text: str, paths: list[str]) -> str:
+    """`text` with every path in `paths` (and what follows it up to a quote, space or tag) as <path>."""
+    for place in paths:
+        for form in {place, place.replace("&", "&amp;")}:
+            text = re.sub(rf"(?<![\w/.~-]){re.escape(form)}(?![\w.-])(?:/[^\s\"'<>&]*)?", "&lt;path&gt;", text)
+    return text
