@@ -310,12 +310,13 @@ def cmd_autograde(args: argparse.Namespace) -> int:
             with _bar(counts[name], name) as bar:
                 outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, **_in_work(bar))
             width = max(len("student"), *(len(o.student) for o in outcomes))
+            wide = max(11, *(len(_score(o)) for o in outcomes))
             print(f"\n{name}: autograded cells only (written answers wait for manual grading)")
-            print(f"{'student':<{width}}  {'score':>11}  {'sandbox s':>9}  {'checker s':>9}  notes")
+            print(f"{'student':<{width}}  {'score':>{wide}}  {'sandbox s':>9}  {'checker s':>9}  notes")
             for o in outcomes:
                 score = _score(o)
                 times = "  ".join(f"{'-' if t is None else f'{t:.1f}':>9}" for t in (o.sandbox_s, o.checker_s))
-                print(f"{o.student:<{width}}  {score:>11}  {times}  {_notes(o)}".rstrip())
+                print(f"{o.student:<{width}}  {score:>{wide}}  {times}  {_notes(o)}".rstrip())
             unrecorded += sum(not o.recorded for o in outcomes)
     if unrecorded:
         print(f"{unrecorded} submission(s) not graded: see the reasons above", file=sys.stderr)
