@@ -87,7 +87,7 @@ def graded(tmp_path_factory):
                 except MissingEntry:
                     points[(sub.name, cell)] = None
     with open(base / "grades.csv") as fh:
-        totals = {(r["student_id"], r["assignment"]): float(r["raw_score"]) for r in csv.DictReader(fh)}
+        totals = {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in csv.DictReader(fh)}
     return root, points, totals
 
 

@@ -80,7 +80,7 @@ def graded(tmp_path_factory):
         assert done.rc == 0, (step, done.out[-2000:], done.err[-2000:])
     with open(base / "grades.csv") as fh:
         rows = list(csv.DictReader(fh))
-    return root, {(r["student_id"], r["assignment"]): float(r["raw_score"]) for r in rows}
+    return root, {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in rows}  # empty: nothing graded
 
 
 def _errors(root: Path, student: str, assignment: str) -> list[tuple[str, str]]:
