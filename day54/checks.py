@@ -27,7 +27,7 @@ from day54.config import MiB, PassKey
 from day54.context import LEGACY, CupyContext, HostArrays
 from day54.model import Stages, chain_ms, fill_drain_ms, predict
 from day54.recording import RecordingContext
-from day54.replay import COPY_SLACK_BYTES, from_exports, load_profile
+from day54.replay import COPY_SLACK_BYTES, from_exports, shipped_profile
 from day54.simulate import Rates, simulated_ms
 from day54.verify import check_bit_exact
 from labcore import answers
@@ -375,7 +375,7 @@ def _timing(recorded: trace.Trace, rounds: int, directory: Path) -> Timing:
     found = _exports_timing(recorded, directory)
     if found is not None:
         return found
-    return _simulated_timing(recorded, load_profile())
+    return _simulated_timing(recorded, shipped_profile())
 
 
 def check_pipelined_ratio(
@@ -569,7 +569,9 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
     for one in [timed, *others]:
         problem = _fake_problems(one)
         assert problem is None, f"the challenge counts only a correct schedule, and this one is not: {problem}"
-    found = _challenge_live(timed, CHALLENGE_ROUNDS) if gpu_available() else _challenge_simulated(timed, load_profile())
+    found = (
+        _challenge_live(timed, CHALLENGE_ROUNDS) if gpu_available() else _challenge_simulated(timed, shipped_profile())
+    )
     where = f"{picked.describe()} ({found.how})"
     assert found.over_floor <= CHALLENGE_FACTOR, (
         f"your schedule takes {found.mine_ms:.2f} ms, {found.over_floor:.3f}x the link floor "
@@ -600,7 +602,7 @@ def check_sweep_ratios(
     While grading, the record is the lesson's shipped profile, whatever the notebook's `record` holds.
     """
     if answers.grading():
-        record = load_profile()
+        record = shipped_profile()
     records = (
         (record, "this run's record"),
         (_scaled(record, {"pipelined": 0.9, "naive": 1.1}), "a rescaled record"),

@@ -8,7 +8,8 @@ For the course checkout (solutions/ -> course/):
 For an instructor's grading directory DIR, outside the checkout:
   setup DIR               DIR/nbgrader_config.py, gradebook, source/ (a copy of solutions/), release/
   collect DIR SUBS        SUBS/<student>/<a>.ipynb (+ <a>_run* files) -> DIR/submitted/<student>/<a>/
-  autograde DIR           execute submissions in parallel, record grades serially, per-cell timeout
+  autograde DIR           grade every submission's answers on a Dask cluster (--cluster local|slurm|pbs|ADDRESS),
+                          warm workers; record grades serially; --feedback now runs whole notebooks instead
   feedback DIR            HTML feedback per submission, hidden tests removed and checked absent
   export DIR              grades as CSV
   report DIR              an HTML class report: scores per cell, why cells failed, measured ratios
@@ -17,9 +18,11 @@ For an instructor's grading directory DIR, outside the checkout:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -77,7 +80,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--jobs",
         type=_positive,
         default=None,
-        help="submissions graded at once (default: up to 4; with a GPU their checkers take turns on it)",
+        help="CPU workers, or submissions graded at once with --feedback now (default: up to 4)",
+    )
+    auto.add_argument(
+        "--cluster",
+        default="local",
+        metavar="WHERE",
+        help="local (worker processes here, one per GPU besides --jobs CPU workers), slurm, pbs (dask-jobqueue's "
+        "configuration), or a Dask scheduler's address tcp://HOST:PORT (default: local)",
+    )
+    auto.add_argument(
+        "--feedback",
+        choices=("later", "now"),
+        default="later",
+        help="later (default): run only the answer cells and tests, lesson cells get a note; "
+        "now: run every whole notebook in the sandbox as well, so feedback shows the lesson's outputs",
+    )
+    auto.add_argument(
+        "--regrade",
+        action="store_true",
+        help="grade again what DIR/.grading already holds a result for (default: only new or changed submissions)",
     )
     feedback = sub.add_parser("feedback", help="HTML feedback without hidden tests")
     feedback.add_argument("dir", metavar="DIR")
@@ -240,7 +262,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 def _default_jobs() -> int:
     """Up to 4 at once; with a GPU their checkers still take turns on it (grader.autograde)."""
-    return max(1, min(4, os.cpu_count() or 1))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(4, cores or 1))
 
 
 def _score(outcome: Outcome) -> str:
@@ -290,33 +313,75 @@ def _in_work(bar: Progress) -> dict[str, Callable[[str], None]]:
     return {"started": started, "progress": done}
 
 
+def _table(name: str, outcomes: list[Outcome]) -> None:
+    width = max(len("student"), *(len(o.student) for o in outcomes))
+    wide = max(11, *(len(_score(o)) for o in outcomes))
+    print(f"\n{name}: autograded cells only (written answers wait for manual grading)")
+    print(f"{'student':<{width}}  {'score':>{wide}}  {'sandbox s':>9}  {'checker s':>9}  notes")
+    for o in outcomes:
+        score = _score(o)
+        times = "  ".join(f"{'-' if t is None else f'{t:.1f}':>9}" for t in (o.sandbox_s, o.checker_s))
+        print(f"{o.student:<{width}}  {score:>{wide}}  {times}  {_notes(o)}".rstrip())
+
+
+def _where_time_went(outcomes: list[Outcome], wall_s: float, cpu_s: float) -> None:
+    sandbox = sum(o.sandbox_s or 0 for o in outcomes)
+    checker = sum(o.checker_s or 0 for o in outcomes)
+    graded = sum(o.sandbox_s is not None for o in outcomes) or 1
+    print(
+        f"time: {wall_s:.1f} s wall, {cpu_s:.1f} s CPU in this process; in the workers, sandboxes "
+        f"{sandbox:.1f} s ({sandbox / graded:.2f} s a submission), checkers {checker:.1f} s "
+        f"({checker / graded:.2f} s a submission)"
+    )
+
+
 def cmd_autograde(args: argparse.Namespace) -> int:
-    """Autograde every submission, several at once, and print a table per assignment."""
+    """Autograde every submission and print a table per assignment."""
     grading = GradingDir(args.dir)
     names = grading.pick(args.assignment)
     jobs = args.jobs or _default_jobs()
     counts = {n: len(grading.submitted(n)) for n in names}
+    how = "whole notebooks" if args.feedback == "now" else f"answers only, cluster {args.cluster}"
     print(
         f"grader autograde: {grading.root}, {', '.join(f'{n} ({c} submitted)' for n, c in counts.items())}; "
-        f"{jobs} at once, {args.timeout} s per cell; {_machine()}",
+        f"{jobs} at once, {args.timeout} s per cell, {how}; {_machine()}",
         flush=True,
     )
     unrecorded = 0
-    with grading.writer():
+    with grading.writer(), contextlib.ExitStack() as stack:
+        client = None
+        if args.feedback == "later" and any(counts.values()):
+            from grader.cluster import open_cluster
+
+            client = stack.enter_context(open_cluster(args.cluster, workers=jobs))
         for name in names:
             if not counts[name]:
                 print(f"{name}: nothing submitted")
                 continue
+            wall, cpu = time.perf_counter(), time.process_time()
             with _bar(counts[name], name) as bar:
-                outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, **_in_work(bar))
-            width = max(len("student"), *(len(o.student) for o in outcomes))
-            wide = max(11, *(len(_score(o)) for o in outcomes))
-            print(f"\n{name}: autograded cells only (written answers wait for manual grading)")
-            print(f"{'student':<{width}}  {'score':>{wide}}  {'sandbox s':>9}  {'checker s':>9}  notes")
-            for o in outcomes:
-                score = _score(o)
-                times = "  ".join(f"{'-' if t is None else f'{t:.1f}':>9}" for t in (o.sandbox_s, o.checker_s))
-                print(f"{o.student:<{width}}  {score:>{wide}}  {times}  {_notes(o)}".rstrip())
+                if client is None:
+                    outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, **_in_work(bar))
+                else:
+                    from grader.classgrade import grade_class
+
+                    def kept(count: int, name: str = name) -> None:
+                        if count:
+                            print(f"{name}: {count} already graded in {grading.root / '.grading'}, kept", flush=True)
+                            for _ in range(count):
+                                bar.update("kept")
+
+                    outcomes = grade_class(
+                        grading,
+                        name,
+                        client=client,
+                        timeout_s=args.timeout,
+                        regrade=args.regrade,
+                        reused=kept,
+                        **_in_work(bar),
+                    )
+            _table(name, outcomes)
+            _where_time_went(outcomes, time.perf_counter() - wall, time.process_time() - cpu)
             unrecorded += sum(not o.recorded for o in outcomes)
     if unrecorded:
         print(f"{unrecorded} submission(s) not graded: see the reasons above", file=sys.stderr)

@@ -1,0 +1,63 @@
+"""Run notebook cells in this process, IPython's way, and keep what each printed or raised as notebook outputs.
+
+The warm grading processes use it (grader.zygote in the sandbox, grader.checker outside it): no Jupyter kernel,
+no ZeroMQ, one IPython shell made once per process and a fresh namespace for every submission. Magics and shell
+lines work as in a notebook, but `%matplotlib`: grading has no display, matplotlib draws with Agg.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import traceback
+from typing import Any
+
+MAX_TEXT = 100_000  # characters of a cell's printed text kept (the rest is cut, saying so)
+
+
+def shell() -> Any:
+    """This process's IPython shell (made once: a few hundred milliseconds)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    made = InteractiveShell.instance(colors="NoColor")
+    made.history_manager.enabled = False
+    return made
+
+
+def fresh_namespace(ip: Any) -> None:
+    """Forget every name the last submission bound."""
+    ip.reset(new_session=False)
+
+
+def _source(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("%matplotlib"))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"\n[... {len(text) - MAX_TEXT} characters cut]\n"
+
+
+def error(ename: str, evalue: str, lines: list[str] | None = None) -> dict[str, Any]:
+    """An error output as nbformat writes one."""
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": lines or [f"{ename}: {evalue}"]}
+
+
+def run_cell(ip: Any, source: str) -> list[dict[str, Any]]:
+    """Run one cell; its outputs: what it printed (stdout, stderr), then the error it raised, if any."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        result = ip.run_cell(_source(source), silent=True, store_history=False)
+    outputs: list[dict[str, Any]] = []
+    for name, buffer in (("stdout", out), ("stderr", err)):
+        if buffer.getvalue():
+            outputs.append({"output_type": "stream", "name": name, "text": _cut(buffer.getvalue())})
+    exc = result.error_before_exec or result.error_in_exec
+    if exc is not None:
+        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        outputs.append(error(type(exc).__name__, _cut(str(exc)), [_cut("".join(lines[-12:]))]))
+    return outputs
+
+
+def placeholders(names: list[str]) -> str:
+    """A cell binding each name to a placeholder that only names it (labcore.answers.Answer)."""
+    return "from labcore.answers import Answer as _Answer\n" + "".join(f"{n} = _Answer({n!r})\n" for n in names)

@@ -1,0 +1,54 @@
+"""`python -m grader.checker LESSON...`: the warm trusted checker, one process that judges many submissions.
+
+It never runs a line of a student's: for each job read from standard input (one JSON line: a folder holding the
+answers file the sandbox filled and the student's run files, the checker program of grader.program, the seed) it
+runs the locked setup cell, placeholders for the student's names, and the locked test cells, in a fresh namespace,
+with LABCORE_ANSWERS=judge:FOLDER/answers.jsonl, in that folder. It answers with one JSON line: each test cell's
+outputs (what the check printed, and the error that fails it). Imports, the shipped profiles and, on a GPU, the
+CUDA context and compiled kernels are made once and kept for every later submission.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from grader import cells
+from grader.zygote import warm
+
+
+def judge(job: dict[str, Any], ip: Any) -> dict[str, Any]:
+    folder = Path(job["dir"])
+    os.chdir(folder)
+    os.environ["LABCORE_ANSWERS"] = f"judge:{folder / 'answers.jsonl'}"
+    os.environ["LABCORE_SEED"] = str(job["seed"])
+    from labcore import answers
+
+    answers._answers.cache_clear()
+    cells.fresh_namespace(ip)
+    program = job["program"]
+    cells.run_cell(ip, cells.placeholders(program["placeholders"]))
+    began = time.perf_counter()
+    judged = {str(index): cells.run_cell(ip, source) for index, source in program["cells"]}
+    return {"cells": judged, "checker_s": round(time.perf_counter() - began, 3)}
+
+
+def main(argv: list[str]) -> int:
+    protocol_in, protocol_out = sys.stdin, sys.stdout
+    sys.stdout = sys.stderr
+    warm(argv)
+    ip = cells.shell()
+    protocol_out.write(json.dumps({"ready": True}) + "\n")
+    protocol_out.flush()
+    for line in protocol_in:
+        protocol_out.write(json.dumps(judge(json.loads(line), ip)) + "\n")
+        protocol_out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

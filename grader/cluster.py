@@ -1,0 +1,175 @@
+"""Where a class is graded: a Dask cluster (dask.distributed), on this machine or across a university's.
+
+    --cluster local          a local cluster of worker processes: --jobs CPU workers (sandboxes, and the checks
+                             when there is no GPU) and one GPU worker per GPU (CUDA_VISIBLE_DEVICES set), each
+                             worker with one thread, so a GPU worker times one submission at a time
+    --cluster slurm | pbs    dask-jobqueue's SLURMCluster / PBSCluster, configured as dask-jobqueue documents
+                             (~/.config/dask/jobqueue.yaml: queue, cores, memory, and `resources` for GPU nodes),
+                             scaled to --jobs workers
+    --cluster tcp://HOST:P   a running scheduler; its workers are started by the instructor (`dask worker
+                             tcp://HOST:P --nthreads 1 --resources GPU=1` on a GPU machine)
+
+Two tasks per submission (grader.warm): `extract` on a worker declaring the resource CPU when there is one (any
+worker otherwise), then `check`, which takes the resource GPU when any worker declares it (at most one timing per
+GPU), else CPU. A worker that dies mid-submission has its tasks run again elsewhere (Dask's own retry: the
+scheduler's allowed-failures); a submission still failing after that gets the reason. Results come back to
+the coordinator, the one writer (grader.classgrade).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from grader import warm
+from labcore.errors import UsageError
+
+GPU, CPU = "GPU", "CPU"
+WORKER_START_S = 120
+
+
+@dataclasses.dataclass
+class Done:
+    """One submission's two results, or why it has none."""
+
+    job: warm.Job
+    result: dict[str, Any] | None
+    error: str = ""
+
+
+def gpu_indices() -> list[int]:
+    """The GPUs of this machine a local cluster gives a worker each (CUDA_VISIBLE_DEVICES respected)."""
+    from labcore.device import gpu_available
+
+    if not gpu_available():
+        return []
+    import cupy
+
+    return list(range(cupy.cuda.runtime.getDeviceCount()))
+
+
+def _local(workers: int, gpus: list[int]) -> Any:
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    spec: dict[str, Any] = {}
+    for n in range(workers):
+        spec[f"cpu-{n}"] = {"cls": Nanny, "options": {"nthreads": 1, "resources": {CPU: 1}, "dashboard": False}}
+    for gpu in gpus:
+        env = {"CUDA_VISIBLE_DEVICES": str(gpu)}
+        options = {"nthreads": 1, "resources": {GPU: 1}, "env": env, "dashboard": False}
+        spec[f"gpu-{gpu}"] = {"cls": Nanny, "options": options}
+    scheduler = {"cls": Scheduler, "options": {"dashboard": False, "host": "127.0.0.1"}}
+    return SpecCluster(workers=spec, scheduler=scheduler, silence_logs=40)
+
+
+def _jobqueue(kind: str, workers: int) -> Any:
+    try:
+        import dask_jobqueue
+    except ImportError:
+        raise UsageError(f"--cluster {kind} needs dask-jobqueue: pip install dask-jobqueue") from None
+    made = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[kind]()
+    made.scale(jobs=workers)
+    return made
+
+
+@contextlib.contextmanager
+def open_cluster(spec: str, *, workers: int, gpus: list[int] | None = None) -> Iterator[Any]:
+    """A dask.distributed Client on the cluster `spec` names (see the module's doc); closed on exit."""
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # workers' start and stop lines are not news
+    from distributed import Client
+
+    cluster = None
+    if spec == "local":
+        cluster = _local(workers, gpu_indices() if gpus is None else gpus)
+    elif spec in ("slurm", "pbs"):
+        cluster = _jobqueue(spec, workers)
+    elif "://" not in spec:
+        raise UsageError(f"--cluster {spec!r}: expected local, slurm, pbs or a scheduler address (tcp://HOST:PORT)")
+    try:
+        client = Client(cluster if cluster is not None else spec, timeout=f"{WORKER_START_S}s")
+    except OSError as exc:
+        if cluster is not None:
+            cluster.close()
+        raise UsageError(f"--cluster {spec}: no scheduler answered ({exc})") from None
+    try:
+        if cluster is None or spec != "local":
+            client.wait_for_workers(1, timeout=WORKER_START_S)
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def declared(client: Any) -> set[str]:
+    """The resources the cluster's workers declare."""
+    found: set[str] = set()
+    for info in client.scheduler_info()["workers"].values():
+        found |= set(info.get("resources", {}))
+    return found
+
+
+def run(
+    client: Any,
+    jobs: list[warm.Job],
+    *,
+    started: Callable[[str], None] | None = None,
+    done: Callable[[Done], None] | None = None,
+) -> list[Done]:
+    """Grade the jobs on the cluster; `done` is called in the coordinator as each submission's results arrive."""
+    from distributed import wait
+
+    have = declared(client)
+    cpu = {CPU: 1} if CPU in have else None
+    gpu = {GPU: 1} if GPU in have else cpu
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    jobs_by_key, extracts, checks = {}, {}, []
+    for job in jobs:
+        key = f"{job.name}-{tag}"
+        extracted = client.submit(warm.extract, job, key=f"extract-{key}", resources=cpu, pure=False)
+        checked = client.submit(warm.check, job, extracted, key=f"check-{key}", resources=gpu, pure=False)
+        jobs_by_key[checked.key], extracts[checked.key] = job, extracted
+        checks.append(checked)
+    found = []
+    seen: set[str] = set()
+    pending = set(checks)
+    while pending:
+        if started:
+            _report_started(client, seen, started)
+        try:
+            finished = wait(list(pending), timeout=1.0, return_when="FIRST_COMPLETED").done
+        except TimeoutError:  # nothing finished this second: the bar's names are refreshed
+            continue
+        for future in finished:
+            pending.discard(future)
+            job = jobs_by_key[future.key]
+            try:
+                one = Done(job, {"extracted": extracts[future.key].result(), "checked": future.result()})
+            except Exception as exc:  # a task that failed on every try, a worker lost too often
+                one = Done(job, None, _why(exc))
+            found.append(one)
+            if done:
+                done(one)
+    return found
+
+
+def _report_started(client: Any, seen: set[str], started: Callable[[str], None]) -> None:
+    """Tell `started` of submissions a worker is on now (the progress bar names them)."""
+    for keys in client.processing().values():
+        for key in keys:
+            name = str(key).split("-", 1)[1].rsplit("-", 2)[0] if "-" in str(key) else ""
+            if name and name not in seen:
+                seen.add(name)
+                started(name)
+
+
+def _why(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if name == "KilledWorker":
+        return "its grading worker died on every try (the scheduler gave up on it)"
+    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return f"{name}: {text}" if text else name

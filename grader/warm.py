@@ -1,0 +1,336 @@
+"""A grading worker's two warm processes, and the two steps of grading a submission that use them.
+
+    extract(job)             the student's answer cells in the warm sandbox (grader.zygote, in bwrap): the
+                             answers file and each cell's outputs come back as data; no GPU
+    check(job, extracted)    the test cells in the warm trusted checker (grader.checker) against those answers:
+                             each test cell's verdict; the only step that uses a GPU
+
+Both processes start on a worker's first job and serve every later one (imports, shipped profiles and a GPU's
+context made once); a process that fails or overruns its budget is killed and the next job starts a new one.
+Jobs and results are plain data (the notebook as JSON text, run files as bytes), so they travel to any worker of
+a cluster (grader.cluster); a worker needs the same course code, which the job's `code` digest checks.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import hashlib
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from grader import sandbox
+from grader.runner import REPO, course_env, kill_tree
+from grader.withhold import sandbox_library
+from labcore.answers import MAX_FILE_BYTES as MAX_ANSWERS_BYTES
+
+READY_S = 120  # a warm process's start: imports and the shipped profiles
+MAX_CELLS_BYTES = 64 << 20  # the sandbox's cells file: larger is not read
+CODE_PACKAGES = ("grader", "labcore", "day54", "zero_copy")
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One submission to grade: the sanitized notebook, its run files, the programs, the seed and the limits."""
+
+    assignment: str
+    student: str
+    notebook: str  # the sanitized notebook, JSON text
+    run_files: dict[str, bytes]
+    answers_program: dict
+    checker_program: dict
+    seed: int
+    timeout_s: int
+    lessons: tuple[str, ...]
+    code: str  # code_digest() of the coordinator: a worker with other code refuses the job
+    notebook_name: str = ""  # the notebook's name in the assignment (default: the assignment's)
+
+    @property
+    def name(self) -> str:
+        return f"{self.assignment}/{self.student}"
+
+
+def code_digest() -> str:
+    """A digest of the course's Python and CUDA sources: workers must grade with the coordinator's code."""
+    digest = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        for path in sorted((REPO / package).rglob("*")):
+            if path.suffix in (".py", ".cu", ".cuh") and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class _Warm:
+    """A long-lived child that reads one JSON job per line and answers with one JSON line."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.log = Path(os.devnull)
+        self.child: subprocess.Popen | None = None
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def _line(self, budget_s: float) -> dict[str, Any]:
+        assert self.child is not None and self.child.stdout is not None
+        stream: IO[bytes] = self.child.stdout
+        ready, _, _ = select.select([stream], [], [], budget_s)
+        if not ready:
+            self.stop()
+            raise _Trouble(f"the {self.what} ran past its {budget_s:.0f} s budget and was stopped")
+        line = stream.readline()
+        if not line:
+            code = self.child.wait()
+            self.child = None
+            raise _Trouble(f"the {self.what} ended (exit status {code}): {self._tail()}")
+        return json.loads(line)
+
+    def _tail(self) -> str:
+        """The last line of the child's log."""
+        text = self.log.read_text(errors="replace") if self.log.is_file() else ""
+        lines = [x for x in text.splitlines() if x.strip()]
+        return lines[-1][:300] if lines else "no output"
+
+    def ensure(self) -> None:
+        """Start the child unless it runs, and wait for it to be ready."""
+        if self.child is None or self.child.poll() is not None:
+            self._start()
+            self._line(READY_S)
+
+    def ask(self, job: dict[str, Any], budget_s: float) -> dict[str, Any]:
+        self.ensure()
+        assert self.child is not None and self.child.stdin is not None
+        self.child.stdin.write((json.dumps(job) + "\n").encode())
+        self.child.stdin.flush()
+        return self._line(budget_s)
+
+    def stop(self) -> None:
+        if self.child is not None:
+            kill_tree(self.child.pid)
+            self.child.wait()
+            self.child = None
+
+
+class _Trouble(Exception):
+    pass
+
+
+class WarmSandbox(_Warm):
+    """grader.zygote in bwrap, with its library (references withheld), work and out folders in a scratch folder."""
+
+    def __init__(self, lessons: tuple[str, ...], scratch: Path) -> None:
+        super().__init__("sandbox")
+        self.lessons, self.scratch = lessons, scratch
+        self.library, self.work, self.out = scratch / "library", scratch / "work", scratch / "out"
+        self.log = scratch / "zygote.log"
+        self.count = 0
+
+    def _start(self) -> None:
+        if not self.library.is_dir():
+            sandbox_library(REPO, self.library)
+        for folder in (self.work, self.out):
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+        argv = [sys.executable, "-m", "grader.zygote", *self.lessons]
+        env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        line = sandbox.command(argv, library=self.library, work=self.work, out=self.out, env=env)
+        with open(self.log, "ab") as log:
+            self.child = subprocess.Popen(
+                line,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=sandbox._limits(sandbox.MAX_FILE_BYTES),
+            )
+
+    def run(self, job: Job) -> dict[str, Any]:
+        try:
+            self.ensure()
+        except _Trouble as trouble:
+            return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": str(trouble), "sandbox_s": 0}
+        self.count += 1
+        name = f"job{self.count}"
+        work, out = self.work / name, self.out / name
+        work.mkdir()
+        out.mkdir()
+        try:
+            for file, data in job.run_files.items():
+                (work / Path(file).name).write_bytes(data)
+            cells = len(job.answers_program["cells"])
+            budget = job.timeout_s * (cells + 1) + sandbox_grace(cells)
+            began = time.perf_counter()
+            try:
+                told = self.ask(
+                    {"job": name, "program": job.answers_program, "seed": job.seed, "timeout_s": job.timeout_s}, budget
+                )
+                reason = ""
+            except _Trouble as trouble:
+                told, reason = {}, str(trouble)
+            took = round(time.perf_counter() - began, 3)
+            return {
+                "cells": _read_cells(out / "cells.jsonl", {i for i, _ in job.answers_program["cells"]}),
+                "answers": _read_answers(out / "answers.jsonl"),
+                "timed_out": [i for i in told.get("timed_out", []) if isinstance(i, int)],
+                "lost": told.get("lost"),
+                "reason": reason,
+                "sandbox_s": took,
+            }
+        finally:
+            for folder in (self.work, self.out):  # nothing of one job is there for the next
+                for entry in folder.iterdir():
+                    shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+
+
+def sandbox_grace(cells: int) -> float:
+    """Seconds beyond the cells' limits that a job may take: the zygote's fork and clean-up."""
+    return 30.0 + cells
+
+
+def _read_cells(path: Path, known: set[int]) -> dict[str, list[dict[str, Any]]]:
+    """The outputs the sandbox filed per cell, as data: only stream and error outputs of known cells are kept."""
+    if not path.is_file() or path.stat().st_size > MAX_CELLS_BYTES:
+        return {}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for text in path.read_text(errors="replace").splitlines():
+        try:
+            line = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(line, dict) or line.get("cell") not in known or not isinstance(line.get("outputs"), list):
+            continue
+        found.setdefault(str(line["cell"]), [o for o in map(_output, line["outputs"]) if o is not None])
+    return found
+
+
+def _output(data: Any) -> dict[str, Any] | None:
+    if not isinstance(data, dict):
+        return None
+    if data.get("output_type") == "stream" and data.get("name") in ("stdout", "stderr"):
+        return {"output_type": "stream", "name": data["name"], "text": str(data.get("text", ""))}
+    if data.get("output_type") == "error":
+        lines = data.get("traceback")
+        return {
+            "output_type": "error",
+            "ename": str(data.get("ename", "")),
+            "evalue": str(data.get("evalue", "")),
+            "traceback": [str(x) for x in lines] if isinstance(lines, list) else [],
+        }
+    return None
+
+
+def _read_answers(path: Path) -> str:
+    if not path.is_file() or path.stat().st_size > MAX_ANSWERS_BYTES:
+        return ""
+    return path.read_text(errors="replace")
+
+
+class WarmChecker(_Warm):
+    """grader.checker: trusted, outside the sandbox, with the GPU when there is one."""
+
+    def __init__(self, lessons: tuple[str, ...], scratch: Path) -> None:
+        super().__init__("checker")
+        self.lessons, self.scratch = lessons, scratch
+        self.log = scratch / "checker.log"
+        self.count = 0
+
+    def _start(self) -> None:
+        env = {**course_env(), "MPLBACKEND": "Agg"}
+        for name in ("LABCORE_ANSWERS", "LABCORE_SEED"):
+            env.pop(name, None)
+        with open(self.log, "ab") as log:
+            self.child = subprocess.Popen(
+                [sys.executable, "-m", "grader.checker", *self.lessons],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=self.scratch,
+                env=env,
+                start_new_session=True,
+            )
+
+    def run(self, job: Job, extracted: dict[str, Any]) -> dict[str, Any]:
+        self.count += 1
+        folder = self.scratch / f"job{self.count}"
+        folder.mkdir()
+        try:
+            for file, data in job.run_files.items():
+                (folder / Path(file).name).write_bytes(data)
+            (folder / "answers.jsonl").write_text(extracted.get("answers", ""))
+            cells = len(job.checker_program["cells"])
+            budget = job.timeout_s * (cells + 1)
+            try:
+                told = self.ask({"dir": str(folder), "program": job.checker_program, "seed": job.seed}, budget)
+                return {"verdicts": told["cells"], "trouble": "", "checker_s": told["checker_s"]}
+            except _Trouble as trouble:
+                return {"verdicts": {}, "trouble": str(trouble), "checker_s": None}
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- the worker's warm processes, made on its first job ---------------------------------------------------------
+
+_WARM: dict[str, Any] = {}
+
+
+def _scratch() -> Path:
+    if "scratch" not in _WARM:
+        _WARM["scratch"] = Path(tempfile.mkdtemp(prefix="grader-worker-"))
+    return _WARM["scratch"]
+
+
+def _refuse_other_code(job: Job) -> None:
+    if "code" not in _WARM:
+        _WARM["code"] = code_digest()
+    if job.code != _WARM["code"]:
+        raise RuntimeError(
+            f"this worker's course code ({_WARM['code']}) is not the coordinator's ({job.code}): "
+            "install the same commit of the course on every grading machine"
+        )
+
+
+def extract(job: Job) -> dict[str, Any]:
+    """Step 1 of grading a submission, on any worker: the answer cells in the warm sandbox."""
+    _refuse_other_code(job)
+    key = f"sandbox:{','.join(job.lessons)}"
+    if key not in _WARM:
+        _WARM[key] = WarmSandbox(job.lessons, _scratch() / f"sandbox-{len(_WARM)}")
+        _WARM[key].scratch.mkdir(parents=True)
+    return _WARM[key].run(job)
+
+
+def check(job: Job, extracted: dict[str, Any]) -> dict[str, Any]:
+    """Step 2, on a worker holding a GPU when grading live: the test cells in the warm checker."""
+    _refuse_other_code(job)
+    key = f"checker:{','.join(job.lessons)}"
+    if key not in _WARM:
+        _WARM[key] = WarmChecker(job.lessons, _scratch() / f"checker-{len(_WARM)}")
+        _WARM[key].scratch.mkdir(parents=True)
+    return _WARM[key].run(job, extracted)
+
+
+def grade(job: Job) -> dict[str, Any]:
+    """Both steps in this process, one after the other."""
+    extracted = extract(job)
+    return {"extracted": extracted, "checked": check(job, extracted)}
+
+
+def close() -> None:
+    """Stop this process's warm children and remove their scratch (a worker's teardown; tests)."""
+    for value in list(_WARM.values()):
+        if isinstance(value, _Warm):
+            value.stop()
+    if "scratch" in _WARM:
+        shutil.rmtree(_WARM["scratch"], ignore_errors=True)
+    _WARM.clear()
+
+
+atexit.register(close)  # a worker's warm processes end with it

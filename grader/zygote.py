@@ -1,0 +1,191 @@
+"""`python -m grader.zygote LESSON...`: the warm sandbox, one process inside bubblewrap that grades many submissions.
+
+It starts once per grading worker (grader.warm.WarmSandbox runs it in grader.sandbox's bwrap, with a new PID
+namespace), imports what the notebooks import and reads the shipped profiles once, and then, for every job read
+from standard input (one JSON line: the job's folder name, the program of grader.program, seed, per-cell limit),
+forks a child that runs the student's cells:
+
+- the child first points standard input, output and error away from the protocol (a student's code cannot
+  speak for the zygote), moves into /sandbox/work/JOB, sets LABCORE_ANSWERS=collect:/sandbox/out/JOB/answers.jsonl,
+  and runs each cell in a fresh namespace, filing its outputs in /sandbox/out/JOB/cells.jsonl (data, read by the
+  grader as such), and telling the zygote on a pipe which cell it starts;
+- a cell past the limit gets SIGINT (a KeyboardInterrupt in the cell: the next cells still run), and SIGKILL if
+  no next cell starts within GRACE_S; a child that dies ends the job with the cell it died in;
+- when the child is gone, every other process in the sandbox's PID namespace is killed (nothing a student
+  started outlives their job) and /tmp is emptied, before the zygote answers on standard output: one JSON line
+  with the cells that timed out, and the cell the child was lost in and why.
+
+The zygote cannot be traced or read by the children (PR_SET_DUMPABLE 0), so no job reaches into the next one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from grader import cells
+
+INSIDE = Path("/sandbox")
+GRACE_S = 5.0  # after SIGINT, the time a cell has to give way before the child is killed
+PR_SET_DUMPABLE = 4
+
+
+def warm(lessons: list[str]) -> None:
+    """Import what the notebooks import, read shipped profiles once: every job's child inherits them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+    for lesson in lessons:
+        checks = __import__(f"{lesson}.checks", fromlist=["checks"])
+        del checks
+        if lesson == "day54":
+            from day54.replay import shipped_profile
+
+            shipped_profile()
+
+
+def _undumpable() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _child(job: dict[str, Any], report: int, ip: Any) -> None:
+    """In the forked child: run the job's cells. Never returns."""
+    try:
+        work, out = INSIDE / "work" / job["job"], INSIDE / "out" / job["job"]
+        log = os.open(out / "output.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(null)
+        os.close(log)
+        sys.stdin = open(os.devnull)
+        os.chdir(work)
+        os.environ["LABCORE_ANSWERS"] = f"collect:{out / 'answers.jsonl'}"
+        os.environ["LABCORE_SEED"] = str(job["seed"])
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        cells.fresh_namespace(ip)
+        program = job["program"]
+        cells.run_cell(ip, cells.placeholders(program["placeholders"]))
+        with open(out / "cells.jsonl", "a") as filed:
+            for index, source in program["cells"]:
+                os.write(report, f"{index}\n".encode())
+                outputs = cells.run_cell(ip, source)
+                filed.write(json.dumps({"cell": index, "outputs": outputs}) + "\n")
+                filed.flush()
+    finally:
+        os._exit(0)
+
+
+def _kill_others() -> None:
+    """Kill every process of this PID namespace but the zygote and its ancestors (bwrap's init)."""
+    keep = {os.getpid()}
+    pid = os.getpid()
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        keep.add(pid)
+    for _ in range(50):
+        others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
+        if not others:
+            return
+        for pid in others:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 0.2
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                    time.sleep(0.01)
+            except ChildProcessError:
+                break
+
+
+def _wipe(folder: Path) -> None:
+    for entry in folder.iterdir() if folder.is_dir() else []:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def run_job(job: dict[str, Any], ip: Any) -> dict[str, Any]:
+    """Fork, run, watch the clock; what happened, as data."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        _child(job, write, ip)
+    os.close(write)
+    limit = float(job["timeout_s"])
+    current, deadline, interrupted = None, None, False
+    timed_out: list[int] = []
+    lost: dict[str, Any] | None = None
+    buffer = b""
+    while True:
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([read], [], [], wait)
+        if ready:
+            chunk = os.read(read, 4096)
+            if not chunk:
+                break
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                try:
+                    current = int(line)
+                except ValueError:
+                    continue
+                deadline, interrupted = time.monotonic() + limit, False
+            continue
+        if not interrupted:  # past the limit: interrupt the cell, as a notebook's kernel would be
+            timed_out.append(current)
+            os.kill(pid, signal.SIGINT)
+            deadline, interrupted = time.monotonic() + GRACE_S, True
+        else:
+            os.kill(pid, signal.SIGKILL)
+            lost = {"cell": current, "why": "stuck"}
+            break
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    if lost is None and os.WIFSIGNALED(status):
+        lost = {"cell": current, "why": f"died (signal {os.WTERMSIG(status)})"}
+    _kill_others()
+    _wipe(Path("/tmp"))
+    Path("/tmp/home").mkdir(exist_ok=True)
+    return {"job": job["job"], "timed_out": timed_out, "lost": lost}
+
+
+def main(argv: list[str]) -> int:
+    protocol_in, protocol_out = sys.stdin.buffer, sys.stdout
+    sys.stdout = sys.stderr  # nothing but answers on the protocol
+    warm(argv)
+    ip = cells.shell()
+    _undumpable()
+    protocol_out.write(json.dumps({"ready": True}) + "\n")
+    protocol_out.flush()
+    for line in protocol_in:
+        job = json.loads(line)
+        protocol_out.write(json.dumps(run_job(job, ip)) + "\n")
+        protocol_out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
