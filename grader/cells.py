@@ -21,6 +21,8 @@ def shell() -> Any:
 
     made = InteractiveShell.instance(colors="NoColor")
     made.history_manager.enabled = False
+    # IPython prints a failing cell's traceback on stdout; here it becomes the cell's error output instead
+    made.showtraceback = made.showsyntaxerror = made.showindentationerror = lambda *args, **kwargs: None
     return made
 
 
@@ -42,9 +44,11 @@ def error(ename: str, evalue: str, lines: list[str] | None = None) -> dict[str, 
     return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": lines or [f"{ename}: {evalue}"]}
 
 
-def run_cell(ip: Any, source: str) -> list[dict[str, Any]]:
-    """Run one cell; its outputs: what it printed (stdout, stderr), then the error it raised, if any."""
+def run_cell(ip: Any, source: str, count: int) -> list[dict[str, Any]]:
+    """Run one cell as In [count]; its outputs: what it printed (stdout, stderr), then the error it raised, if any,
+    with the traceback a notebook's kernel would show ("Cell In[count], line L": feedback reads the line)."""
     out, err = io.StringIO(), io.StringIO()
+    ip.execution_count = count  # the number IPython names the cell by in tracebacks
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         result = ip.run_cell(_source(source), silent=True, store_history=False)
     outputs: list[dict[str, Any]] = []
@@ -53,8 +57,11 @@ def run_cell(ip: Any, source: str) -> list[dict[str, Any]]:
             outputs.append({"output_type": "stream", "name": name, "text": _cut(buffer.getvalue())})
     exc = result.error_before_exec or result.error_in_exec
     if exc is not None:
-        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        outputs.append(error(type(exc).__name__, _cut(str(exc)), [_cut("".join(lines[-12:]))]))
+        if isinstance(exc, SyntaxError):  # IPython's own would show the frame of its compiler
+            lines = [f"Cell In[{count}], line {exc.lineno}", *traceback.format_exception_only(type(exc), exc)]
+        else:
+            lines = ip.InteractiveTB.structured_traceback(type(exc), exc, exc.__traceback__, tb_offset=1)
+        outputs.append(error(type(exc).__name__, _cut(str(exc)), [_cut("\n".join(lines))]))
     return outputs
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from grader import cells
 from grader.zygote import warm
+from labcore import answers
 
 
 def judge(job: dict[str, Any], ip: Any) -> dict[str, Any]:
@@ -26,14 +27,12 @@ def judge(job: dict[str, Any], ip: Any) -> dict[str, Any]:
     os.chdir(folder)
     os.environ["LABCORE_ANSWERS"] = f"judge:{folder / 'answers.jsonl'}"
     os.environ["LABCORE_SEED"] = str(job["seed"])
-    from labcore import answers
-
     answers._answers.cache_clear()
     cells.fresh_namespace(ip)
     program = job["program"]
-    cells.run_cell(ip, cells.placeholders(program["placeholders"]))
+    cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)
     began = time.perf_counter()
-    judged = {str(index): cells.run_cell(ip, source) for index, source in program["cells"]}
+    judged = {str(index): cells.run_cell(ip, source, count) for index, source, count in program["cells"]}
     return {"cells": judged, "checker_s": round(time.perf_counter() - began, 3)}
 
 

@@ -26,39 +26,47 @@ import secrets
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import nbformat
-from nbformat.notebooknode import NotebookNode
+from typing import TYPE_CHECKING, Any
 
 from grader import cluster, warm
 from grader.autograde import Outcome, absent, outcome, record_all
 from grader.grading import GradingDir
-from grader.judge import grade_id, is_test, merge
-from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY, run_files_glob
+from grader.judge import merge
+from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_RUN, TIMED_OUT, TIMES_KEY, run_files_glob
 from grader.outputs import error_output
-from grader.program import answers_program, checker_program, is_lesson
+from grader.program import answers_program, cell_name, checker_program, grade_id, is_lesson, is_test
 from grader.sandbox import SandboxRun
+
+if TYPE_CHECKING:
+    from nbformat.notebooknode import NotebookNode
 
 STORE = ".grading"
 LESSON_NOTE = (
     "(lesson cell: not run while grading, which runs only your answers and the tests; run the notebook yourself to "
     "see its output)\n"
 )
-LESSONS = ("day54", "zero_copy")
 
 
 def sanitized(grading: GradingDir, assignment: str, student: str, path: Path) -> NotebookNode:
     """The notebook as nbgrader's autograde sanitizes it: outputs cleared, locked cells restored from the gradebook."""
-    from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, OverwriteCells, OverwriteKernelspec
-
-    from grader.preprocessors import DropDuplicateIds
+    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
+    from nbgrader.preprocessors import (
+        CheckCellMetadata,
+        ClearOutput,
+        DeduplicateIds,
+        OverwriteCells,
+        OverwriteKernelspec,
+    )
 
     nb = nbformat.read(path, as_version=4)
     info = {"db_url": grading.db_url, "assignment": assignment, "notebook": path.stem, "student": student}
     resources: dict[str, Any] = {"nbgrader": info}
-    for step in (ClearOutput, DropDuplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata):
+    for step in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata):
         nb, resources = step().preprocess(nb, resources)
+        if step is DeduplicateIds:  # as grader.preprocessors.DropDuplicateIds: no `nbgrader: {}` left to abort on
+            for cell in nb.cells:
+                if cell.metadata.get("nbgrader") == {}:
+                    del cell.metadata["nbgrader"]
     return nb
 
 
@@ -91,35 +99,59 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     part.replace(path)  # whole or not at all: a coordinator killed while writing leaves the old file
 
 
+def store(where: Path, key: str, one: cluster.Done) -> None:
+    """File one try of a submission as it arrives: its result, or its error unless a result of the same
+    submission (same key) is already filed: a failed retry never replaces a grade that was recorded."""
+    if one.result is not None:
+        result = {**one.result, "timeout_s": one.job.timeout_s}
+        _write(where, {"key": key, "seed": one.job.seed, "result": result})
+        return
+    before = _read(where)
+    if not ("result" in before and before.get("key") == key):
+        _write(where, {"key": key, "error": one.error})
+
+
 # -- the autograded notebook from the two results ---------------------------------------------------------------
 
 
 def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
     """The autograded notebook: the sandbox's outputs for the cells it ran, the checker's verdicts for test cells."""
+    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
+
     nb = copy.deepcopy(nb)
     extracted, checked = result["extracted"], result["checked"]
     ran = copy.deepcopy(nb)
-    order = [i for i, _ in answers_program(nb).cells]
-    lost = extracted.get("lost") or {}
-    lost_at = lost.get("cell") if isinstance(lost, dict) else None
-    after_lost = False
+    counts = {i: n for i, _, n in answers_program(nb).cells}
+    limit = result.get("timeout_s")
+    lost = extracted.get("lost") if isinstance(extracted.get("lost"), dict) else None
+    reason = ""  # once the run was lost, why: the later cells say it (the words of grader.preprocessors)
     for index, cell in enumerate(ran.cells):
         if cell.cell_type != "code":
             continue
         if is_lesson(cell):
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=LESSON_NOTE)]
             continue
+        cell.execution_count = counts.get(index)
+        if reason:
+            cell.outputs = [error_output(NOT_RUN, reason)]
+            continue
+        name = cell_name(cell, index)
         outputs = [nbformat.from_dict(o) for o in extracted.get("cells", {}).get(str(index), [])]
-        if index in extracted.get("timed_out", []):
-            outputs.append(error_output(TIMED_OUT, f"the cell ran past the {result.get('timeout_s', '')} s limit"))
-        if after_lost:
-            outputs = [error_output(NOT_RUN, f"not run: the run was lost in an earlier cell ({lost.get('why')})")]
-        elif index == lost_at:
-            ename = KERNEL_STUCK if lost.get("why") == "stuck" else KERNEL_DIED
-            outputs.append(error_output(ename, f"the run {lost.get('why')} in this cell"))
-            after_lost = True
+        if lost is not None and index == lost.get("cell"):
+            if lost.get("why") == "stuck":
+                ename, reason = (
+                    KERNEL_STUCK,
+                    f"cell {name} ran past the {limit} s limit and did not stop when interrupted",
+                )
+            else:
+                ename, reason = (
+                    KERNEL_DIED,
+                    f"the kernel died ({lost.get('status', 'exit status unknown')}) in cell {name}",
+                )
+            outputs.append(error_output(ename, reason))
+        elif index in extracted.get("timed_out", []):
+            outputs.append(error_output(TIMED_OUT, f"cell {name} ran past the {limit} s limit and was interrupted"))
         cell.outputs = outputs
-        cell.execution_count = order.index(index) + 1 if index in order else None
     verdicts = checked.get("verdicts", {})
     judged = {}
     for index, cell in enumerate(nb.cells):
@@ -134,14 +166,6 @@ def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
         "checker_s": checked.get("checker_s"),
         "waited_s": 0.0,
     }
-    return nb
-
-
-def not_graded(nb: NotebookNode, reason: str) -> NotebookNode:
-    nb = copy.deepcopy(nb)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = [error_output(NOT_GRADED, f"this notebook could not be graded: {reason}")]
     return nb
 
 
@@ -160,10 +184,12 @@ def grade_class(
     reused: Callable[[int], None] | None = None,
 ) -> list[Outcome]:
     """Grade every submission of one assignment on the cluster behind `client`; record them; one Outcome each."""
+    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
+
     students = grading.submitted(assignment)
     code = warm.code_digest()
     seed = secrets.randbelow(2**31 - 1) + 1
-    lessons = LESSONS  # one warm sandbox and checker per worker serve every assignment
+    lessons = tuple(grading.pick(None))  # the lessons: one warm sandbox and checker per worker serve them all
     todo: list[warm.Job] = []
     sources: dict[tuple[str, str], tuple[NotebookNode, str]] = {}
     problems: dict[str, str] = {}
@@ -188,7 +214,6 @@ def grade_class(
                 warm.Job(
                     assignment=assignment,
                     student=student,
-                    notebook=text,
                     run_files=files,
                     answers_program=answers_program(nb).to_json(),
                     checker_program=checker_program(nb).to_json(),
@@ -205,14 +230,7 @@ def grade_class(
     def arrived(one: cluster.Done) -> None:
         job = one.job
         where = _stored(grading, job.name, job.notebook_name)
-        if one.result is not None:
-            result = {**one.result, "timeout_s": job.timeout_s}
-            _write(where, {"key": sources[(job.student, job.notebook_name)][1], "seed": job.seed, "result": result})
-        else:  # a failed try never replaces a result recorded for the same submission
-            key = sources[(job.student, job.notebook_name)][1]
-            before = _read(where)
-            if not ("result" in before and before.get("key") == key):
-                _write(where, {"key": key, "error": one.error})
+        store(where, sources[(job.student, job.notebook_name)][1], one)
         if progress:
             progress(job.student)
 

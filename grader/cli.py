@@ -28,6 +28,8 @@ from pathlib import Path
 
 from grader.autograde import Outcome, autograde
 from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, new_bundle_dir, write_bundle
+from grader.classgrade import grade_class
+from grader.cluster import open_cluster
 from grader.course import Course, check, generate
 from grader.feedback import write_feedback
 from grader.grading import GradingDir, collect, new_grading_dir, setup
@@ -84,6 +86,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     auto.add_argument(
         "--cluster",
+        type=_cluster,
         default="local",
         metavar="WHERE",
         help="local (worker processes here, one per GPU besides --jobs CPU workers), slurm, pbs (dask-jobqueue's "
@@ -260,6 +263,13 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cluster(text: str) -> str:
+    """--cluster: local, slurm, pbs or a scheduler's address."""
+    if text in ("local", "slurm", "pbs") or "://" in text:
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: expected local, slurm, pbs or a scheduler address (tcp://HOST:PORT)")
+
+
 def _default_jobs() -> int:
     """Up to 4 at once; with a GPU their checkers still take turns on it (grader.autograde)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -329,7 +339,7 @@ def _where_time_went(outcomes: list[Outcome], wall_s: float, cpu_s: float) -> No
     checker = sum(o.checker_s or 0 for o in outcomes)
     graded = sum(o.sandbox_s is not None for o in outcomes) or 1
     print(
-        f"time: {wall_s:.1f} s wall, {cpu_s:.1f} s CPU in this process; in the workers, sandboxes "
+        f"\ntime: {wall_s:.1f} s wall, {cpu_s:.1f} s CPU in this process; in the workers, sandboxes "
         f"{sandbox:.1f} s ({sandbox / graded:.2f} s a submission), checkers {checker:.1f} s "
         f"({checker / graded:.2f} s a submission)"
     )
@@ -351,8 +361,6 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     with grading.writer(), contextlib.ExitStack() as stack:
         client = None
         if args.feedback == "later" and any(counts.values()):
-            from grader.cluster import open_cluster
-
             client = stack.enter_context(open_cluster(args.cluster, workers=jobs))
         for name in names:
             if not counts[name]:
@@ -363,7 +371,6 @@ def cmd_autograde(args: argparse.Namespace) -> int:
                 if client is None:
                     outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, **_in_work(bar))
                 else:
-                    from grader.classgrade import grade_class
 
                     def kept(count: int, name: str = name) -> None:
                         if count:

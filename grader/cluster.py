@@ -26,10 +26,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from grader import warm
+from labcore.device import gpu_count
 from labcore.errors import UsageError
 
 GPU, CPU = "GPU", "CPU"
 WORKER_START_S = 120
+CONNECT_S = 15  # a scheduler address that answers nothing in this time is wrong or down
 
 
 @dataclasses.dataclass
@@ -43,13 +45,7 @@ class Done:
 
 def gpu_indices() -> list[int]:
     """The GPUs of this machine a local cluster gives a worker each (CUDA_VISIBLE_DEVICES respected)."""
-    from labcore.device import gpu_available
-
-    if not gpu_available():
-        return []
-    import cupy
-
-    return list(range(cupy.cuda.runtime.getDeviceCount()))
+    return list(range(gpu_count()))
 
 
 def _local(workers: int, gpus: list[int]) -> Any:
@@ -90,7 +86,9 @@ def open_cluster(spec: str, *, workers: int, gpus: list[int] | None = None) -> I
     elif "://" not in spec:
         raise UsageError(f"--cluster {spec!r}: expected local, slurm, pbs or a scheduler address (tcp://HOST:PORT)")
     try:
-        client = Client(cluster if cluster is not None else spec, timeout=f"{WORKER_START_S}s")
+        client = Client(
+            cluster if cluster is not None else spec, timeout=f"{CONNECT_S if cluster is None else WORKER_START_S}s"
+        )
     except OSError as exc:
         if cluster is not None:
             cluster.close()

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.layout import GRADING_CONFIG, RELEASE_DIR, SOURCE_DIR, run_files_glob
 from grader.runner import REPO, nbgrader_or_fail
 from labcore.errors import UsageError
+
+if TYPE_CHECKING:
+    from nbformat.notebooknode import NotebookNode
+
+SOLUTION_MARKER = re.compile(r"### (BEGIN|END) SOLUTION")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +70,21 @@ class Course:
     def notebooks(self, tree: Path) -> list[Path]:
         """Every notebook under tree, checkpoints excluded."""
         return sorted(p for p in tree.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def solved_release(course: Course, assignment: str) -> NotebookNode:
+    """The student release with every solution cell holding the reference's answer: a reference submission as a
+    student hands it in (the solution markers gone), for validating a grading set-up and benchmarking one."""
+    import nbformat  # seconds to import (jsonschema): only the callers that build notebooks wait for it
+
+    release = nbformat.read(course.release / assignment / f"{assignment}.ipynb", as_version=4)
+    solved = {c.get("id"): c for c in nbformat.read(course.source / assignment / f"{assignment}.ipynb", 4).cells}
+    for cell in release.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution") and cell.get("id") in solved:
+            cell.source = "\n".join(
+                line for line in solved[cell["id"]].source.splitlines() if not SOLUTION_MARKER.search(line)
+            )
+    return release
 
 
 def generate(course: Course, assignment: str, into: Path | None = None) -> Path:

@@ -17,7 +17,6 @@ Its outputs become the test cells' outputs in the autograded notebook, and so th
 
 from __future__ import annotations
 
-import ast
 import builtins
 import contextlib
 import dataclasses
@@ -28,57 +27,19 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-
-import nbformat
-from nbformat.notebooknode import NotebookNode
-from nbgrader.utils import is_grade, is_solution
+from typing import TYPE_CHECKING
 
 from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
 from grader.outputs import error_output
+from grader.program import SETUP_CELL, grade_id, is_solution, is_test, names
 from grader.runner import course_env, kill_tree
 from grader.sandbox import SandboxRun, run_notebook
 from labcore.answers import ENV, MAX_FILE_BYTES, SEED_ENV
 
+if TYPE_CHECKING:
+    from nbformat.notebooknode import NotebookNode
+
 STARTUP_S = 60  # a kernel's start and shutdown
-SETUP_CELL = "setup"  # the grade id of the locked cell with the imports every test cell relies on
-
-
-def is_test(cell: NotebookNode) -> bool:
-    """An autograded test cell as nbgrader restored it: graded, not a solution, locked, with its grade id.
-
-    A cell a student added with made-up metadata lost its grade id to nbgrader (unknown ids are dropped, a
-    duplicate id keeps one cell, whose source nbgrader restores), so no cell of the student's is one of these.
-    """
-    meta = cell.metadata.get("nbgrader", {})
-    return (
-        cell.cell_type == "code"
-        and is_grade(cell)
-        and not is_solution(cell)
-        and bool(meta.get("locked"))
-        and bool(meta.get("grade_id"))
-    )
-
-
-def grade_id(cell: NotebookNode) -> str:
-    return cell.metadata.get("nbgrader", {}).get("grade_id", "")
-
-
-def _names(source: str) -> tuple[set[str], set[str]]:
-    """(names a cell reads, names it binds), IPython magics and shell lines left out."""
-    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
-    try:
-        tree = ast.parse("\n".join(lines))
-    except SyntaxError:
-        return set(), set()
-    read, bound = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-    return read, bound
 
 
 @dataclasses.dataclass
@@ -106,16 +67,18 @@ def _held(lock: Path | None) -> Iterator[None]:
 
 def judge_notebook(nb: NotebookNode) -> NotebookNode:
     """The checker's notebook for one submission: setup, placeholders, the test cells (metadata kept)."""
+    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
+
     setup = [
         c
         for c in nb.cells
         if c.cell_type == "code" and grade_id(c) == SETUP_CELL and c.metadata["nbgrader"].get("locked")
     ][:1]
     tests = [c for c in nb.cells if is_test(c)]
-    _, defined = _names("\n".join(c.source for c in setup))
+    _, defined = names("\n".join(c.source for c in setup))
     wanted: set[str] = set()
     for cell in tests:
-        read, _ = _names(cell.source)
+        read, _ = names(cell.source)
         wanted |= read
     placeholders = sorted(wanted - defined - set(dir(builtins)))
     binding = "from labcore.answers import Answer as _Answer\n" + "".join(
@@ -146,6 +109,8 @@ def judge(
     With `lock`, the checker runs only while it holds that file's lock: on a GPU, checkers of submissions graded
     side by side take turns, so that none disturbs another's timings (their sandboxes need no GPU and overlap).
     """
+    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
+
     scratch.mkdir(parents=True)
     for path in run_files:
         shutil.copy2(path, scratch / path.name)
@@ -278,6 +243,8 @@ def _shown(cell: NotebookNode, outputs: list[NotebookNode]) -> list[NotebookNode
     Lesson cells are not graded, and in the sandbox some cannot run: those that call withheld references, and
     those that use what such a cell would have made. Their errors are not the student's; the note says so.
     """
+    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
+
     if is_solution(cell):
         return outputs
     shown = []

@@ -49,6 +49,7 @@ from grader.feedback import split_hidden
 from grader.judge import grade
 from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
 from grader.outputs import error_output
+from grader.program import cell_name
 from grader.runner import ANSI, REPO
 from grader.withhold import sandbox_library
 
@@ -115,11 +116,6 @@ def exit_status(returncode: int | None) -> str:
         return f"killed by {signal.Signals(-returncode).name}"
     except ValueError:
         return f"killed by signal {-returncode}"
-
-
-def cell_name(cell: NotebookNode, index: int) -> str:
-    """How a reason names a cell: its nbgrader grade id, else its position among the notebook's cells (#1 first)."""
-    return cell.metadata.get("nbgrader", {}).get("grade_id") or f"#{index + 1}"
 
 
 class ExecuteOrReplay(ExecuteToTheEnd):

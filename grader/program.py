@@ -16,17 +16,72 @@ Cells are named by their index in the sanitized notebook (nbgrader's: locked cel
 
 from __future__ import annotations
 
+import ast
 import builtins
 import dataclasses
+from typing import TYPE_CHECKING
 
-from nbformat.notebooknode import NotebookNode
+if TYPE_CHECKING:
+    from nbformat.notebooknode import NotebookNode
 
-from grader.judge import SETUP_CELL, _names, grade_id, is_test
+SETUP_CELL = "setup"  # the grade id of the locked cell with the imports every test cell relies on
+
+
+def _meta(cell: NotebookNode) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def grade_id(cell: NotebookNode) -> str:
+    return _meta(cell).get("grade_id", "")
+
+
+def is_solution(cell: NotebookNode) -> bool:
+    """A cell the student writes in (nbgrader's `solution` flag)."""
+    return bool(_meta(cell).get("solution"))
+
+
+def is_test(cell: NotebookNode) -> bool:
+    """An autograded test cell as nbgrader restored it: graded, not a solution, locked, with its grade id.
+
+    A cell a student added with made-up metadata lost its grade id to nbgrader (unknown ids are dropped, a
+    duplicate id keeps one cell, whose source nbgrader restores), so no cell of the student's is one of these.
+    """
+    meta = _meta(cell)
+    return (
+        cell.cell_type == "code"
+        and bool(meta.get("grade"))
+        and not meta.get("solution")
+        and bool(meta.get("locked"))
+        and bool(meta.get("grade_id"))
+    )
+
+
+def names(source: str) -> tuple[set[str], set[str]]:
+    """(names a cell reads, names it binds), IPython magics and shell lines left out."""
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return set(), set()
+    read, bound = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+    return read, bound
+
+
+def cell_name(cell: NotebookNode, index: int) -> str:
+    """How a reason names a cell: its nbgrader grade id, else its position among the notebook's cells (#1 first)."""
+    return cell.metadata.get("nbgrader", {}).get("grade_id") or f"#{index + 1}"
 
 
 def is_lesson(cell: NotebookNode) -> bool:
     """A locked lesson cell: measures, shows or plots; run only for feedback."""
-    meta = cell.metadata.get("nbgrader", {})
+    meta = _meta(cell)
     return (
         cell.cell_type == "code"
         and bool(meta.get("locked"))
@@ -42,9 +97,11 @@ def is_setup(cell: NotebookNode) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Program:
-    """Cells to run, as (index, source) in order, and the names bound to placeholders before them."""
+    """Cells to run, as (index, source, count) in order, and the names bound to placeholders before them.
 
-    cells: tuple[tuple[int, str], ...]
+    A cell's count is its In [count] in the autograded notebook, the same for a test cell in both programs."""
+
+    cells: tuple[tuple[int, str, int], ...]
     placeholders: tuple[str, ...]
 
     def to_json(self) -> dict:
@@ -57,20 +114,21 @@ def answers_program(nb: NotebookNode) -> Program:
     made: set[str] = set()
     for cell in nb.cells:
         if is_lesson(cell):
-            made |= _names(cell.source)[1]
+            made |= names(cell.source)[1]
     read: set[str] = set()
     for _, cell in run:
-        read |= _names(cell.source)[0]
-    return Program(tuple((i, c.source) for i, c in run), tuple(sorted(made & read)))
+        read |= names(cell.source)[0]
+    return Program(tuple((i, c.source, n) for n, (i, c) in enumerate(run, 1)), tuple(sorted(made & read)))
 
 
 def checker_program(nb: NotebookNode) -> Program:
     """The checker's program: the setup cell and the test cells; every other name they read a placeholder."""
     setup = [(i, c) for i, c in enumerate(nb.cells) if is_setup(c)][:1]
     tests = [(i, c) for i, c in enumerate(nb.cells) if is_test(c)]
-    defined = _names("\n".join(c.source for _, c in setup))[1]
+    defined = names("\n".join(c.source for _, c in setup))[1]
     read: set[str] = set()
     for _, cell in tests:
-        read |= _names(cell.source)[0]
-    names = sorted(read - defined - set(dir(builtins)))
-    return Program(tuple((i, c.source) for i, c in [*setup, *tests]), tuple(names))
+        read |= names(cell.source)[0]
+    unbound = sorted(read - defined - set(dir(builtins)))
+    counts = {i: n for i, _, n in answers_program(nb).cells}
+    return Program(tuple((i, c.source, counts[i]) for i, c in [*setup, *tests]), tuple(unbound))

@@ -32,13 +32,14 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-
-import nbformat
-from nbformat.notebooknode import NotebookNode
+from typing import TYPE_CHECKING
 
 from grader.runner import kill_tree
 from labcore.answers import ENV, SEED_ENV
 from labcore.errors import UsageError
+
+if TYPE_CHECKING:
+    from nbformat.notebooknode import NotebookNode
 
 INSIDE = Path("/sandbox")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/opt")
@@ -177,6 +178,8 @@ def run_notebook(
     """Execute a student's notebook in the sandbox, collecting answers; never raises for what the notebook does.
 
     No file the notebook writes may grow past file_bytes (the grading machine's disk is not the student's)."""
+    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
+
     work, out = scratch / "work", scratch / "out"
     work.mkdir(parents=True)
     out.mkdir(parents=True)

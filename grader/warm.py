@@ -7,7 +7,7 @@
 
 Both processes start on a worker's first job and serve every later one (imports, shipped profiles and a GPU's
 context made once); a process that fails or overruns its budget is killed and the next job starts a new one.
-Jobs and results are plain data (the notebook as JSON text, run files as bytes), so they travel to any worker of
+Jobs and results are plain data (cells as text, run files as bytes), so they travel to any worker of
 a cluster (grader.cluster); a worker needs the same course code, which the job's `code` digest checks.
 """
 
@@ -39,11 +39,10 @@ CODE_PACKAGES = ("grader", "labcore", "day54", "zero_copy")
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-    """One submission to grade: the sanitized notebook, its run files, the programs, the seed and the limits."""
+    """One submission to grade: its run files, the programs of its sanitized notebook, the seed and the limits."""
 
     assignment: str
     student: str
-    notebook: str  # the sanitized notebook, JSON text
     run_files: dict[str, bytes]
     answers_program: dict
     checker_program: dict
@@ -177,7 +176,7 @@ class WarmSandbox(_Warm):
                 told, reason = {}, str(trouble)
             took = round(time.perf_counter() - began, 3)
             return {
-                "cells": _read_cells(out / "cells.jsonl", {i for i, _ in job.answers_program["cells"]}),
+                "cells": _read_cells(out / "cells.jsonl", {i for i, _, _ in job.answers_program["cells"]}),
                 "answers": _read_answers(out / "answers.jsonl"),
                 "timed_out": [i for i in told.get("timed_out", []) if isinstance(i, int)],
                 "lost": told.get("lost"),

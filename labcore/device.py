@@ -27,6 +27,12 @@ def gpu_available() -> bool:
     return cupy_or_none() is not None
 
 
+def gpu_count() -> int:
+    """The GPUs this process sees (CUDA_VISIBLE_DEVICES respected); 0 without CuPy or a GPU."""
+    cupy = cupy_or_none()
+    return 0 if cupy is None else int(cupy.cuda.runtime.getDeviceCount())
+
+
 @dataclasses.dataclass
 class DeviceFacts:
     """What the lessons need to know about the device they measured on."""

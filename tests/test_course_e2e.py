@@ -72,7 +72,7 @@ def graded(tmp_path_factory):
     for step in (
         ("setup", str(root)),
         ("collect", str(root), str(subs)),
-        ("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S)),
+        ("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S), "--feedback", "now"),
         ("feedback", str(root)),
         ("export", str(root), "--to", str(base / "grades.csv")),
     ):

@@ -1,0 +1,182 @@
+"""A class graded on Dask (grader.classgrade, grader.cluster) with a local cluster of CPU workers, offline.
+
+Nothing is lost: a worker killed while it grades a submission has that submission graded again on another worker;
+a coordinator killed mid-class leaves every result it had stored, and the rerun grades only the rest; a notebook
+nbgrader cannot read gets its reason in the table; a failed try never replaces a result that was recorded. The
+toy assignment (tests/data/toy_assignment) keeps each submission to a second or two, but a few sleep on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("distributed", reason="the course extra (dask.distributed) is not installed")
+
+from test_grader_cli import EXPECTED, TOY, grader, make_checkout  # noqa: E402
+
+from grader.classgrade import STORE, grade_class, store  # noqa: E402
+from grader.cluster import Done, open_cluster  # noqa: E402
+from grader.grading import GradingDir  # noqa: E402
+from grader.warm import Job  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 20
+FULL = sum(EXPECTED["correct"].values())  # 4 points
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    root = make_checkout(tmp_path_factory.mktemp("checkout"))
+    assert grader("--repo", str(root), "generate").rc == 0
+    return root
+
+
+def slow(seconds: float) -> str:
+    """A correct toy submission whose clamp answer cell sleeps first (it runs in the sandbox)."""
+    return f"sleep:{seconds}"
+
+
+def write_submission(folder: Path, like: str) -> None:
+    """SUBS/<student>/ as a toy submission `like` (a folder of the toy's submissions), or a slow correct one."""
+    if not like.startswith("sleep:"):
+        shutil.copytree(TOY / "submissions" / like, folder)
+        return
+    shutil.copytree(TOY / "submissions" / "correct", folder)
+    nb = nbformat.read(folder / "toy.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "clamp")
+    cell.source = f"import time\ntime.sleep({float(like.split(':')[1])})\n" + cell.source
+    nbformat.write(nb, folder / "toy.ipynb")
+
+
+def class_dir(checkout: Path, base: Path, students: dict[str, str]) -> Path:
+    """A grading directory set up from the toy checkout, with `students` collected (none graded yet)."""
+    subs, root = base / "submissions", base / "grading"
+    for student, like in students.items():
+        write_submission(subs / student, like)
+    assert grader("--repo", str(checkout), "setup", str(root)).rc == 0
+    assert grader("collect", str(root), str(subs)).rc == 0
+    return root
+
+
+def _scores(root: Path) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    from grader.layout import COURSE_ID
+
+    with Gradebook(GradingDir(root).db_url, COURSE_ID) as gb:
+        return {s.student.id: s.score for s in gb.assignment_submissions("toy")}
+
+
+def _stored(root: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in (root / STORE / "toy").glob("*/toy.json")}
+
+
+def test_a_worker_killed_mid_submission_has_it_graded_on_another(checkout, tmp_path):
+    """The worker grading the slow submission is SIGKILLed while its sandbox runs: every grade is still right."""
+    root = class_dir(checkout, tmp_path, {"slow": slow(6), "a": "correct", "b": "wrong", "c": "correct"})
+    grading = GradingDir(root)
+    killed: list[str] = []
+    with grading.writer(), open_cluster("local", workers=2, gpus=[]) as client:
+
+        def kill_the_slow_ones_worker() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                for worker, keys in client.processing().items():
+                    if any(str(k).startswith("extract-toy/slow-") for k in keys):
+                        pid = client.run(os.getpid, workers=[worker])[worker]
+                        time.sleep(2.0)  # its sandbox is well into the sleeping cell
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(worker)
+                        return
+                time.sleep(0.05)
+
+        killer = threading.Thread(target=kill_the_slow_ones_worker)
+        killer.start()
+        outcomes = {o.student: o for o in grade_class(grading, "toy", client=client, timeout_s=TIMEOUT_S)}
+        killer.join()
+    assert killed, "the slow submission never reached a worker"
+    assert {s: (o.score, o.recorded) for s, o in outcomes.items()} == {
+        "slow": (FULL, True),
+        "a": (FULL, True),
+        "b": (sum(EXPECTED["wrong"].values()), True),
+        "c": (FULL, True),
+    }
+    assert _scores(root)["slow"] == FULL
+
+
+def test_a_killed_coordinator_loses_nothing_and_the_rerun_grades_only_the_rest(checkout, tmp_path):
+    """`python -m grader autograde` SIGKILLed after its first stored result: the rerun keeps those, grades the rest."""
+    students = {f"s{n}": slow(2) for n in range(5)}
+    root = class_dir(checkout, tmp_path, students)
+    command = [sys.executable, "-m", "grader", "autograde", str(root), "--jobs", "1", "--timeout", str(TIMEOUT_S)]
+    first = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not any("result" in v for v in _stored(root).values()):
+        time.sleep(0.1)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    before = {s: v for s, v in _stored(root).items() if "result" in v}
+    assert 1 <= len(before) < len(students), f"killed too late or too early: {sorted(before)} stored"
+    rerun = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert f"toy: {len(before)} already graded in {root / STORE}, kept" in rerun.stdout
+    after = _stored(root)
+    assert all(after[s] == v for s, v in before.items())  # the kept results were not graded again
+    assert _scores(root) == dict.fromkeys(students, FULL)
+
+
+def test_a_notebook_nbgrader_cannot_read_is_named_in_the_table(checkout, tmp_path):
+    """A made-up test cell (a grade id the gradebook lacks) makes that notebook unreadable; the others are graded."""
+    root = class_dir(checkout, tmp_path, {"good": "correct", "forged": "correct"})
+    path = root / "submitted" / "forged" / "toy" / "toy.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    forged = nbformat.v4.new_code_cell("assert True", metadata={"nbgrader": {"grade": True, "grade_id": "mine"}})
+    forged.metadata["nbgrader"].update(solution=False, locked=True, points=10, schema_version=3)
+    nb.cells.append(forged)
+    nbformat.write(nb, path)
+    done = grader("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S))
+    assert done.rc == 1, done.out
+    row = next(line for line in done.lines if line.startswith("forged "))
+    assert "not graded" in row and "the nbgrader metadata may be corrupted" in row, row
+    assert next(line for line in done.lines if line.startswith("good ")).split()[1:4] == ["4", "/", "4"]
+    assert "1 submission(s) not graded: see the reasons above" in done.err
+
+
+def _job(student: str) -> Job:
+    return Job("toy", student, {}, {"cells": [], "placeholders": []}, {"cells": [], "placeholders": []}, 7, 5, (), "c")
+
+
+def test_a_failed_try_never_replaces_a_recorded_result(tmp_path):
+    """A result replaces anything; an error replaces an error or another key's result, never the same key's result."""
+    where = tmp_path / "toy.json"
+    result = {"extracted": {"cells": {}}, "checked": {"verdicts": {}}}
+    store(where, "k1", Done(_job("ann"), result))
+    store(where, "k1", Done(_job("ann"), None, "its grading worker died on every try"))
+    assert json.loads(where.read_text()) == {"key": "k1", "seed": 7, "result": {**result, "timeout_s": 5}}
+    store(where, "k2", Done(_job("ann"), None, "KilledWorker"))  # the submission changed: its old grade is stale
+    assert json.loads(where.read_text()) == {"key": "k2", "error": "KilledWorker"}
+    store(where, "k2", Done(_job("ann"), result))
+    assert json.loads(where.read_text())["result"]["extracted"] == {"cells": {}}
+
+
+def test_a_wrong_cluster_is_one_line(checkout, tmp_path):
+    """--cluster with a wrong word, or a scheduler address where none answers: exit 2 and one line naming it."""
+    root = class_dir(checkout, tmp_path, {"a": "correct"})
+    done = grader("autograde", str(root), "--cluster", "nonsense")
+    assert done.rc == 2 and "'nonsense': expected local, slurm, pbs or a scheduler address" in done.err, done.err
+    done = grader("autograde", str(root), "--cluster", "tcp://127.0.0.1:9")
+    assert done.rc == 2 and "--cluster tcp://127.0.0.1:9: no scheduler answered" in done.err, done.err
+    assert len(done.err.strip().splitlines()) == 1
