@@ -13,6 +13,7 @@ and readers use it, and everything it prints says "simulated".
 from __future__ import annotations
 
 import dataclasses
+import heapq
 
 from day54.model import Stages
 from day54.recording import Recorded, RecordingContext
@@ -40,32 +41,35 @@ class Rates:
         return {"h2d": self.h2d_ms, "kernel": self.kernel_ms, "d2h": self.d2h_ms}[op]
 
 
-def _ready(rec: Recorded, done: set[int], ctx: RecordingContext) -> bool:
-    """All operations CUDA orders before this one have finished."""
-    return all(index in done for index in _predecessors(rec, ctx))
-
-
-def _predecessors(rec: Recorded, ctx: RecordingContext) -> list[int]:
-    # The vector clock holds, per stream, the last operation that must finish first;
-    # stream order makes every earlier operation of that stream finish before it.
-    return [index for index in rec.after.values() if index >= 0]
-
-
 def simulate(ctx: RecordingContext, rates: Rates, key: str = "simulated") -> list[Op]:
-    """Play the recorded operations forward; returns their simulated timeline (ns from the start)."""
-    pending = list(ctx.ops)
-    done: set[int] = set()
+    """Play the recorded operations forward; returns their simulated timeline (ns from the start).
+
+    An operation is ready once every operation CUDA orders before it has finished: its vector clock holds, per
+    stream, the last one that must (stream order makes the earlier ones of that stream finish before it). Each
+    engine's ready operations wait in a heap by issue order, so a step costs a logarithm, not a scan of all.
+    """
+    ops = list(ctx.ops)
+    by_index = {rec.index: rec for rec in ops}
+    issued = {rec.index: n for n, rec in enumerate(ops)}
+    waiting: dict[int, int] = {}
+    dependents: dict[int, list[Recorded]] = {}
+    ready: dict[str, list[tuple[int, int]]] = {"h2d": [], "sm": [], "d2h": []}
+    for rec in ops:
+        before = {index for index in rec.after.values() if index >= 0}
+        waiting[rec.index] = len(before)
+        for index in before:
+            dependents.setdefault(index, []).append(rec)
+        if not before:
+            heapq.heappush(ready[ENGINE[rec.op]], (issued[rec.index], rec.index))
+    pending = len(ops)
     running: dict[str, tuple[Recorded, float, float]] = {}  # engine -> (op, start_ms, remaining work ms)
     now, timeline = 0.0, []
     while pending or running:
         for engine in ("h2d", "sm", "d2h"):
-            if engine in running:
-                continue
-            for rec in pending:
-                if ENGINE[rec.op] == engine and _ready(rec, done, ctx):
-                    running[engine] = (rec, now, rates.work(rec.op))
-                    pending.remove(rec)
-                    break
+            if engine not in running and ready[engine]:
+                rec = by_index[heapq.heappop(ready[engine])[1]]
+                running[engine] = (rec, now, rates.work(rec.op))
+                pending -= 1
         if not running:
             raise RuntimeError("schedule deadlocked in the simulator")  # cannot happen with stream order alone
         both = "h2d" in running and "d2h" in running
@@ -76,7 +80,10 @@ def simulate(ctx: RecordingContext, rates: Rates, key: str = "simulated") -> lis
             left -= step * speed[engine]
             if left <= 1e-12:
                 del running[engine]
-                done.add(rec.index)
+                for after in dependents.get(rec.index, []):
+                    waiting[after.index] -= 1
+                    if not waiting[after.index]:
+                        heapq.heappush(ready[ENGINE[after.op]], (issued[after.index], after.index))
                 timeline.append(
                     Op(
                         key=key,

@@ -75,6 +75,7 @@ class Outcome:
     recorded: bool = True
     sandbox_s: float | None = None  # wall seconds in the sandbox (no GPU)
     checker_s: float | None = None  # wall seconds in the trusted checker: the only process that uses a GPU
+    checker_cells_s: dict[str, float] = dataclasses.field(default_factory=dict)  # of checker_s, per cell (grade id)
     state: str = "graded"  # grader.status's words: graded, graded with written answers pending, not submitted, ...
     pending: dict[str, float] = dataclasses.field(default_factory=dict)  # written answers to grade by hand: points
 
@@ -275,6 +276,7 @@ def outcome(grading: GradingDir, assignment: str, student: str, reason: str, unr
         reason="; ".join([reason] if reason else notes),
         sandbox_s=_total(t.get("sandbox_s") for t in times),
         checker_s=_total(t.get("checker_s") for t in times),
+        checker_cells_s={k: v for t in times for k, v in (t.get("checker_cells_s") or {}).items()},
         state=found_state,
         pending=waiting,
     )
@@ -282,4 +284,4 @@ def outcome(grading: GradingDir, assignment: str, student: str, reason: str, unr
 
 def _total(values: Iterable[float | None]) -> float | None:
     found = [v for v in values if isinstance(v, (int, float))]
-    return round(sum(found), 1) if found else None
+    return round(sum(found), 3) if found else None

@@ -32,8 +32,12 @@ def judge(job: dict[str, Any], ip: Any) -> dict[str, Any]:
     program = job["program"]
     cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)
     began = time.perf_counter()
-    judged = {str(index): cells.run_cell(ip, source, count) for index, source, count in program["cells"]}
-    return {"cells": judged, "checker_s": round(time.perf_counter() - began, 3)}
+    judged, seconds = {}, {}
+    for index, source, count in program["cells"]:
+        start = time.perf_counter()
+        judged[str(index)] = cells.run_cell(ip, source, count)
+        seconds[str(index)] = round(time.perf_counter() - start, 3)
+    return {"cells": judged, "cells_s": seconds, "checker_s": round(time.perf_counter() - began, 3)}
 
 
 def main(argv: list[str]) -> int:

@@ -24,6 +24,7 @@ import hashlib
 import json
 import secrets
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -161,10 +162,12 @@ def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
             )
     run = SandboxRun(ran, Path("answers.jsonl"), extracted.get("reason", ""))
     merge(nb, run, judged, checked.get("trouble", ""))
+    seconds = checked.get("cells_s") or {}
     nb.metadata[TIMES_KEY] = {
         "sandbox_s": extracted.get("sandbox_s"),
         "checker_s": checked.get("checker_s"),
         "waited_s": 0.0,
+        "checker_cells_s": {grade_id(c): seconds[str(i)] for i, c in enumerate(nb.cells) if str(i) in seconds},
     }
     return nb
 
@@ -182,9 +185,22 @@ def grade_class(
     started: Callable[[str], None] | None = None,
     progress: Callable[[str], None] | None = None,
     reused: Callable[[int], None] | None = None,
+    phases: dict[str, float] | None = None,
 ) -> list[Outcome]:
-    """Grade every submission of one assignment on the cluster behind `client`; record them; one Outcome each."""
+    """Grade every submission of one assignment on the cluster behind `client`; record them; one Outcome each.
+
+    `phases` gets the wall seconds of each phase here: prepare (sanitize, make jobs), grade (the cluster), record
+    (nbgrader writes the gradebook), summarize (the outcomes read back)."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
+
+    phases = {} if phases is None else phases
+    clock = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        phases[name] = phases.get(name, 0.0) + now - clock
+        clock = now
 
     students = grading.submitted(assignment)
     code = warm.code_digest()
@@ -238,7 +254,9 @@ def grade_class(
         if started:
             started(name.split("/", 1)[-1])
 
+    phase("prepare")
     cluster.run(client, todo, started=working, done=arrived)
+    phase("grade")
     with tempfile.TemporaryDirectory(prefix="grader-record-") as tmp:
         scratch = Path(tmp)
         for student in students:
@@ -258,7 +276,10 @@ def grade_class(
                 (scratch / student).mkdir(parents=True, exist_ok=True)
                 (scratch / student / "reason.txt").write_text(reason + "\n")
         unrecorded = record_all(grading, scratch, assignment)
+    phase("record")
     found = [
         outcome(grading, assignment, s, problems.get(s, ""), unrecorded.get(s) or unrecorded.get("*")) for s in students
     ]
-    return found + absent(grading, assignment, students)
+    found += absent(grading, assignment, students)
+    phase("summarize")
+    return found

@@ -334,15 +334,25 @@ def _table(name: str, outcomes: list[Outcome]) -> None:
         print(f"{o.student:<{width}}  {score:>{wide}}  {times}  {_notes(o)}".rstrip())
 
 
-def _where_time_went(outcomes: list[Outcome], wall_s: float, cpu_s: float) -> None:
-    sandbox = sum(o.sandbox_s or 0 for o in outcomes)
-    checker = sum(o.checker_s or 0 for o in outcomes)
-    graded = sum(o.sandbox_s is not None for o in outcomes) or 1
+def _where_time_went(outcomes: list[Outcome], wall_s: float, cpu_s: float, phases: dict[str, float]) -> None:
+    graded = [o for o in outcomes if o.sandbox_s is not None]
+    steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
+    print(f"\ntime: {wall_s:.1f} s wall, {cpu_s:.1f} s CPU in this process" + (f" ({steps})" if steps else ""))
+    if not graded:
+        return
+    sandbox = sum(o.sandbox_s or 0 for o in graded)
+    checker = sum(o.checker_s or 0 for o in graded)
     print(
-        f"\ntime: {wall_s:.1f} s wall, {cpu_s:.1f} s CPU in this process; in the workers, sandboxes "
-        f"{sandbox:.1f} s ({sandbox / graded:.2f} s a submission), checkers {checker:.1f} s "
-        f"({checker / graded:.2f} s a submission)"
+        f"time: in the workers, sandboxes {sandbox:.1f} s ({sandbox / len(graded):.2f} s a submission), "
+        f"checkers {checker:.1f} s ({checker / len(graded):.2f} s a submission)"
     )
+    cells: dict[str, list[float]] = {}
+    for o in graded:
+        for cell, seconds in o.checker_cells_s.items():
+            cells.setdefault(cell, []).append(seconds)
+    if cells:
+        means = ", ".join(f"{cell} {sum(v) / len(v):.2f}" for cell, v in cells.items())
+        print(f"time: the checker's seconds a submission, per cell: {means}")
 
 
 def cmd_autograde(args: argparse.Namespace) -> int:
@@ -366,7 +376,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
             if not counts[name]:
                 print(f"{name}: nothing submitted")
                 continue
-            wall, cpu = time.perf_counter(), time.process_time()
+            wall, cpu, phases = time.perf_counter(), time.process_time(), {}
             with _bar(counts[name], name) as bar:
                 if client is None:
                     outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, **_in_work(bar))
@@ -385,10 +395,11 @@ def cmd_autograde(args: argparse.Namespace) -> int:
                         timeout_s=args.timeout,
                         regrade=args.regrade,
                         reused=kept,
+                        phases=phases,
                         **_in_work(bar),
                     )
             _table(name, outcomes)
-            _where_time_went(outcomes, time.perf_counter() - wall, time.process_time() - cpu)
+            _where_time_went(outcomes, time.perf_counter() - wall, time.process_time() - cpu, phases)
             unrecorded += sum(not o.recorded for o in outcomes)
     if unrecorded:
         print(f"{unrecorded} submission(s) not graded: see the reasons above", file=sys.stderr)

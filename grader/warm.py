@@ -268,7 +268,12 @@ class WarmChecker(_Warm):
             budget = job.timeout_s * (cells + 1)
             try:
                 told = self.ask({"dir": str(folder), "program": job.checker_program, "seed": job.seed}, budget)
-                return {"verdicts": told["cells"], "trouble": "", "checker_s": told["checker_s"]}
+                return {
+                    "verdicts": told["cells"],
+                    "trouble": "",
+                    "checker_s": told["checker_s"],
+                    "cells_s": told.get("cells_s", {}),
+                }
             except _Trouble as trouble:
                 return {"verdicts": {}, "trouble": str(trouble), "checker_s": None}
         finally:

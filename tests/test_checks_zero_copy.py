@@ -178,6 +178,19 @@ def test_the_cpu_model_of_the_kernel_matches_numpy_take(row_bytes):
     assert (out[-1] == gather.POISON).all() and (out[0] == h_table[ids[0]]).all()
 
 
+@pytest.mark.parametrize("threads, blocks", [(256, 97), (64, 388), (96, 259), (40, 600), (256, 96), (33, 1)])
+def test_the_per_warp_model_is_the_per_thread_model(threads, blocks):
+    """gather.written_from, which the offline checks use, says what simulate_gather writes, word by word."""
+    rng = np.random.default_rng(5)
+    ids, row_vecs = rng.integers(0, 500, 777), 70  # 70 words: a lane copies two or three of them
+    h_table = np.repeat(np.arange(500, dtype=np.uint32)[:, None], row_vecs * 4, axis=1)  # each word its row id
+    out = np.full((777, row_vecs * 4), gather.POISON, dtype=np.uint32)
+    gather.simulate_gather(h_table, ids, threads, blocks, out)
+    by_word = out.reshape(777, row_vecs, 4)[:, :, 0].astype(np.int64)
+    by_word[by_word == gather.POISON] = -1
+    np.testing.assert_array_equal(gather.written_from(ids, threads, blocks, row_vecs), by_word)
+
+
 def test_reference_gather_bandwidth_offline_uses_the_recorded_sorted_gather(offline, capsys):
     checks.check_gather_bandwidth(gather_launch, order_ids)
     out = capsys.readouterr().out

@@ -43,7 +43,6 @@ from zero_copy import gather, mailbox, model, replay
 from zero_copy.config import VECTOR_BYTES, planned_rows
 from zero_copy.kernel import THREADS
 from zero_copy.report import GATHER_LINK_FRACTION, gather_verdict, mailbox_verdict, rates
-from zero_copy.verify import compare
 
 GATHER_ROWS = 50_000
 ROW_BYTES = 1 << 10
@@ -184,17 +183,22 @@ def _student_plan(asked: _GatherAsked) -> tuple[int, int, np.ndarray, np.ndarray
 
 
 def _simulated(
-    ids: np.ndarray, threads: int, blocks: int, sorted_ids: np.ndarray, restore: np.ndarray, row_bytes: int, seed: int
+    ids: np.ndarray, threads: int, blocks: int, sorted_ids: np.ndarray, restore: np.ndarray, row_bytes: int
 ) -> tuple[bool, str]:
-    """The kernel's writes for this grid computed on the CPU, put back with restore, against NumPy's take.
-
-    The table is the one the live check fills (gather.filled_rows), built only at the rows either side names.
-    """
-    rows = np.unique(np.concatenate([ids, sorted_ids]))
-    h_rows = gather.filled_rows(rows, row_bytes // 4, seed)
-    out = np.full((ids.size, row_bytes // 4), gather.POISON, dtype=np.uint32)
-    gather.simulate_gather(h_rows, np.searchsorted(rows, sorted_ids), threads, blocks, out)
-    return compare(out[restore], np.take(h_rows, np.searchsorted(rows, ids), axis=0))
+    """The kernel's writes for this grid computed on the CPU (gather.written_from: which row lands in each 16-byte
+    word), put back with restore, against the rows asked for: every word must hold its own row."""
+    written = gather.written_from(sorted_ids, threads, blocks, row_bytes // VECTOR_BYTES)[restore]
+    expected = np.broadcast_to(np.asarray(ids, dtype=np.int64)[:, None], written.shape)
+    if np.array_equal(written, expected):
+        return True, f"bit-exact, {written.size:,} values (16-byte words) in {ids.size:,} rows"
+    bad = written != expected
+    row, word = divmod(int(np.flatnonzero(bad)[0]), written.shape[1])
+    got = "nothing was written there" if written[row, word] < 0 else f"it holds row {written[row, word]}"
+    return False, (
+        f"{int(np.count_nonzero(bad)):,} of {written.size:,} values differ (16-byte words, in "
+        f"{int(np.count_nonzero(bad.any(axis=1))):,} of {ids.size:,} rows); first: row {row} (id {ids[row]}), "
+        f"word {word}: {got}"
+    )
 
 
 def _gather_verdict(asked: _GatherAsked, *, repeats: int) -> tuple[gather.GatherRun | None, str, tuple]:
@@ -227,10 +231,10 @@ def _gather_verdict(asked: _GatherAsked, *, repeats: int) -> tuple[gather.Gather
             f"{format_size(run.table_bytes)} mapped table, put back with your restore"
         )
     else:
-        ok, detail = _simulated(ids, threads, blocks, sorted_ids, restore, row_bytes, fill_seed)
+        ok, detail = _simulated(ids, threads, blocks, sorted_ids, restore, row_bytes)
         how = (
             f"offline: {n_rows:,} {pattern} ids, rows of {row_bytes} B; what your grid makes the kernel write "
-            f"was computed thread by thread on the CPU (no GPU to run it on)"
+            f"was computed warp by warp on the CPU (no GPU to run it on)"
         )
     if not ok:
         diagnosis = gather.mapping_problem(threads, blocks, n_rows)

@@ -261,6 +261,18 @@ def simulate_gather(h_table: np.ndarray, ids: np.ndarray, threads: int, blocks: 
         out_vecs[warp[live], j[live]] = table_vecs[rows[live], j[live]]
 
 
+def written_from(ids: np.ndarray, threads: int, blocks: int, row_vecs: int) -> np.ndarray:
+    """Which table row gather_rows copies into each 16-byte word of each output row for this grid: an
+    (n_ids, row_vecs) array of row ids, -1 where nothing writes. It is simulate_gather's result for a table whose
+    words each hold their row's id, computed per warp rather than per word: thread t is lane (t % threads) % 32 of
+    warp t / 32, and a warp's lane l copies words l, l + 32, ... of its row; threads past 32 * n_ids do nothing."""
+    n_ids = ids.size
+    t = np.arange(min(threads * blocks, WARP * n_ids), dtype=np.int64)
+    lanes = np.zeros((n_ids, WARP), dtype=bool)
+    lanes[t // WARP, (t % threads) % WARP] = True
+    return np.where(lanes[:, np.arange(row_vecs) % WARP], np.asarray(ids, dtype=np.int64)[:, None], -1)
+
+
 @dataclasses.dataclass
 class GatherRun:
     """One live run of a student's gather: the verdict and, when timed, the medians of the same run."""
