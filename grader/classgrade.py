@@ -49,20 +49,17 @@ LESSON_NOTE = (
 
 
 def sanitized(grading: GradingDir, assignment: str, student: str, path: Path) -> NotebookNode:
-    """The notebook as nbgrader's autograde sanitizes it: outputs cleared, locked cells restored from the gradebook."""
+    """The notebook as nbgrader's autograde sanitizes it: outputs cleared, locked cells restored from the gradebook
+    (nbgrader's metadata check aside: see below)."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
-    from nbgrader.preprocessors import (
-        CheckCellMetadata,
-        ClearOutput,
-        DeduplicateIds,
-        OverwriteCells,
-        OverwriteKernelspec,
-    )
+    from nbgrader.preprocessors import ClearOutput, DeduplicateIds, OverwriteCells, OverwriteKernelspec
 
     nb = nbformat.read(path, as_version=4)
     info = {"db_url": grading.db_url, "assignment": assignment, "notebook": path.stem, "student": student}
     resources: dict[str, Any] = {"nbgrader": info}
-    for step in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata):
+    # nbgrader's CheckCellMetadata is left to the recording pass (its sanitize step), which refuses a notebook with
+    # corrupted metadata by name: checked here too it would cost a second tenth of a second of schema validation
+    for step in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells):
         nb, resources = step().preprocess(nb, resources)
         if step is DeduplicateIds:  # as grader.preprocessors.DropDuplicateIds: no `nbgrader: {}` left to abort on
             for cell in nb.cells:

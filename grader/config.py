@@ -14,7 +14,7 @@ from typing import Any
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import DeduplicateIds, Execute, GetGrades, SaveAutoGrades
+from nbgrader.preprocessors import CheckCellMetadata, DeduplicateIds, Execute, GetGrades, SaveAutoGrades
 
 from grader.layout import CELL_TIMEOUT_S, COURSE_ID, db_url
 from grader.preprocessors import DropDuplicateIds, ExecuteOrReplay, HideHiddenTests, StderrToStdout
@@ -30,6 +30,11 @@ def configure_grading(c: Any, *, root: str, repo: str) -> None:
     defaults = Autograde.class_traits()["autograde_preprocessors"].default()
     chain = [ExecuteOrReplay if pp is Execute else pp for pp in defaults]
     chain.insert(chain.index(SaveAutoGrades), StderrToStdout)  # before nbgrader scores stderr as a failure
+    # nbgrader checks the cells' metadata again after executing, in case the student's code changed it while it
+    # ran in nbgrader's kernel; here no student code runs there (ExecuteOrReplay fills outputs from the sandbox's
+    # and the checker's data, never metadata), and the check before grading (sanitize) stays. A tenth of a second
+    # of schema validation per notebook, which a class pays hundreds of times.
+    chain = [pp for pp in chain if pp is not CheckCellMetadata]
     c.Autograde.autograde_preprocessors = chain
     sanitize = Autograde.class_traits()["sanitize_preprocessors"].default()
     c.Autograde.sanitize_preprocessors = [DropDuplicateIds if pp is DeduplicateIds else pp for pp in sanitize]
