@@ -143,12 +143,12 @@ def _live_correct(recorded: trace.Trace) -> str:
     with gpu_turn():  # untimed, but it would disturb a neighbour's timed pass
         schedules.naive(ctx.with_buffers(1))
         ctx.synchronize()
-    reference = host.h_out.copy()
+    reference = host.output_on_device()
     host.poison()
     with gpu_turn():
         recorded.replay(ctx)
         ctx.synchronize()
-    check = check_bit_exact("your schedule", host.h_out, reference, ctx.chunk_elems)
+    check = check_bit_exact("your schedule", host.device_view(host.h_out), reference, ctx.chunk_elems)
     assert check.ok, f"live, {n_chunks} chunks, {buffers} buffers: {check.detail}"
     return check.detail
 
@@ -261,10 +261,10 @@ def _live_timing(recorded: trace.Trace, rounds: int) -> Timing:
     with gpu_turn():  # untimed, but it would disturb a neighbour's timed pass
         schedules.naive(ctx.with_buffers(1))
         ctx.synchronize()
-    expected = host.h_out.copy()
+    expected = host.output_on_device()
 
     def verify() -> None:
-        check = check_bit_exact("your schedule, timed", host.h_out, expected, ctx.chunk_elems)
+        check = check_bit_exact("your schedule, timed", host.device_view(host.h_out), expected, ctx.chunk_elems)
         assert check.ok, f"the output of a timed run of your schedule is wrong: {check.detail}"
 
     timed = dict(params={}, domain="grader", repeats=3)
@@ -478,11 +478,12 @@ def _challenge_live(recorded: trace.Trace, rounds: int) -> ChallengeTiming:
     with gpu_turn():  # untimed, but it would disturb a neighbour's timed pass
         schedules.naive(base.with_buffers(1))
         base.synchronize()
-    expected = host.h_out.copy()
+    expected = host.output_on_device()
     mine_ctx = CupyContext(host, recorded.window_bytes, recorded.n_buffers, 512, n_streams=recorded.n_streams)
 
     def verify() -> None:
-        check = check_bit_exact("your challenge schedule, timed", host.h_out, expected, mine_ctx.chunk_elems)
+        output = host.device_view(host.h_out)
+        check = check_bit_exact("your challenge schedule, timed", output, expected, mine_ctx.chunk_elems)
         assert check.ok, f"the output of a timed run of your schedule is wrong: {check.detail}"
 
     timed = dict(params={}, domain="grader", repeats=CHALLENGE_REPEATS)

@@ -9,7 +9,8 @@ from labcore.record import Check
 
 
 def bad_chunks(out: np.ndarray, reference: np.ndarray, chunk_elems: int) -> np.ndarray:
-    """Indices of chunks where `out` differs from `reference` in any bit (NaN poison included)."""
+    """Indices of chunks where `out` differs from `reference` in any bit (NaN poison included). NumPy or CuPy
+    arrays alike (NumPy's functions hand CuPy arrays to CuPy): the checker compares on the GPU."""
     differ = out.view(np.uint32).reshape(-1, chunk_elems) != reference.view(np.uint32).reshape(-1, chunk_elems)
     return np.flatnonzero(differ.any(axis=1))
 
