@@ -35,6 +35,7 @@ why. The other submissions keep their grades.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import secrets
@@ -43,9 +44,9 @@ import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from grader.grading import GradingDir, skipped_at_collect
+from grader.grading import GradingDir, skipped_at_collect, source_notebooks
 from grader.layout import COURSE_ID, GRADEBOOK, KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
 from grader.runner import KILLED, REPO, last_error, nbgrader
 from grader.status import pending, state
@@ -91,7 +92,7 @@ def code_cells(grading: GradingDir, assignment: str) -> int:
     """Cells a submission's grading executes: every code cell in the sandbox, the test cells (and two) in the checker.
 
     They set a submission's time budget."""
-    notebooks = _notebooks(grading.root / "source" / assignment)
+    notebooks = source_notebooks(grading.root, assignment)
     sandbox = sum(sum(c.cell_type == "code" for c in nb.cells) for _, nb in notebooks)
     checker = sum(sum(_is_test(c) for c in nb.cells) + 2 for _, nb in notebooks)
     return sandbox + checker
@@ -206,7 +207,7 @@ def _is_test(cell: NotebookNode) -> bool:
 def graded_cells(grading: GradingDir, assignment: str) -> dict[tuple[str, str], float]:
     """{(notebook, grade_id): points} of the autograded test cells in the assignment's source."""
     cells = {}
-    for name, nb in _notebooks(grading.root / "source" / assignment):
+    for name, nb in source_notebooks(grading.root, assignment):
         for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
             if meta.get("grade") and not meta.get("solution"):
@@ -214,27 +215,27 @@ def graded_cells(grading: GradingDir, assignment: str) -> dict[tuple[str, str], 
     return cells
 
 
-def scores(grading: GradingDir, assignment: str, student: str) -> dict[str, float | None]:
+def scores(grading: GradingDir, assignment: str, student: str, gb: Any = None) -> dict[str, float | None]:
     """{grade_id: autograded score} of one submission's test cells (None where the gradebook has none)."""
     from nbgrader.api import Gradebook, MissingEntry  # seconds to import: only once there is a gradebook to read
 
     found: dict[str, float | None] = {}
-    with Gradebook(grading.db_url, COURSE_ID) as gb:
+    with contextlib.nullcontext(gb) if gb is not None else Gradebook(grading.db_url, COURSE_ID) as book:
         for notebook, grade_id in graded_cells(grading, assignment):
             try:
-                found[grade_id] = gb.find_grade(grade_id, notebook, assignment, student).score
+                found[grade_id] = book.find_grade(grade_id, notebook, assignment, student).score
             except MissingEntry:
                 found[grade_id] = None
     return found
 
 
-def _cell_notes(grading: GradingDir, assignment: str, student: str) -> tuple[list[str], list[str], list[str]]:
+def _cell_notes(autograded: list[tuple[str, NotebookNode]]) -> tuple[list[str], list[str], list[str]]:
     """(test cells that timed out, test cells that failed otherwise, notes on lost kernels) of the autograded notebooks.
 
     A cell the kernel was lost in, and the cells after it, are named in the notes rather than among the failures.
     """
     timed_out, failed, notes = [], [], []
-    for _, nb in _notebooks(grading.root / "autograded" / student / assignment):
+    for _, nb in autograded:
         lost, not_run = "", []
         for cell in nb.cells:
             errors = {o.get("ename"): o.get("evalue", "") for o in cell.get("outputs", []) if o.output_type == "error"}
@@ -253,20 +254,23 @@ def _cell_notes(grading: GradingDir, assignment: str, student: str) -> tuple[lis
     return timed_out, failed, notes
 
 
-def outcome(grading: GradingDir, assignment: str, student: str, reason: str, unrecorded: str | None) -> Outcome:
-    """Summarize one submission from the gradebook and its autograded notebooks."""
+def outcome(
+    grading: GradingDir, assignment: str, student: str, reason: str, unrecorded: str | None, gb: Any = None
+) -> Outcome:
+    """Summarize one submission from the gradebook (an open one, if given) and its autograded notebooks."""
     points = {gid: p for (_, gid), p in graded_cells(grading, assignment).items()}
     if unrecorded:
         why = f"not graded: {unrecorded}"
         return Outcome(student, max_score=sum(points.values()), reason=unrecorded, recorded=False, state=why)
     from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
 
-    with Gradebook(grading.db_url, COURSE_ID) as gb:
-        found_state = state(gb, grading, assignment, student)
-        waiting = pending(gb, grading, assignment, student)
-    got = scores(grading, assignment, student)
-    timed_out, failed, notes = _cell_notes(grading, assignment, student)
-    times = [nb.metadata.get(TIMES_KEY, {}) for _, nb in _notebooks(grading.root / "autograded" / student / assignment)]
+    with contextlib.nullcontext(gb) if gb is not None else Gradebook(grading.db_url, COURSE_ID) as book:
+        found_state = state(book, grading, assignment, student)
+        waiting = pending(book, grading, assignment, student)
+        got = scores(grading, assignment, student, book)
+    autograded = _notebooks(grading.root / "autograded" / student / assignment)
+    timed_out, failed, notes = _cell_notes(autograded)
+    times = [nb.metadata.get(TIMES_KEY, {}) for _, nb in autograded]
     return Outcome(
         student,
         score=sum(v or 0.0 for v in got.values()),

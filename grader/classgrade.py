@@ -20,12 +20,13 @@ runs whole notebooks instead (grader.autograde), for feedback that shows them.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import secrets
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,7 @@ from grader import cluster, warm
 from grader.autograde import Outcome, absent, outcome, record_all
 from grader.grading import GradingDir
 from grader.judge import merge
-from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_RUN, TIMED_OUT, TIMES_KEY, run_files_glob
+from grader.layout import COURSE_ID, KERNEL_DIED, KERNEL_STUCK, NOT_RUN, TIMED_OUT, TIMES_KEY, run_files_glob
 from grader.outputs import error_output
 from grader.program import answers_program, cell_name, checker_program, grade_id, is_lesson, is_test
 from grader.sandbox import SandboxRun
@@ -172,7 +173,28 @@ def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
 # -- the class ------------------------------------------------------------------------------------------------
 
 
-def grade_class(
+@dataclasses.dataclass
+class Graded:
+    """One assignment's submissions once the cluster has graded them: what recording them needs."""
+
+    assignment: str
+    students: list[str]
+    sources: dict[tuple[str, str], tuple[NotebookNode, str]]  # (student, notebook) -> (sanitized, key)
+    problems: dict[str, str]  # student -> why a notebook of theirs was not graded
+    phases: dict[str, float]  # wall seconds: prepare, grade, record, summarize
+
+
+class _Clock:
+    def __init__(self, phases: dict[str, float]) -> None:
+        self.phases, self.last = phases, time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] = self.phases.get(name, 0.0) + now - self.last
+        self.last = now
+
+
+def grade_answers(
     grading: GradingDir,
     assignment: str,
     *,
@@ -182,49 +204,37 @@ def grade_class(
     started: Callable[[str], None] | None = None,
     progress: Callable[[str], None] | None = None,
     reused: Callable[[int], None] | None = None,
-    phases: dict[str, float] | None = None,
-) -> list[Outcome]:
-    """Grade every submission of one assignment on the cluster behind `client`; record them; one Outcome each.
-
-    `phases` gets the wall seconds of each phase here: prepare (sanitize, make jobs), grade (the cluster), record
-    (nbgrader writes the gradebook), summarize (the outcomes read back)."""
+) -> Graded:
+    """Every submission of one assignment graded on the cluster behind `client`, each result stored as it arrives;
+    nothing recorded in the gradebook yet (`record`). Each job goes to the cluster as soon as its notebook is
+    sanitized, so the workers start while the coordinator prepares the rest."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
 
-    phases = {} if phases is None else phases
-    clock = time.perf_counter()
-
-    def phase(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        phases[name] = phases.get(name, 0.0) + now - clock
-        clock = now
-
-    students = grading.submitted(assignment)
+    graded = Graded(assignment, grading.submitted(assignment), {}, {}, {})
+    clock = _Clock(graded.phases)
     code = warm.code_digest()
     seed = secrets.randbelow(2**31 - 1) + 1
     lessons = tuple(grading.pick(None))  # the lessons: one warm sandbox and checker per worker serve them all
-    todo: list[warm.Job] = []
-    sources: dict[tuple[str, str], tuple[NotebookNode, str]] = {}
-    problems: dict[str, str] = {}
     kept = 0
-    for student in students:
-        folder = grading.root / "submitted" / student / assignment
-        files = _run_files(folder, assignment)
-        for path in sorted(folder.glob("*.ipynb")):
-            try:
-                nb = sanitized(grading, assignment, student, path)
-            except Exception as exc:  # nbgrader refuses it (corrupted metadata): that notebook is not graded
-                problems[student] = f"nbgrader could not read it ({type(exc).__name__}: {str(exc)[:200]})"
-                continue
-            text = nbformat.writes(nb)
-            key = _key(text, files, code)
-            sources[(student, path.stem)] = (nb, key)
-            stored = _read(_stored(grading, f"{assignment}/{student}", path.stem))
-            if not regrade and stored.get("key") == key and "result" in stored:
-                kept += 1
-                continue
-            todo.append(
-                warm.Job(
+
+    def jobs() -> Iterator[warm.Job]:
+        nonlocal kept
+        for student in graded.students:
+            folder = grading.root / "submitted" / student / assignment
+            files = _run_files(folder, assignment)
+            for path in sorted(folder.glob("*.ipynb")):
+                try:
+                    nb = sanitized(grading, assignment, student, path)
+                except Exception as exc:  # nbgrader refuses it (corrupted metadata): that notebook is not graded
+                    graded.problems[student] = f"nbgrader could not read it ({type(exc).__name__}: {str(exc)[:200]})"
+                    continue
+                key = _key(nbformat.writes(nb), files, code)
+                graded.sources[(student, path.stem)] = (nb, key)
+                stored = _read(_stored(grading, f"{assignment}/{student}", path.stem))
+                if not regrade and stored.get("key") == key and "result" in stored:
+                    kept += 1
+                    continue
+                yield warm.Job(
                     assignment=assignment,
                     student=student,
                     run_files=files,
@@ -236,14 +246,11 @@ def grade_class(
                     code=code,
                     notebook_name=path.stem,
                 )
-            )
-    if reused:
-        reused(kept)
 
     def arrived(one: cluster.Done) -> None:
         job = one.job
         where = _stored(grading, job.name, job.notebook_name)
-        store(where, sources[(job.student, job.notebook_name)][1], one)
+        store(where, graded.sources[(job.student, job.notebook_name)][1], one)
         if progress:
             progress(job.student)
 
@@ -251,14 +258,26 @@ def grade_class(
         if started:
             started(name.split("/", 1)[-1])
 
-    phase("prepare")
-    cluster.run(client, todo, started=working, done=arrived)
-    phase("grade")
+    cluster.run(client, jobs(), started=working, done=arrived, submitted=lambda: clock.lap("prepare"))
+    if reused:
+        reused(kept)
+    clock.lap("grade")
+    return graded
+
+
+def record(grading: GradingDir, graded: Graded) -> list[Outcome]:
+    """nbgrader records what `grade_answers` stored (one writer: one call at a time); one Outcome per student,
+    and one per student known to the gradebook who submitted nothing of it."""
+    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
+    from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
+
+    assignment, problems = graded.assignment, dict(graded.problems)
+    clock = _Clock(graded.phases)
     with tempfile.TemporaryDirectory(prefix="grader-record-") as tmp:
         scratch = Path(tmp)
-        for student in students:
+        for student in graded.students:
             reason = problems.get(student, "")
-            for (who, notebook), (nb, key) in sources.items():
+            for (who, notebook), (nb, key) in graded.sources.items():
                 if who != student:
                     continue
                 stored = _read(_stored(grading, f"{assignment}/{student}", notebook))
@@ -273,10 +292,17 @@ def grade_class(
                 (scratch / student).mkdir(parents=True, exist_ok=True)
                 (scratch / student / "reason.txt").write_text(reason + "\n")
         unrecorded = record_all(grading, scratch, assignment)
-    phase("record")
-    found = [
-        outcome(grading, assignment, s, problems.get(s, ""), unrecorded.get(s) or unrecorded.get("*")) for s in students
-    ]
-    found += absent(grading, assignment, students)
-    phase("summarize")
+    clock.lap("record")
+    with Gradebook(grading.db_url, COURSE_ID) as gb:  # one session for the whole class
+        found = [
+            outcome(grading, assignment, s, problems.get(s, ""), unrecorded.get(s) or unrecorded.get("*"), gb)
+            for s in graded.students
+        ]
+    found += absent(grading, assignment, graded.students)
+    clock.lap("summarize")
     return found
+
+
+def grade_class(grading: GradingDir, assignment: str, **options: Any) -> list[Outcome]:
+    """grade_answers, then record: one assignment graded and recorded (options as grade_answers takes them)."""
+    return record(grading, grade_answers(grading, assignment, **options))

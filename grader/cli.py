@@ -24,11 +24,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader.autograde import Outcome, autograde
 from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, new_bundle_dir, write_bundle
-from grader.classgrade import grade_class
+from grader.classgrade import STORE, grade_answers, record
 from grader.cluster import open_cluster
 from grader.course import Course, check, generate
 from grader.feedback import write_feedback
@@ -334,10 +335,10 @@ def _table(name: str, outcomes: list[Outcome]) -> None:
         print(f"{o.student:<{width}}  {score:>{wide}}  {times}  {_notes(o)}".rstrip())
 
 
-def _where_time_went(outcomes: list[Outcome], wall_s: float, cpu_s: float, phases: dict[str, float]) -> None:
+def _where_time_went(outcomes: list[Outcome], phases: dict[str, float]) -> None:
     graded = [o for o in outcomes if o.sandbox_s is not None]
-    steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
-    print(f"\ntime: {wall_s:.1f} s wall, {cpu_s:.1f} s CPU in this process" + (f" ({steps})" if steps else ""))
+    if phases:
+        print("\ntime: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()) + " (wall)")
     if not graded:
         return
     sandbox = sum(o.sandbox_s or 0 for o in graded)
@@ -355,8 +356,21 @@ def _where_time_went(outcomes: list[Outcome], wall_s: float, cpu_s: float, phase
         print(f"time: the checker's seconds a submission, per cell: {means}")
 
 
+def _kept(grading: GradingDir, name: str, bar: Progress) -> Callable[[int], None]:
+    def kept(count: int) -> None:
+        if count:
+            print(f"{name}: {count} already graded in {grading.root / STORE}, kept", flush=True)
+            for _ in range(count):
+                bar.update("kept")
+
+    return kept
+
+
 def cmd_autograde(args: argparse.Namespace) -> int:
-    """Autograde every submission and print a table per assignment."""
+    """Autograde every submission and print a table per assignment.
+
+    On a cluster, an assignment's grades are recorded (nbgrader, one writer: a thread of its own) while the next
+    assignment's submissions are graded; its table follows when both are done."""
     grading = GradingDir(args.dir)
     names = grading.pick(args.assignment)
     jobs = args.jobs or _default_jobs()
@@ -367,40 +381,38 @@ def cmd_autograde(args: argparse.Namespace) -> int:
         f"{jobs} at once, {args.timeout} s per cell, {how}; {_machine()}",
         flush=True,
     )
-    unrecorded = 0
+    wall, cpu = time.perf_counter(), time.process_time()
+    found: list[tuple[str, Callable[[], list[Outcome]], dict[str, float]]] = []
     with grading.writer(), contextlib.ExitStack() as stack:
-        client = None
+        client, recorder = None, stack.enter_context(ThreadPoolExecutor(max_workers=1))
         if args.feedback == "later" and any(counts.values()):
             client = stack.enter_context(open_cluster(args.cluster, workers=jobs))
         for name in names:
             if not counts[name]:
                 print(f"{name}: nothing submitted")
                 continue
-            wall, cpu, phases = time.perf_counter(), time.process_time(), {}
             with _bar(counts[name], name) as bar:
                 if client is None:
                     outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, **_in_work(bar))
-                else:
-
-                    def kept(count: int, name: str = name) -> None:
-                        if count:
-                            print(f"{name}: {count} already graded in {grading.root / '.grading'}, kept", flush=True)
-                            for _ in range(count):
-                                bar.update("kept")
-
-                    outcomes = grade_class(
-                        grading,
-                        name,
-                        client=client,
-                        timeout_s=args.timeout,
-                        regrade=args.regrade,
-                        reused=kept,
-                        phases=phases,
-                        **_in_work(bar),
-                    )
+                    found.append((name, lambda outcomes=outcomes: outcomes, {}))
+                    continue
+                graded = grade_answers(
+                    grading,
+                    name,
+                    client=client,
+                    timeout_s=args.timeout,
+                    regrade=args.regrade,
+                    reused=_kept(grading, name, bar),
+                    **_in_work(bar),
+                )
+            found.append((name, recorder.submit(record, grading, graded).result, graded.phases))
+        unrecorded = 0
+        for name, outcomes_of, phases in found:
+            outcomes = outcomes_of()
             _table(name, outcomes)
-            _where_time_went(outcomes, time.perf_counter() - wall, time.process_time() - cpu, phases)
+            _where_time_went(outcomes, phases)
             unrecorded += sum(not o.recorded for o in outcomes)
+    print(f"\ntime: {time.perf_counter() - wall:.1f} s wall, {time.process_time() - cpu:.1f} s CPU in this process")
     if unrecorded:
         print(f"{unrecorded} submission(s) not graded: see the reasons above", file=sys.stderr)
     return 1 if unrecorded else 0

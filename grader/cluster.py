@@ -22,7 +22,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from grader import warm
@@ -113,12 +113,14 @@ def declared(client: Any) -> set[str]:
 
 def run(
     client: Any,
-    jobs: list[warm.Job],
+    jobs: Iterable[warm.Job],
     *,
     started: Callable[[str], None] | None = None,
     done: Callable[[Done], None] | None = None,
+    submitted: Callable[[], None] | None = None,
 ) -> list[Done]:
-    """Grade the jobs on the cluster; `done` is called in the coordinator as each submission's results arrive."""
+    """Grade the jobs on the cluster, each sent as soon as `jobs` yields it; `submitted` is called once all are
+    sent, and `done` in the coordinator as each submission's results arrive."""
     from distributed import wait
 
     have = declared(client)
@@ -132,6 +134,8 @@ def run(
         checked = client.submit(warm.check, job, extracted, key=f"check-{key}", resources=gpu, pure=False)
         jobs_by_key[checked.key], extracts[checked.key] = job, extracted
         checks.append(checked)
+    if submitted:
+        submitted()
     found = []
     seen: set[str] = set()
     pending = set(checks)

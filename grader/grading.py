@@ -24,12 +24,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import fnmatch
+import functools
 import json
 import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from grader.course import Course, run_file_clashes, tree_differences
 from grader.layout import COURSE_ID, GRADEBOOK, GRADING_CONFIG, SKIPPED_AT_COLLECT, db_url, run_files_glob
@@ -37,6 +39,23 @@ from grader.runner import REPO, nbgrader_or_fail
 from labcore.errors import UsageError
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")  # no glob characters: nbgrader treats ids as globs
+
+
+@functools.lru_cache(maxsize=32)
+def _read_notebook(path: Path, mtime_ns: int, size: int) -> Any:
+    import nbformat  # seconds to import (jsonschema's format checks): --help does not wait for it
+
+    return nbformat.read(path, as_version=4)
+
+
+def source_notebooks(root: Path, assignment: str) -> list[tuple[str, Any]]:
+    """(name, notebook) of an assignment's source notebooks in a grading directory, by name: each read once while
+    it does not change (a class's summary asks for them per student). Shared: callers do not modify them."""
+    found = []
+    for path in sorted((root / "source" / assignment).glob("*.ipynb")):
+        stat = path.stat()
+        found.append((path.stem, _read_notebook(path, stat.st_mtime_ns, stat.st_size)))
+    return found
 
 
 class GradingDir:

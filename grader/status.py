@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from grader.grading import GradingDir, export, skipped_at_collect
+from grader.grading import GradingDir, export, skipped_at_collect, source_notebooks
 from grader.layout import COURSE_ID
 from grader.report import submission_state
 from grader.runner import REPO
@@ -29,14 +29,12 @@ SKIPPED = "skipped at collect"
 
 def written_cells(grading: GradingDir, assignment: str) -> dict[tuple[str, str], float]:
     """{(notebook, grade_id): points} of the answers graded by hand (grade and solution cells) in the source."""
-    import nbformat  # seconds to import: --help does not wait for it
-
     cells = {}
-    for path in sorted((grading.root / "source" / assignment).glob("*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
+    for name, nb in source_notebooks(grading.root, assignment):
+        for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
             if meta.get("grade") and meta.get("solution"):
-                cells[(path.stem, meta["grade_id"])] = float(meta.get("points", 0))
+                cells[(name, meta["grade_id"])] = float(meta.get("points", 0))
     return cells
 
 

