@@ -66,6 +66,8 @@ def main() -> int:
     for line in out:
         if line.startswith(("grader autograde", "time:")) or "already graded" in line:
             print("  " + line)
+        elif line.startswith("s") and " / " in line and line.split()[1] != line.split()[3]:  # a row short of full marks
+            print("  short of full marks: " + line)
     step("export", str(root), "--to", str(base / "grades.csv"))
     with open(base / "grades.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
