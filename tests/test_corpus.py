@@ -29,6 +29,9 @@ from installed import grader
 pytestmark = pytest.mark.skipif(gpu_available(), reason="expected points are those of the offline checks")
 TIMEOUT_S = 20  # per cell: the honest cells take a few seconds offline; one submission loops forever
 JOBS = 2
+# A class's worth of honest students graded beside the corpus: each hands in the reference of both assignments
+COPIES = tuple(f"copy-{n:03d}" for n in range(100))
+REFERENCES = {s.assignment: s for s in CORPUS if s.name.endswith("-reference")}
 
 # Errors that are the grader's verdict on a cell rather than its crash, besides every AssertionError (a failed
 # check: labcore.answers' NoAnswer and AnswerRaised, day54.trace's NotAFixedSchedule, ...) and every UsageError
@@ -63,11 +66,17 @@ def accepted_reasons() -> set[str]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """(grading root, {(student, cell id): points or None}, {(student, assignment): raw score of the export})."""
+    """(grading root, {(student, assignment, cell id): points or None}, {(student, assignment): raw score of the
+    export}) for the corpus and the hundred students who hand in the references."""
     base = tmp_path_factory.mktemp("corpus")
     subs, root = base / "submissions", base / "grading"
     for sub in CORPUS:
         sub.write(subs / sub.name)
+    for assignment, reference in REFERENCES.items():
+        nb = reference.notebook()
+        for copy in COPIES:
+            (subs / copy).mkdir(exist_ok=True)
+            nbformat.write(nb, subs / copy / f"{assignment}.ipynb")
     steps = [("setup", str(root)), ("collect", str(root), str(subs))]
     steps += [
         ("autograde", str(root), "--assignment", a, "--jobs", str(JOBS), "--timeout", str(TIMEOUT_S)) for a in POINTS
@@ -80,12 +89,13 @@ def graded(tmp_path_factory):
 
     points: dict[tuple[str, str], float | None] = {}
     with Gradebook(db_url(root), COURSE_ID) as gb:
-        for sub in CORPUS:
-            for cell in POINTS[sub.assignment]:
+        named = [(sub.name, sub.assignment) for sub in CORPUS] + [(c, a) for c in COPIES for a in REFERENCES]
+        for name, assignment in named:
+            for cell in POINTS[assignment]:
                 try:
-                    points[(sub.name, cell)] = gb.find_grade(cell, sub.assignment, sub.assignment, sub.name).score
+                    points[(name, assignment, cell)] = gb.find_grade(cell, assignment, assignment, name).score
                 except MissingEntry:
-                    points[(sub.name, cell)] = None
+                    points[(name, assignment, cell)] = None
     with open(base / "grades.csv") as fh:
         totals = {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in csv.DictReader(fh)}
     return root, points, totals
@@ -103,7 +113,7 @@ def _errors(cell: nbformat.NotebookNode) -> list[tuple[str, str]]:
 def test_points(graded, sub):
     """Every graded cell gets exactly the expected points; the exported total agrees."""
     _, points, totals = graded
-    got = {cell: points[(sub.name, cell)] for cell in POINTS[sub.assignment]}
+    got = {cell: points[(sub.name, sub.assignment, cell)] for cell in POINTS[sub.assignment]}
     assert got == dict(sub.points), f"{sub.name} ({sub.tries}): got {got}, expected {dict(sub.points)}"
     assert totals[(sub.name, sub.assignment)] == sub.total
 
@@ -120,7 +130,7 @@ def test_every_zero_shows_a_verdict(graded, sub):
     }
     bad = {}
     for cell, errors in shown.items():
-        if points[(sub.name, cell)] or not POINTS[sub.assignment][cell]:  # earned, or worth nothing (optional)
+        if points[(sub.name, sub.assignment, cell)] or not POINTS[sub.assignment][cell]:  # earned, or worth nothing
             continue
         names = {name for name, _ in errors}
         if TIMED_OUT in names:  # the interrupt at the limit may show beside the timeout that names it
@@ -128,6 +138,20 @@ def test_every_zero_shows_a_verdict(graded, sub):
         if not errors or not names <= accepted:
             bad[cell] = errors or "scored 0 with no error shown"
     assert not bad, f"{sub.name}: zeros whose reason is a crash or missing: {bad}"
+
+
+@pytest.mark.parametrize("assignment", sorted(REFERENCES))
+def test_a_hundred_reference_copies_get_the_references_points(graded, assignment):
+    """Graded in the same class as the corpus, each of 100 students handing in the reference gets its points."""
+    _, points, totals = graded
+    reference = REFERENCES[assignment]
+    wrong = {
+        copy: got
+        for copy in COPIES
+        if (got := {cell: points[(copy, assignment, cell)] for cell in POINTS[assignment]}) != dict(reference.points)
+    }
+    assert not wrong, f"{len(wrong)} of {len(COPIES)} copies graded otherwise, e.g. {next(iter(wrong.items()))}"
+    assert {totals[(copy, assignment)] for copy in COPIES} == {reference.total}
 
 
 def test_the_corpus_covers_both_assignments_and_every_cell_both_ways():
