@@ -11,6 +11,7 @@ from day54.config import Config
 from day54.live import run_live
 from day54.plots import traced_window, write_all
 from day54.replay import describe, load_profile
+from labcore.device import DEVICE_ENV
 from labcore.errors import UsageError, run_cli
 from labcore.mode import FROM_PROFILE, Mode, live_line
 from labcore.record import Record
@@ -35,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", metavar="PATH", help="also write the results record here")
     parser.add_argument("--plot", metavar="DIR", help="also write the timeline, sweep, stage and pitfall plots here")
     parser.add_argument("--from-profile", metavar="DIR", help="replay this recorded profile instead of the GPU")
+    parser.add_argument(
+        "--device", metavar="N", default=None, help=f"the GPU to run on (default: ${DEVICE_ENV}, else 0)"
+    )
     return parser
 
 
@@ -107,6 +111,8 @@ def replay_notes(argv: Sequence[str] | None, cfg: Config, record: Record) -> lis
     ):
         if option in given and asked != have:
             notes.append(_note(option, fmt(asked), None if have is None else fmt(have), fmt(asked)))
+    if "device" in given:
+        notes.append(f"replay: --device {parse_args(argv).device}: a replay runs on no GPU; showing the recording")
     if "no_pitfalls" in given and record.extra.get("pitfalls"):
         notes.append("replay: --no-pitfalls: the recording has the pitfall runs; showing them")
     return notes
@@ -119,7 +125,7 @@ def _single(values: set[int]) -> int | None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     cfg = config_from(args)
-    mode = Mode.decide(args.from_profile)
+    mode = Mode.decide(args.from_profile, args.device)
     if mode.live:
         print(live_line(LESSON), flush=True)
         record = run_live(cfg)

@@ -252,8 +252,9 @@ use nbgrader's Assignment List (fetching and submitting through an exchange): su
 How your notebook is graded: its setup cell, the cells you write in and the test cells run in order in a sandbox,
 without a GPU and without the lesson's measurement cells (so an answer must use what its exercise hands it, not a
 variable a lesson cell made), and the test cells only collect your answers there (your schedule's calls, your
-functions' results, your CUDA source); the grader's own checks then judge those answers, measuring on its GPU. The lesson's reference answers do not work in that sandbox, so an
-answer that calls them, under any name, fails there; write your own. Your test cells' output while you work is
+functions' results, your CUDA source); the grader's own checks then judge those answers, measuring on its GPU.
+The lesson's reference answers do not work in that sandbox, so an answer that calls them, under any name, fails
+there; write your own. Your test cells' output while you work is
 the same check, run by you on your machine.
 
 ## Without a GPU

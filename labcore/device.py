@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import shutil
 import subprocess
 from typing import Any
+
+from labcore.errors import UsageError
 
 
 @functools.cache
@@ -31,6 +34,33 @@ def gpu_count() -> int:
     """The GPUs this process sees (CUDA_VISIBLE_DEVICES respected); 0 without CuPy or a GPU."""
     cupy = cupy_or_none()
     return 0 if cupy is None else int(cupy.cuda.runtime.getDeviceCount())
+
+
+DEVICE_ENV = "LABCORE_DEVICE"  # the GPU a notebook's live runs use on a machine of several (default 0)
+
+
+def pick_device(index: int | str | None = None) -> int:
+    """Make GPU `index` (default: $LABCORE_DEVICE, else 0) the CUDA device of this process's live runs; its index.
+    Call only when gpu_available(). UsageError, naming what there is, for a GPU this machine does not have."""
+    source = "--device"
+    if index is None:
+        index, source = os.environ.get(DEVICE_ENV, "0"), DEVICE_ENV
+    try:
+        number = int(index)
+    except ValueError:
+        raise UsageError(f"{source} {index!r}: not a GPU index (0, 1, ...)") from None
+    count = gpu_count()
+    if not 0 <= number < count:
+        there = "GPU 0" if count == 1 else f"GPUs 0 to {count - 1}"
+        raise UsageError(f"{source} {number}: this machine has {there} (CUDA_VISIBLE_DEVICES counts)")
+    cupy_or_none().cuda.Device(number).use()
+    return number
+
+
+def current_device() -> int:
+    """The CUDA device live runs use now (0 without a GPU)."""
+    cp = cupy_or_none()
+    return cp.cuda.Device().id if cp is not None else 0
 
 
 @dataclasses.dataclass
@@ -76,13 +106,21 @@ class DeviceFacts:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-def _nvidia_smi(fields: str) -> list[str] | None:
+def _bus_id(cp: Any, device: int) -> str:
+    """The device's PCI bus id, which nvidia-smi's -i takes whatever CUDA_VISIBLE_DEVICES renumbered; else '0'."""
+    try:
+        return str(cp.cuda.Device(device).pci_bus_id)
+    except Exception:  # a driver that will not say: nvidia-smi's first GPU, as before
+        return "0"
+
+
+def _nvidia_smi(fields: str, which: str = "0") -> list[str] | None:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
     try:
         out = subprocess.run(
-            [exe, f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-i", "0"],
+            [exe, f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-i", which],
             capture_output=True,
             text=True,
             timeout=20,
@@ -104,14 +142,16 @@ def _version(code: int) -> str:
     return f"{code // 1000}.{code % 1000 // 10}"
 
 
-def device_facts(device: int = 0) -> DeviceFacts:
-    """Read the live device's facts; call only when gpu_available()."""
+def device_facts(device: int | None = None) -> DeviceFacts:
+    """Read the live device's facts (default: the current device); call only when gpu_available()."""
     cp = cupy_or_none()
     if cp is None:
         raise RuntimeError("device_facts() needs a GPU; check gpu_available() first")
+    device = current_device() if device is None else device
     props = cp.cuda.runtime.getDeviceProperties(device)
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    smi = _nvidia_smi("pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,driver_version") or [None] * 4
+    fields = "pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,driver_version"
+    smi = _nvidia_smi(fields, _bus_id(cp, device)) or [None] * 4
     return DeviceFacts(
         name=name,
         compute_capability=f"{props['major']}.{props['minor']}",

@@ -147,3 +147,5 @@ def test_a_replay_names_the_options_it_cannot_honour(capsys):
     assert "Window 4MiB: 256 chunks of 4MiB" in captured.out
     assert run_cli(main, []) == 0
     assert "replay:" not in capsys.readouterr().err
+    assert run_cli(main, ["--device", "1", "--no-pitfalls"]) == 0
+    assert "replay: --device 1: a replay runs on no GPU; showing the recording" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -123,3 +124,48 @@ def test_day54_figures_carry_the_record_numbers():
     assert widths[0] == pytest.approx(report.stages(record, 64 << 20).sum_ms)
     timeline = day54_plots.timeline(record)
     assert len(timeline.axes) == 3 and len(timeline.axes[0].collections) == 48
+
+
+class _FakeDevice:
+    used: ClassVar[list[int]] = []
+
+    def __init__(self, index: int = 0) -> None:
+        self.id = index
+
+    def use(self) -> None:
+        _FakeDevice.used.append(self.id)
+
+
+def _two_gpus(monkeypatch):
+    """labcore.device with a CuPy that sees two GPUs (the seam: cupy_or_none)."""
+    from types import SimpleNamespace
+
+    from labcore import device
+
+    runtime = SimpleNamespace(getDeviceCount=lambda: 2)
+    fake = SimpleNamespace(cuda=SimpleNamespace(runtime=runtime, Device=_FakeDevice))
+    monkeypatch.setattr(device, "cupy_or_none", lambda: fake)
+    _FakeDevice.used = []
+    return device
+
+
+def test_pick_device_takes_the_option_then_the_environment_then_zero(monkeypatch):
+    """--device N wins, else $LABCORE_DEVICE, else GPU 0; the pick becomes CuPy's current device."""
+    device = _two_gpus(monkeypatch)
+    monkeypatch.delenv(device.DEVICE_ENV, raising=False)
+    assert device.pick_device() == 0
+    monkeypatch.setenv(device.DEVICE_ENV, "1")
+    assert device.pick_device() == 1
+    assert device.pick_device("0") == 0
+    assert _FakeDevice.used == [0, 1, 0]
+
+
+def test_pick_device_refuses_a_gpu_the_machine_lacks_in_one_line(monkeypatch):
+    """An index past the last GPU, or not a number, is a UsageError naming what there is."""
+    device = _two_gpus(monkeypatch)
+    with pytest.raises(UsageError, match=r"^--device 2: this machine has GPUs 0 to 1 \(CUDA_VISIBLE_DEVICES counts\)$"):
+        device.pick_device(2)
+    monkeypatch.setenv(device.DEVICE_ENV, "first")
+    with pytest.raises(UsageError, match=r"^LABCORE_DEVICE 'first': not a GPU index"):
+        device.pick_device()
+    assert _FakeDevice.used == []
