@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from labcore.device import DEVICE_ENV
 from labcore.errors import UsageError, run_cli
 from labcore.mode import Mode, live_line
 from labcore.record import Record
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="replay a recorded profile (a directory holding results.json, or the file) instead of running live",
     )
+    add("--device", metavar="N", help=f"the GPU to run on (default: ${DEVICE_ENV}, else 0)")
     return parser
 
 
@@ -97,7 +99,7 @@ def config_from(args: argparse.Namespace) -> Config:
 
 
 def _sized_options_given(args: argparse.Namespace) -> list[str]:
-    names = [*_SIZE_OPTIONS, *_COUNT_OPTIONS, "reads"]
+    names = [*_SIZE_OPTIONS, *_COUNT_OPTIONS, "reads", "device"]
     return ["--" + name.replace("_", "-") for name in names if getattr(args, name) is not None]
 
 
@@ -131,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(
             f"--json {args.json} is a directory; give a file name such as {Path(args.json) / 'results.json'}"
         )
-    mode = Mode.decide(args.from_profile or None)
+    mode = Mode.decide(args.from_profile or None, args.device)
     record = _live(cfg, argv) if mode.live else _replay(args, mode)
     only = cfg.only if args.only else None
     if only:
