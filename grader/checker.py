@@ -45,6 +45,7 @@ def main(argv: list[str]) -> int:
     sys.stdout = sys.stderr
     warm(argv)
     ip = cells.shell()
+    cells.keep_forever()
     protocol_out.write(json.dumps({"ready": True}) + "\n")
     protocol_out.flush()
     for line in protocol_in:

@@ -21,7 +21,6 @@ The zygote cannot be traced or read by the children (PR_SET_DUMPABLE 0), so no j
 from __future__ import annotations
 
 import ctypes
-import gc
 import importlib
 import importlib.util
 import json
@@ -56,9 +55,6 @@ def warm(lessons: list[str]) -> None:
         prepare = getattr(checks, "prepare", None)
         if prepare is not None:
             prepare()
-    # What warming made lives as long as the process: the collector need not walk it again (IPython's reset between
-    # submissions runs a full collection, a quarter of a second over the shipped profiles' objects otherwise).
-    gc.freeze()
 
 
 def _undumpable() -> None:
@@ -199,6 +195,7 @@ def main(argv: list[str]) -> int:
     sys.stdout = sys.stderr  # nothing but answers on the protocol
     warm(argv)
     ip = cells.shell()
+    cells.keep_forever()
     _undumpable()
     protocol_out.write(json.dumps({"ready": True}) + "\n")
     protocol_out.flush()
