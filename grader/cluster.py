@@ -7,12 +7,13 @@
                              (~/.config/dask/jobqueue.yaml: queue, cores, memory, and `resources` for GPU nodes),
                              scaled to --jobs workers
     --cluster tcp://HOST:P   a running scheduler; its workers are started by the instructor (`dask worker
-                             tcp://HOST:P --nthreads 1 --resources GPU=1` on a GPU machine)
+                             tcp://HOST:P --nthreads 1 --preload grader.warm --resources GPU=1` on a GPU)
 
 Two tasks per submission (grader.warm): `extract` on a worker declaring the resource CPU when there is one (any
 worker otherwise), then `check`, which takes the resource GPU when any worker declares it (at most one timing per
 GPU), else CPU. A worker that dies mid-submission has its tasks run again elsewhere (Dask's own retry: the
-scheduler's allowed-failures); a submission still failing after that gets the reason. Results come back to
+scheduler's allowed-failures), a task that raised is tried once more; a submission still failing after that gets
+the reason. Workers preload grader.warm (its dask_setup prepares them before their first task). Results come back to
 the coordinator, the one writer (grader.classgrade).
 """
 
@@ -30,6 +31,8 @@ from labcore.device import gpu_count
 from labcore.errors import UsageError
 
 GPU, CPU = "GPU", "CPU"
+PRELOAD = "grader.warm"  # its dask_setup prepares a worker before its first task
+RETRIES = 1  # a task that raised is tried once more (a worker that died is Dask's allowed-failures' business)
 WORKER_START_S = 120
 CONNECT_S = 15  # a scheduler address that answers nothing in this time is wrong or down
 
@@ -52,11 +55,11 @@ def _local(workers: int, gpus: list[int]) -> Any:
     from distributed import Nanny, Scheduler, SpecCluster
 
     spec: dict[str, Any] = {}
+    common = {"nthreads": 1, "dashboard": False, "preload": [PRELOAD]}
     for n in range(workers):
-        spec[f"cpu-{n}"] = {"cls": Nanny, "options": {"nthreads": 1, "resources": {CPU: 1}, "dashboard": False}}
+        spec[f"cpu-{n}"] = {"cls": Nanny, "options": {**common, "resources": {CPU: 1}}}
     for gpu in gpus:
-        env = {"CUDA_VISIBLE_DEVICES": str(gpu)}
-        options = {"nthreads": 1, "resources": {GPU: 1}, "env": env, "dashboard": False}
+        options = {**common, "resources": {GPU: 1}, "env": {"CUDA_VISIBLE_DEVICES": str(gpu)}}
         spec[f"gpu-{gpu}"] = {"cls": Nanny, "options": options}
     scheduler = {"cls": Scheduler, "options": {"dashboard": False, "host": "127.0.0.1"}}
     return SpecCluster(workers=spec, scheduler=scheduler, silence_logs=40)
@@ -67,7 +70,9 @@ def _jobqueue(kind: str, workers: int) -> Any:
         import dask_jobqueue
     except ImportError:
         raise UsageError(f"--cluster {kind} needs dask-jobqueue: pip install dask-jobqueue") from None
-    made = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[kind]()
+    made = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[kind](
+        worker_extra_args=["--preload", PRELOAD]
+    )
     made.scale(jobs=workers)
     return made
 
@@ -130,8 +135,10 @@ def run(
     jobs_by_key, extracts, checks = {}, {}, []
     for job in jobs:
         key = f"{job.name}-{tag}"
-        extracted = client.submit(warm.extract, job, key=f"extract-{key}", resources=cpu, pure=False)
-        checked = client.submit(warm.check, job, extracted, key=f"check-{key}", resources=gpu, pure=False)
+        extracted = client.submit(warm.extract, job, key=f"extract-{key}", resources=cpu, pure=False, retries=RETRIES)
+        checked = client.submit(
+            warm.check, job, extracted, key=f"check-{key}", resources=gpu, pure=False, retries=RETRIES
+        )
         jobs_by_key[checked.key], extracts[checked.key] = job, extracted
         checks.append(checked)
     if submitted:

@@ -128,19 +128,17 @@ class WarmSandbox(_Warm):
     def __init__(self, lessons: tuple[str, ...], scratch: Path) -> None:
         super().__init__("sandbox")
         self.lessons, self.scratch = lessons, scratch
-        self.library, self.work, self.out = scratch / "library", scratch / "work", scratch / "out"
+        self.work, self.out = scratch / "work", scratch / "out"
         self.log = scratch / "zygote.log"
         self.count = 0
 
     def _start(self) -> None:
-        if not self.library.is_dir():
-            sandbox_library(REPO, self.library)
         for folder in (self.work, self.out):
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
         argv = [sys.executable, "-m", "grader.zygote", *self.lessons]
         env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        line = sandbox.command(argv, library=self.library, work=self.work, out=self.out, env=env)
+        line = sandbox.command(argv, library=_library(), work=self.work, out=self.out, env=env)
         with open(self.log, "ab") as log:
             self.child = subprocess.Popen(
                 line,
@@ -291,12 +289,34 @@ def _scratch() -> Path:
     return _WARM["scratch"]
 
 
-def _refuse_other_code(job: Job) -> None:
+def _library() -> Path:
+    """The sandbox's copy of the course packages, references withheld: written once per worker process."""
+    if "library" not in _WARM:
+        sandbox_library(REPO, _scratch() / "library")
+        _WARM["library"] = _scratch() / "library"
+    return _WARM["library"]
+
+
+def _code() -> str:
     if "code" not in _WARM:
         _WARM["code"] = code_digest()
-    if job.code != _WARM["code"]:
+    return _WARM["code"]
+
+
+def dask_setup(worker: Any = None) -> None:
+    """A worker that preloads this module (`--preload grader.warm`; the local cluster does) makes here, at its
+    start, what its first job would: the digest of its course code and the sandbox's library. Doing it before
+    any task runs keeps that parsing (the library is written from the sources' syntax trees) out of the task
+    thread while the worker's own thread compiles imports: Python 3.11 can fail two threads parsing at once
+    ("SystemError: AST constructor recursion depth mismatch")."""
+    _code()
+    _library()
+
+
+def _refuse_other_code(job: Job) -> None:
+    if job.code != _code():
         raise RuntimeError(
-            f"this worker's course code ({_WARM['code']}) is not the coordinator's ({job.code}): "
+            f"this worker's course code ({_code()}) is not the coordinator's ({job.code}): "
             "install the same commit of the course on every grading machine"
         )
 

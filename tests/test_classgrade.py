@@ -106,12 +106,13 @@ def test_a_worker_killed_mid_submission_has_it_graded_on_another(checkout, tmp_p
         outcomes = {o.student: o for o in grade_class(grading, "toy", client=client, timeout_s=TIMEOUT_S)}
         killer.join()
     assert killed, "the slow submission never reached a worker"
+    why = {s: (o.failed, o.timed_out, o.reason) for s, o in outcomes.items()}
     assert {s: (o.score, o.recorded) for s, o in outcomes.items()} == {
         "slow": (FULL, True),
         "a": (FULL, True),
         "b": (sum(EXPECTED["wrong"].values()), True),
         "c": (FULL, True),
-    }
+    }, why
     assert _scores(root)["slow"] == FULL
 
 
