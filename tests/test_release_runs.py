@@ -91,3 +91,11 @@ def test_the_lesson_comes_before_the_exercises(ran) -> None:
         c.get("id") for c in nb.cells[first:] if c.cell_type == "code" and not is_exercise(c) and "measure(" in c.source
     ]
     assert not late, f"{lesson}: measurements after the exercises began: {late}"
+
+
+def test_run_all_seconds_are_printed(ran, capsys) -> None:
+    """The release's Run All wall time, printed for the CI log (timings are reported, never asserted)."""
+    lesson, nb, seconds = ran
+    with capsys.disabled():
+        print(f"\ncourse/{lesson}/{lesson}.ipynb, Run All offline with errors allowed: {seconds:.1f} s")
+    assert nb.cells and seconds > 0
