@@ -8,12 +8,15 @@ nbgrader processes it starts do, when they load that file), so its commands star
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde
+from nbgrader.nbgraderformat import common as nbgraderformat_common
 from nbgrader.preprocessors import CheckCellMetadata, DeduplicateIds, Execute, GetGrades, SaveAutoGrades
 
 from grader.layout import CELL_TIMEOUT_S, COURSE_ID, db_url
@@ -39,7 +42,32 @@ def configure_grading(c: Any, *, root: str, repo: str) -> None:
     sanitize = Autograde.class_traits()["sanitize_preprocessors"].default()
     c.Autograde.sanitize_preprocessors = [DropDuplicateIds if pp is DeduplicateIds else pp for pp in sanitize]
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
+    nbgraderformat_common.jsonschema = CheckedSchemas()
     _prepend_pythonpath(repo)
+
+
+class CheckedSchemas:
+    """What nbgrader's metadata check calls `jsonschema`: the same validation, with each schema checked against
+    its metaschema once per process rather than once per cell (nbgrader calls `jsonschema.validate(meta, schema)`
+    for every cell of every notebook, a quarter of its autograde time, for a schema that never changes).
+    Everything else is jsonschema's own."""
+
+    def __init__(self) -> None:
+        self._validators: dict[str, Any] = {}  # the schema as canonical JSON -> its checked validator
+
+    def validate(self, instance: Any, schema: Any) -> None:
+        """jsonschema.validate: the best-matching error raised, if any."""
+        key = json.dumps(schema, sort_keys=True)  # nbgrader reads the schema anew for every notebook
+        if key not in self._validators:
+            kind = jsonschema.validators.validator_for(schema)
+            kind.check_schema(schema)
+            self._validators[key] = kind(schema)
+        error = jsonschema.exceptions.best_match(self._validators[key].iter_errors(instance))
+        if error is not None:
+            raise error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(jsonschema, name)
 
 
 def _prepend_pythonpath(repo: str) -> None:

@@ -584,3 +584,26 @@ def test_the_release_delimiters_configured_for_nbgrader_apply():
     assert nb.cells[0].source == "assert True\n# hidden tests: not shown"
     assert only_line(nb.cells[0]) == "hidden tests: passed -- score 2 / 2"
     assert SECRET not in json.dumps(nb)
+
+
+def test_checked_schemas_validate_as_jsonschema_does():
+    """grader.config.CheckedSchemas, which nbgrader's metadata check uses in a grading directory, accepts and
+    refuses what jsonschema.validate does, with the same message, checking each schema once."""
+    import jsonschema
+    from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
+
+    from grader.config import CheckedSchemas
+
+    good = {"grade": True, "grade_id": "t", "locked": True, "points": 1.0, "schema_version": 3, "solution": False}
+    bad = {**good, "points": "ten"}
+    checked = CheckedSchemas()
+    for _ in range(2):  # a new schema object each time, as nbgrader reads it anew for every notebook
+        schema = MetadataValidatorV3().schema
+        checked.validate(good, schema)
+        jsonschema.validate(good, schema)
+        with pytest.raises(jsonschema.ValidationError) as ours:
+            checked.validate(bad, schema)
+        with pytest.raises(jsonschema.ValidationError) as theirs:
+            jsonschema.validate(bad, schema)
+        assert str(ours.value) == str(theirs.value)
+    assert len(checked._validators) == 1
