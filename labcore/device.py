@@ -154,7 +154,10 @@ def device_facts(device: int | None = None) -> DeviceFacts:
     props = cp.cuda.runtime.getDeviceProperties(device)
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     fields = "pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,driver_version"
-    smi = _nvidia_smi(fields, _bus_id(cp, device)) or [None] * 4
+    smi = _nvidia_smi(fields, _bus_id(cp, device))
+    if smi is None and "CUDA_VISIBLE_DEVICES" not in os.environ:  # nvidia-smi did not take the bus id: its index
+        smi = _nvidia_smi(fields, str(device))
+    smi = smi or [None] * 4
     return DeviceFacts(
         name=name,
         compute_capability=f"{props['major']}.{props['minor']}",
