@@ -51,6 +51,13 @@ def gpu_indices() -> list[int]:
     return list(range(gpu_count()))
 
 
+def visible_device(index: int) -> str:
+    """What a GPU worker's CUDA_VISIBLE_DEVICES says for this process's GPU `index`: the index itself, or, where
+    this process's own CUDA_VISIBLE_DEVICES picks GPUs (`2,3`), the entry it stands for (`3` for index 1)."""
+    picked = [part.strip() for part in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if part.strip()]
+    return picked[index] if index < len(picked) else str(index)
+
+
 def _local(workers: int, gpus: list[int]) -> Any:
     from distributed import Nanny, Scheduler, SpecCluster
 
@@ -59,7 +66,7 @@ def _local(workers: int, gpus: list[int]) -> Any:
     for n in range(workers):
         spec[f"cpu-{n}"] = {"cls": Nanny, "options": {**common, "resources": {CPU: 1}}}
     for gpu in gpus:
-        options = {**common, "resources": {GPU: 1}, "env": {"CUDA_VISIBLE_DEVICES": str(gpu)}}
+        options = {**common, "resources": {GPU: 1}, "env": {"CUDA_VISIBLE_DEVICES": visible_device(gpu)}}
         spec[f"gpu-{gpu}"] = {"cls": Nanny, "options": options}
     scheduler = {"cls": Scheduler, "options": {"dashboard": False, "host": "127.0.0.1"}}
     return SpecCluster(workers=spec, scheduler=scheduler, silence_logs=40)

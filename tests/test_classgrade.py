@@ -26,7 +26,7 @@ pytest.importorskip("distributed", reason="the course extra (dask.distributed) i
 from test_grader_cli import EXPECTED, TOY, grader, make_checkout  # noqa: E402
 
 from grader.classgrade import STORE, grade_class, store  # noqa: E402
-from grader.cluster import Done, open_cluster  # noqa: E402
+from grader.cluster import Done, open_cluster, visible_device  # noqa: E402
 from grader.grading import GradingDir  # noqa: E402
 from grader.warm import Job  # noqa: E402
 
@@ -181,3 +181,13 @@ def test_a_wrong_cluster_is_one_line(checkout, tmp_path):
     done = grader("autograde", str(root), "--cluster", "tcp://127.0.0.1:9")
     assert done.rc == 2 and "--cluster tcp://127.0.0.1:9: no scheduler answered" in done.err, done.err
     assert len(done.err.strip().splitlines()) == 1
+
+
+def test_a_gpu_worker_sees_the_gpu_its_index_stands_for(monkeypatch):
+    """With CUDA_VISIBLE_DEVICES=2,3 the coordinator's GPU 1 is the machine's GPU 3; without it, the index."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert [visible_device(i) for i in (0, 1)] == ["0", "1"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 3")
+    assert [visible_device(i) for i in (0, 1)] == ["2", "3"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8f2c,GPU-11ab")  # UUIDs pass through as they are
+    assert visible_device(1) == "GPU-11ab"
