@@ -641,6 +641,27 @@ def order_ids(ids):
     restore[order] = np.arange(order.size)
     return ids[order], restore"""
 
+_STABLE_ORDER = """
+
+
+def order_ids(ids):
+    order = np.argsort(ids, kind="stable")
+    restore = np.empty_like(order)
+    restore[order] = np.arange(order.size)
+    return ids[order], restore"""
+
+# Grids no idle-block rule catches, wrong only in what the kernel then writes (the offline model, warp by warp):
+LANES_MISSED = (
+    """def gather_launch(n_rows):
+    return 48, -(-32 * n_rows // 48)  # enough threads, but a warp straddling two blocks repeats and misses lanes"""
+    + _STABLE_ORDER
+)
+ONE_BLOCK_SHORT = (
+    """def gather_launch(n_rows):
+    return 256, (32 * n_rows + 255) // 256 - 1  # the last rows never get a warp"""
+    + _STABLE_ORDER
+)
+
 UNSORTED_GATHER = """def gather_launch(n_rows):
     return 256, (32 * n_rows + 255) // 256
 
@@ -929,6 +950,21 @@ CORPUS: tuple[Submission, ...] = (
         "both gather cells 0",
         full(Z, test_gather_correct=0, test_gather_bandwidth=0, test_publish=0),
         edits={"gather_exercise": IDLE_BLOCK, "my_publish": FLAG_FIRST},
+    ),
+    Submission(
+        "zc-lanes-missed",
+        Z,
+        "48 threads a block, enough of them: warps straddle blocks, so some 16-byte words of every third row are "
+        "never written (no idle block): both gather cells 0",
+        full(Z, test_gather_correct=0, test_gather_bandwidth=0),
+        edits={"gather_exercise": LANES_MISSED},
+    ),
+    Submission(
+        "zc-one-block-short",
+        Z,
+        "one block short of a warp per row: the last rows are never copied: both gather cells 0",
+        full(Z, test_gather_correct=0, test_gather_bandwidth=0),
+        edits={"gather_exercise": ONE_BLOCK_SHORT},
     ),
     Submission(
         "zc-alias-flag-first",
