@@ -1,0 +1,107 @@
+"""The challenge check's own verdict on candidate schedules, and what the duplex probe does from repeat to repeat.
+
+    python benchmarks/challenge_check.py [--runs 2] [--windows 8,16,32] [--buffers 3,4,6,8] [--probe-rounds 7]
+
+Part 1 calls the check's live procedure (`day54.checks._challenge_live`: fresh input, rounds of the duplex probe
+then the candidate, both poisoned before every repeat, every timed output verified) `--runs` times per candidate
+and prints each verdict. Part 2 times the probe and the course's best schedule round after round as the check
+does, with the output poisoned on the GPU (what the check does), on the CPU, or not at all, and prints every
+repeat, so a drifting probe shows as what it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import numpy as np
+
+from day54 import checks, schedules
+from day54.context import CupyContext, HostArrays
+from labcore.timing import time_pass
+
+MiB = 1 << 20
+TOTAL = 1 << 30
+
+
+def lookahead(ctx) -> None:
+    """Chunk k + 1's copy in is enqueued before chunk k's kernel and copy out (pair = stream = k % B)."""
+    n, b = ctx.n_chunks, ctx.n_buffers
+    ctx.copy_in(0, 0)
+    for k in range(n):
+        if k + 1 < n:
+            ctx.copy_in(k + 1, (k + 1) % b)
+        ctx.launch(k, k % b)
+        ctx.copy_out(k, k % b)
+
+
+CANDIDATES = {"pipelined": schedules.pipelined, "lookahead": lookahead}
+
+
+def verdicts(args: argparse.Namespace) -> None:
+    windows = [int(w) * MiB for w in args.windows.split(",")]
+    depths = [int(b) for b in args.buffers.split(",")]
+    print(f"part 1: the check's verdict ({checks.CHALLENGE_ROUNDS} rounds x {checks.CHALLENGE_REPEATS} repeats)")
+    rows = []
+    for w in windows:
+        for b in depths:
+            for name, fn in CANDIDATES.items():
+                recorded = checks.traced(fn, TOTAL // w, b, w, b)
+                found = [checks._challenge_live(recorded, checks.CHALLENGE_ROUNDS) for _ in range(args.runs)]
+                label = f"{name} w={w // MiB}MiB b={b}"
+                text = ", ".join(f"{f.over_floor:.3f} ({f.mine_ms:.2f}/{f.link_floor_ms:.2f})" for f in found)
+                print(f"  {label:<26} {text}", flush=True)
+                rows.append((max(f.over_floor for f in found), label))
+    print("worst verdict per candidate, best first")
+    for worst, label in sorted(rows)[:12]:
+        print(f"  {label:<26} {worst:.3f}x")
+
+
+def probe(args: argparse.Namespace) -> None:
+    host = HostArrays(TOTAL)
+    host.fill_random(54)
+    link = CupyContext(host, checks.LINK_WINDOW, 2, 512)
+    best = CupyContext(host, 32 * MiB, 6, 512)
+
+    def cpu_poison() -> None:
+        host.h_out.fill(np.nan)
+
+    poisons = {"gpu": host.poison, "cpu": cpu_poison, "none": None}
+    print(f"\npart 2: probe and pipelined 32 MiB x 6, {args.probe_rounds} rounds, per repeat (ms)")
+    for mode, before in poisons.items():
+        timed = dict(params={}, domain="probe", repeats=checks.CHALLENGE_REPEATS, before=before)
+        ratios, floors, mines = [], [], []
+        for r in range(args.probe_rounds):
+            floor = time_pass(lambda: schedules.duplex(link), key="duplex", name="duplex", **timed)
+            mine = time_pass(lambda: schedules.pipelined(best), key="best", name="best", **timed)
+            ratios.append(mine.median_ms / floor.median_ms)
+            floors += floor.times_ms
+            mines += mine.times_ms
+            print(
+                f"  poison={mode:<4} round {r}: probe {' '.join(f'{t:.2f}' for t in floor.times_ms)} | "
+                f"best {' '.join(f'{t:.2f}' for t in mine.times_ms)} | ratio {ratios[-1]:.3f}",
+                flush=True,
+            )
+        print(
+            f"  poison={mode:<4} verdict {statistics.median(ratios):.3f}; probe min/median/max "
+            f"{min(floors):.2f}/{statistics.median(floors):.2f}/{max(floors):.2f}, best "
+            f"{min(mines):.2f}/{statistics.median(mines):.2f}/{max(mines):.2f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--windows", default="8,16,32")
+    parser.add_argument("--buffers", default="3,4,6,8")
+    parser.add_argument("--probe-rounds", type=int, default=7)
+    parser.add_argument("--part", choices=("both", "verdicts", "probe"), default="both")
+    args = parser.parse_args()
+    if args.part in ("both", "probe"):
+        probe(args)
+    if args.part in ("both", "verdicts"):
+        verdicts(args)
+
+
+if __name__ == "__main__":
+    main()

