@@ -1,11 +1,12 @@
 """The challenge check's own verdict on candidate schedules, and what the duplex probe does from repeat to repeat.
 
     python benchmarks/challenge_check.py [--runs 2] [--windows 8,16,32] [--buffers 3,4,6,8] [--probe-rounds 7]
+                                         [--schedules pipelined,lookahead] [--part both|verdicts|probe]
 
 Part 1 calls the check's live procedure (`day54.checks._challenge_live`: fresh input, rounds of the duplex probe
-then the candidate, both poisoned before every repeat, every timed output verified) `--runs` times per candidate
-and prints each verdict. Part 2 times the probe and the course's best schedule round after round as the check
-does, with the output poisoned on the GPU (what the check does), on the CPU, or not at all, and prints every
+then the candidate, each run followed by the same verify-and-poison pass, every output of the candidate verified)
+`--runs` times per candidate and prints each verdict. Part 2 times the probe and the course's best schedule round
+after round, with the output poisoned before each repeat on the GPU, on the CPU, or not at all, and prints every
 repeat, so a drifting probe shows as what it is.
 """
 
@@ -45,7 +46,8 @@ def verdicts(args: argparse.Namespace) -> None:
     rows = []
     for w in windows:
         for b in depths:
-            for name, fn in CANDIDATES.items():
+            for name in args.schedules.split(","):
+                fn = CANDIDATES[name]
                 recorded = checks.traced(fn, TOTAL // w, b, w, b)
                 found = [checks._challenge_live(recorded, checks.CHALLENGE_ROUNDS) for _ in range(args.runs)]
                 label = f"{name} w={w // MiB}MiB b={b}"
@@ -95,6 +97,7 @@ def main() -> None:
     parser.add_argument("--windows", default="8,16,32")
     parser.add_argument("--buffers", default="3,4,6,8")
     parser.add_argument("--probe-rounds", type=int, default=7)
+    parser.add_argument("--schedules", default="pipelined,lookahead")
     parser.add_argument("--part", choices=("both", "verdicts", "probe"), default="both")
     args = parser.parse_args()
     if args.part in ("both", "probe"):

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from day54.kernel import launch_fma_chain
+from day54.verify import verify_and_poison
 from labcore.device import cupy_or_none
 
 LEGACY = -1  # stream index meaning the legacy default stream
@@ -53,6 +54,11 @@ class HostArrays:
             return
         self.device_view(self.h_out).fill(np.nan)
         cupy_or_none().cuda.Device().synchronize()
+
+    def verify_and_poison(self, expected: Any, chunk_elems: int) -> np.ndarray:
+        """The chunks of the output that differ from `expected` (on the device), then NaN everywhere, in one pass
+        on the GPU (pinned arrays only); finished on return."""
+        return verify_and_poison(self.device_view(self.h_out), expected, chunk_elems)
 
     def output_on_device(self) -> Any:
         """A copy of the output in device memory: what a later output is compared with, on the GPU."""

@@ -5,7 +5,8 @@ answers file the sandbox filled and the student's run files, the checker program
 runs the locked setup cell, placeholders for the student's names, and the locked test cells, in a fresh namespace,
 with LABCORE_ANSWERS=judge:FOLDER/answers.jsonl, in that folder. It answers with one JSON line: each test cell's
 outputs (what the check printed, and the error that fails it). Imports, the shipped profiles and, on a GPU, the
-CUDA context and compiled kernels are made once and kept for every later submission.
+CUDA context, compiled kernels and the checks' large buffers (labcore.reuse) are made once and kept for every
+later submission.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from grader import cells
 from grader.zygote import warm
-from labcore import answers
+from labcore import answers, reuse
 
 
 def judge(job: dict[str, Any], ip: Any) -> dict[str, Any]:
@@ -44,6 +45,7 @@ def main(argv: list[str]) -> int:
     protocol_in, protocol_out = sys.stdin, sys.stdout
     sys.stdout = sys.stderr
     warm(argv)
+    reuse.keep()  # the checks' big buffers (a 4 GiB mapped table) serve every submission this process judges
     ip = cells.shell()
     cells.keep_forever()
     protocol_out.write(json.dumps({"ready": True}) + "\n")

@@ -46,7 +46,8 @@ def time_pass(
     """Warm up, then time `fn` `repeats` times; each timed call is one NVTX range named str(key).
 
     `before` runs untimed ahead of every call (poisoning outputs, say), `after` untimed once the device is
-    idle after every timed call (verifying what that very call wrote, say).
+    idle after every call, warm-ups included (verifying what that very call wrote and poisoning it for the next,
+    say).
     """
     key = str(key)
     cp = _cupy()
@@ -61,6 +62,8 @@ def time_pass(
             with nvtx.annotate(f"warmup {key}", domain=domain):
                 fn()
                 device.synchronize()
+            if after:
+                after()
         for _ in range(repeats):
             if before:
                 before()

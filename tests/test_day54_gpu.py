@@ -9,7 +9,7 @@ from day54 import schedules
 from day54.config import Config
 from day54.context import CupyContext, HostArrays
 from day54.live import run_live
-from day54.verify import check_bit_exact, check_closed_form
+from day54.verify import NAN_BITS, check_bit_exact, check_closed_form
 from labcore.device import cupy_or_none
 
 from wrong_schedules import off_by_one, skipping
@@ -60,6 +60,22 @@ def test_poison_names_first_unwritten_chunk(host):
     assert np.isnan(host.h_out[5 * ctx.chunk_elems])
     check = check_bit_exact("skips five", host.h_out, reference, ctx.chunk_elems)
     assert not check.ok and check.first_bad_chunk == 5
+
+
+def test_verify_and_poison_finds_what_the_compare_finds_and_poisons_all(host):
+    """The one-pass verify-and-poison names the same bad chunks as the two-pass compare, then leaves NaN
+    everywhere; on a right output it finds none."""
+    cp = cupy_or_none()
+    ctx = _run(host, schedules.naive)
+    expected = cp.asarray(host.h_out)
+    assert host.verify_and_poison(expected, ctx.chunk_elems).size == 0
+    assert np.all(host.h_out.view(np.uint32) == NAN_BITS)
+    _run(host, skipping(5))
+    host.h_out[9 * ctx.chunk_elems + 17] += 1.0  # one wrong value in chunk 9
+    compared = check_bit_exact("two wrong", host.h_out, expected.get(), ctx.chunk_elems)
+    found = host.verify_and_poison(expected, ctx.chunk_elems)
+    assert list(found) == [5, 9] and not compared.ok and compared.first_bad_chunk == 5
+    assert np.all(host.h_out.view(np.uint32) == NAN_BITS)
 
 
 def test_wrong_offset_is_caught(host):

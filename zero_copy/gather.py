@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from labcore import reuse
 from labcore.answers import reference
 from labcore.gpulock import gpu_turn
 from labcore.sizes import format_size
@@ -321,8 +322,9 @@ def run_gather_exercise(
     n, row_words = ids.size, row_bytes // 4
     table_rows = table_bytes // row_bytes
     stream = cp.cuda.Stream(non_blocking=False)  # blocking: the timing's legacy-stream events wait for it
-    with alloc_mapped((table_rows, row_words), np.uint32) as table:
-        table.use(stream)
+    shape = (table_rows, row_words)
+    with reuse.borrowed(("gather table", shape), partial(alloc_mapped, shape, np.uint32)) as table:
+        table.use(stream)  # refilled below with this check's seed: a kept table's old rows are all overwritten
         with gpu_turn():  # untimed, but it would disturb a neighbour's timed pass
             launch_fill_words(table.d, table.nbytes // 4, seed, stream)
             stream.synchronize()
@@ -358,7 +360,7 @@ def _time_gather_exercise(
 ) -> None:
     """Medians of the gather, the restore and the pinned H2D copy of the same batch, all in this run."""
     rt = _runtime()
-    with alloc_mapped(d_dst.shape, np.uint32) as staging:
+    with reuse.borrowed(("gather staging", d_dst.shape), partial(alloc_mapped, d_dst.shape, np.uint32)) as staging:
         staging.use(stream)  # its bytes do not matter: a copy's speed does not depend on them
 
         def copy() -> None:

@@ -211,6 +211,12 @@ class MappedBuffer:
             self._streams.append(stream)
         return stream
 
+    def settle(self) -> None:
+        """Wait for the streams that use the buffer and forget them (a kept buffer's next user declares its own)."""
+        self._require_open()
+        self._wait_for_streams()
+        self._streams = []
+
     def close(self) -> None:
         """Wait for the streams that use the buffer, then free or unregister it; a second call does nothing."""
         if self.closed:
