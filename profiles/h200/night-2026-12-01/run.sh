@@ -6,6 +6,8 @@
 #   challenge   benchmarks/challenge_check.py: the probe per repeat, and the check's verdicts per candidate
 #   profile     benchmarks/checker_profile.py for both assignments
 #   class N     benchmarks/class_grade.py --students N --jobs 8
+#   direction   benchmarks/direction_streams.py: copies in and out on a stream each, events between, vs the probe
+#   head        first, make this copy of the tree the last commit (drops work in progress in the checkout)
 set -u
 out=${OUT:?}
 repo=$PWD
@@ -35,6 +37,10 @@ while [[ $# -gt 0 ]]; do
       n=$1; shift
       timeout 560 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls > "$out/class_$n.txt" 2>&1
       cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null ;;
+    direction)
+      { time timeout 120 python3 benchmarks/direction_streams.py; } > "$out/direction_streams.txt" 2>&1 ;;
+    head)
+      git status --short > "$out/dropped.txt"; git checkout -q HEAD -- . && git clean -qfd ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
