@@ -1,19 +1,24 @@
-"""python -m day54: the double-buffering lab, live on a GPU or replayed from a recorded profile."""
+"""python -m day54: the double-buffering lab, live on a GPU or replayed from a recorded profile.
+
+`--gpus` runs the multi-GPU section instead (day54.multi_gpu): every GPU pipelining its own array, alone and all at
+once, and a buffer moved from GPU 0 to GPU 1 by peer copy and through the host."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from day54 import LESSON, report
+from day54 import LESSON, multi_gpu, report
 from day54.config import Config
 from day54.live import run_live
-from day54.plots import traced_window, write_all
+from day54.plots import multi_gpus, traced_window, write_all
 from day54.replay import describe, load_profile
-from labcore.device import DEVICE_ENV
+from labcore.device import DEVICE_ENV, gpu_count
 from labcore.errors import UsageError, run_cli
-from labcore.mode import FROM_PROFILE, Mode, live_line
+from labcore.mode import FROM_PROFILE, NO_GPU, Mode, live_line
+from labcore.plots import save
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
 
@@ -38,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--from-profile", metavar="DIR", help="replay this recorded profile instead of the GPU")
     parser.add_argument(
         "--device", metavar="N", default=None, help=f"the GPU to run on (default: ${DEVICE_ENV}, else 0)"
+    )
+    parser.add_argument(
+        "--gpus",
+        action="store_true",
+        help="the multi-GPU section instead: every GPU pipelining its own array alone and all at once, and GPU 0 "
+        f"to GPU 1 by peer copy and through the host (offline: profiles/{multi_gpu.PROFILE.as_posix()})",
     )
     return parser
 
@@ -122,8 +133,50 @@ def _single(values: set[int]) -> int | None:
     return next(iter(values)) if len(values) == 1 else None
 
 
+GPUS_IGNORES = {"windows": "--window", "no_pitfalls": None, "device": "CUDA_VISIBLE_DEVICES"}  # and what to use
+GPUS_LIVE_ONLY = ("total", "window", "buffers", "fmas", "repeats", "seed")
+
+
+def gpus_main(argv: Sequence[str] | None, args: argparse.Namespace) -> int:
+    """`--gpus`: the multi-GPU section, live on the GPUs here (one runs what one can), else its recorded profile."""
+    given = given_options(argv)
+    for option, instead in GPUS_IGNORES.items():
+        if option in given:
+            flag = "--" + option.replace("_", "-")
+            use = f"; use {instead}" if instead else ""
+            raise UsageError(f"{flag} does not apply to --gpus (it runs one window on every GPU here){use}")
+    args.windows = args.window or "64MiB"  # the section runs the main window only: validate that one
+    cfg = config_from(args)
+    name = "day54 --gpus"
+    if args.from_profile is None and gpu_count() > 0:
+        print(multi_gpu.live_line(gpu_count()), flush=True)
+        record = multi_gpu.run_live(cfg)
+    elif args.from_profile is None and not multi_gpu.shipped_exists():
+        print(f"{name}: {NO_GPU}, and {multi_gpu.no_profile_line()}", file=sys.stderr)
+        return 1
+    else:
+        record = multi_gpu.load_profile(args.from_profile)
+        why = "" if args.from_profile else f"; {NO_GPU}"
+        print(f"{name}: {multi_gpu.describe(record)}{why}", flush=True)
+        for option in sorted(given & set(GPUS_LIVE_ONLY)):
+            print(f"replay: --{option}: a replay shows the recording as it was measured", file=sys.stderr)
+    if args.json:
+        print(f"results record: {record.save(args.json)}", file=sys.stderr)
+    failed = [c for c in record.checks if not c.ok]
+    if failed:
+        print(report.checks_text(record))
+        print(f"\nerror: {failed[0].name} failed at chunk {failed[0].first_bad_chunk}; timing skipped", file=sys.stderr)
+        return 1
+    print(multi_gpu.render(record))
+    if args.plot:
+        print(f"wrote {save(multi_gpus(record), Path(args.plot) / 'day54_multi_gpu.png')}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.gpus:
+        return gpus_main(argv, args)
     cfg = config_from(args)
     mode = Mode.decide(args.from_profile, args.device)
     if mode.live:

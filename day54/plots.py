@@ -7,7 +7,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from day54 import report
+from day54 import multi_gpu, report
 from day54.config import PassKey
 from day54.context import LEGACY
 from day54.pitfalls import DEPTH, ENQUEUE, GPU_VISIBLE, NAMES, PAGEABLE, pass_key, pitfall_key
@@ -163,6 +163,42 @@ def stages(record: Record, window: int | None = None) -> Figure:
         values[f"measured pipelined, {b} buffers"] = report.measured(record, "pipelined", window, b)
     kinds.update({k: "measured" for k in values if k.startswith("measured")})
     return plots.bars(values, kinds=kinds, title=f"stages at {format_size(window)} on {record.device.name}")
+
+
+def multi_gpus(record: Record) -> Figure:
+    """Several GPUs (notebook section 7): each GPU's pipelined/naive alone and together, and GB/s of the peer copy
+    beside staging through the host. A record of one GPU draws its 'alone' bars and says what it lacks."""
+    fig = Figure(figsize=(11, 3.8), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=[3, 2])
+    n_gpus, depths = multi_gpu.gpus_in(record), multi_gpu.depths(record)
+    groups = [(gpu, b) for gpu in range(n_gpus) for b in depths]
+    for offset, together, label in ((-0.2, False, "alone"), (0.2, True, "all GPUs at once")):
+        values = [multi_gpu.ratio(record, gpu, together, b) for gpu, b in groups]
+        xs = [i + offset for i, v in enumerate(values) if v is not None]
+        shown = [v for v in values if v is not None]
+        if shown:
+            bars = left.bar(xs, shown, width=0.4, label=label)
+            left.bar_label(bars, fmt="%.3f", fontsize=8)
+    left.set_xticks(range(len(groups)), [f"GPU {gpu}, {b} buffers" for gpu, b in groups])
+    left.set_ylabel("pipelined / naive (lower is better)")
+    left.set_title("does each GPU keep its ratio beside the others?" if n_gpus > 1 else "one GPU: none ran beside it")
+    left.legend(fontsize=8)
+    left.grid(axis="y", alpha=0.3)
+    peer, staged = multi_gpu.copy_times(record, "peer"), multi_gpu.copy_times(record, "staged")
+    if peer is None or staged is None:
+        right.set_axis_off()
+        right.text(0.5, 0.5, multi_gpu.NEEDS_TWO.format(n=n_gpus), ha="center", va="center", wrap=True)
+    else:
+        bars = right.barh(["peer copy", "staged through\nthe host"], [peer.gbps(), staged.gbps()], color=["C2", "C3"])
+        right.bar_label(bars, fmt="%.1f GB/s", fontsize=8)
+        right.invert_yaxis()
+        right.set_xlabel("GB/s (higher is better)")
+        right.set_xlim(0, max(peer.gbps(), staged.gbps()) * 1.25)
+        right.set_title(
+            f"{format_size(peer.bytes_moved)} from GPU {peer.params['source']} to GPU {peer.params['dest']}"
+        )
+    fig.suptitle(f"{n_gpus} GPU{'s' if n_gpus > 1 else ''}: {record.device.name}")
+    return fig
 
 
 def write_all(record: Record, directory: str | Path, window: int | None = None) -> list[Path]:
