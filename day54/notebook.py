@@ -12,13 +12,14 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from day54 import LESSON, report
-from day54.config import Config, PassKey
+from day54 import LESSON, multi_gpu, report
+from day54.config import Config, MiB, PassKey
 from day54.live import run_live
+from day54.plots import multi_gpus
 from day54.recording import RecordingContext
 from day54.replay import describe, load_profile
-from labcore.device import gpu_available
-from labcore.mode import FROM_PROFILE, Mode, live_line
+from labcore.device import gpu_available, gpu_count
+from labcore.mode import FROM_PROFILE, NO_GPU, Mode, live_line
 from labcore.predictions import LEDGER, Quantity
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
@@ -160,6 +161,69 @@ def compare(predictions: dict[str, float | str | None], record: Record) -> None:
 def closing_table() -> None:
     """Every prediction compared in this session (this notebook's kernel), in one table."""
     print(LEDGER.closing())
+
+
+# -- section 7: several GPUs ------------------------------------------------------------------------------------
+
+
+def measure_gpus(profile: str | Path | None = None) -> Record | None:
+    """Section 7, live on two GPUs or more; else the recorded two-GPU profile, saying why; else one line saying
+    that none is recorded yet, and None (the section's other cells then show nothing)."""
+    count = gpu_count()
+    if profile is None and count >= 2:
+        print(multi_gpu.live_line(count))
+        return multi_gpu.run_live(Config(windows=[64 * MiB], pitfalls=False))
+    here = NO_GPU if count == 0 else "one GPU here"
+    if profile is None and not multi_gpu.shipped_exists():
+        print(f"{multi_gpu.SECTION}: {here}, and {multi_gpu.no_profile_line()}; this section has nothing to show")
+        return None
+    record = multi_gpu.load_profile(profile)
+    why = "" if profile is not None else f"; {here}, so these are recorded numbers"
+    print(f"{multi_gpu.SECTION}: {multi_gpu.describe(record)}{why}")
+    return record
+
+
+def show_gpus(record: Record | None) -> None:
+    """Section 7's correctness verdicts and tables (nothing for no record)."""
+    if record is not None:
+        print(multi_gpu.render(record))
+
+
+def _worst_together(record: Record) -> float | None:
+    b = min(multi_gpu.depths(record))
+    ratios = [multi_gpu.ratio(record, gpu, True, b) for gpu in range(multi_gpu.gpus_in(record))]
+    return None if None in ratios else max(ratios)
+
+
+def _copy(read: Any) -> Any:
+    def value(record: Record) -> float | None:
+        peer, staged = multi_gpu.copy_times(record, "peer"), multi_gpu.copy_times(record, "staged")
+        return None if peer is None or staged is None else read(peer, staged)
+
+    return value
+
+
+GPU_QUANTITIES: dict[str, Quantity] = {
+    "ratio_alone": Quantity(
+        "pipelined/naive, 2 buffers, GPU 0 alone",
+        lambda r: multi_gpu.ratio(r, 0, False, min(multi_gpu.depths(r))),
+    ),
+    "ratio_together": Quantity("pipelined/naive, 2 buffers, worst GPU, all at once", _worst_together),
+    "peer_gbps": Quantity("peer copy GPU 0 -> GPU 1, GB/s", _copy(lambda peer, staged: peer.gbps())),
+    "staged_gbps": Quantity("staged through pinned host, GB/s", _copy(lambda peer, staged: staged.gbps())),
+    "peer_over_staged": Quantity("staged ms / peer ms", _copy(lambda peer, staged: staged.median_ms / peer.median_ms)),
+}
+
+
+def compare_gpus(predictions: dict[str, float | str | None], record: Record | None) -> None:
+    """Section 7's predictions beside the record's numbers, remembered for closing_table() (nothing for no record)."""
+    if record is not None:
+        print(LEDGER.compare(predictions, GPU_QUANTITIES, record))
+
+
+def gpus_figure(record: Record | None) -> Any:
+    """Section 7's picture (a matplotlib Figure, which a notebook shows), or None for no record."""
+    return None if record is None else multi_gpus(record)
 
 
 def is_written(fn: Any, *args: Any) -> bool:
