@@ -1,12 +1,13 @@
-"""Where a checker's seconds go: the reference submission's test cells run in one warm process, each timed,
+"""Where a checker's seconds go: the reference submission judged in one warm process, its test cells each timed,
 twice (the first pays for imports, compiles and allocations; the second is what a warm grading worker pays per
 submission), and a cProfile of the second pass.
 
     python benchmarks/checker_profile.py [--assignment day54|zero_copy] [--top 25]
 
-It runs the cells the grading sandbox runs (setup, the solved exercises, the test cells: grader.program) in
-this process with the answers computed and judged in place (labcore.answers' notebook mode), so the checks do
-the same GPU work as the trusted checker. Without a GPU they take their offline paths.
+As in grading, first the sandbox's program (setup, the solved exercises, the test cells: grader.program) runs
+here in collect mode and writes the answers file; then the checker's program (setup, placeholders, the test
+cells) is judged against it, as grader.checker does, so the checks do the same GPU work as the trusted checker.
+Without a GPU they take their offline paths.
 """
 
 from __future__ import annotations
@@ -17,16 +18,20 @@ import io
 import os
 import pstats
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from grader import cells
 from grader.course import Course, solved_release
-from grader.program import answers_program, grade_id, is_test
-from labcore import reuse
+from grader.program import answers_program, checker_program, grade_id, is_test
+from labcore import answers, reuse
 
 
-def one_pass(ip, nb, program) -> dict[str, float]:
-    """Run the program's cells; seconds per test cell (grade id); fails loudly if a test cell fails."""
+def one_pass(ip, nb, program, role: str) -> dict[str, float]:
+    """Run the program's cells with LABCORE_ANSWERS=role; seconds per test cell (grade id); says what failed."""
+    os.environ["LABCORE_ANSWERS"] = role
+    answers._answers.cache_clear()
     cells.fresh_namespace(ip)
     cells.run_cell(ip, cells.placeholders(list(program.placeholders)), 0)
     seconds: dict[str, float] = {}
@@ -48,16 +53,18 @@ def main() -> int:
     parser.add_argument("--assignment", default="day54")
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
-    os.environ.pop("LABCORE_ANSWERS", None)
     nb = solved_release(Course.at(), args.assignment)
-    program = answers_program(nb)
     ip = cells.shell()
     reuse.keep()  # as the warm checker does
-    first = one_pass(ip, nb, program)
-    profile = cProfile.Profile()
-    profile.enable()
-    second = one_pass(ip, nb, program)
-    profile.disable()
+    with tempfile.TemporaryDirectory() as work:
+        filled = Path(work) / "answers.jsonl"
+        one_pass(ip, nb, answers_program(nb), f"collect:{filled}")
+        judged = checker_program(nb)
+        first = one_pass(ip, nb, judged, f"judge:{filled}")
+        profile = cProfile.Profile()
+        profile.enable()
+        second = one_pass(ip, nb, judged, f"judge:{filled}")
+        profile.disable()
     print(f"{args.assignment}: seconds per test cell, first pass (cold) / second pass (warm)")
     for cell in first:
         print(f"  {cell:<28} {first[cell]:7.2f}  {second[cell]:7.2f}")
