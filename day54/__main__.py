@@ -137,6 +137,17 @@ GPUS_IGNORES = {"windows": "--window", "no_pitfalls": None, "device": "CUDA_VISI
 GPUS_LIVE_ONLY = ("total", "window", "buffers", "fmas", "repeats", "seed")
 
 
+def saved_and_correct(record: Record, json_path: str | None) -> bool:
+    """Write the record where --json asks; False, with the checks printed, when one failed (timing skipped)."""
+    if json_path:
+        print(f"results record: {record.save(json_path)}", file=sys.stderr)
+    failed = [c for c in record.checks if not c.ok]
+    if failed:
+        print(report.checks_text(record))
+        print(f"\nerror: {failed[0].name} failed at chunk {failed[0].first_bad_chunk}; timing skipped", file=sys.stderr)
+    return not failed
+
+
 def gpus_main(argv: Sequence[str] | None, args: argparse.Namespace) -> int:
     """`--gpus`: the multi-GPU section, live on the GPUs here (one runs what one can), else its recorded profile."""
     given = given_options(argv)
@@ -160,12 +171,7 @@ def gpus_main(argv: Sequence[str] | None, args: argparse.Namespace) -> int:
         print(f"{name}: {multi_gpu.describe(record)}{why}", flush=True)
         for option in sorted(given & set(GPUS_LIVE_ONLY)):
             print(f"replay: --{option}: a replay shows the recording as it was measured", file=sys.stderr)
-    if args.json:
-        print(f"results record: {record.save(args.json)}", file=sys.stderr)
-    failed = [c for c in record.checks if not c.ok]
-    if failed:
-        print(report.checks_text(record))
-        print(f"\nerror: {failed[0].name} failed at chunk {failed[0].first_bad_chunk}; timing skipped", file=sys.stderr)
+    if not saved_and_correct(record, args.json):
         return 1
     print(multi_gpu.render(record))
     if args.plot:
@@ -195,12 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{format_size(traced)}; the timelines show {format_size(traced)}",
                 file=sys.stderr,
             )
-    if args.json:
-        print(f"results record: {record.save(args.json)}", file=sys.stderr)
-    failed = [c for c in record.checks if not c.ok]
-    if failed:
-        print(report.checks_text(record))
-        print(f"\nerror: {failed[0].name} failed at chunk {failed[0].first_bad_chunk}; timing skipped", file=sys.stderr)
+    if not saved_and_correct(record, args.json):
         return 1
     print(report.render(record, window))
     if args.plot:
