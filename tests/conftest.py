@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from labcore.device import gpu_available
@@ -14,3 +16,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def profiles(tmp_path: Path) -> Path:
+    """An empty COURSE_PROFILES folder: no profile recorded there (the multi-GPU section's tests)."""
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    return folder

@@ -27,14 +27,6 @@ from labcore.record import validate
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def profiles(tmp_path: Path) -> Path:
-    """An empty COURSE_PROFILES folder: no two-GPU profile recorded."""
-    folder = tmp_path / "profiles"
-    folder.mkdir()
-    return folder
-
-
 def day54(*args: str, profiles: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "COURSE_PROFILES": str(profiles), "CUDA_VISIBLE_DEVICES": ""}
     return subprocess.run(

@@ -20,14 +20,6 @@ from day54 import multi_gpu, notebook
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def profiles(tmp_path: Path) -> Path:
-    """An empty COURSE_PROFILES folder for the release's kernel: no two-GPU profile recorded."""
-    folder = tmp_path / "profiles"
-    folder.mkdir()
-    return folder
-
-
 def test_measure_gpus_with_nothing_to_show_prints_one_line_and_returns_none(monkeypatch, capsys, tmp_path):
     """No GPU and no profile: one line, None, and the section's other calls print and draw nothing."""
     monkeypatch.setattr(notebook, "gpu_count", lambda: 0)
