@@ -2,17 +2,26 @@
 `python -m grader` setup, collect and autograde (the Dask path, --feedback later), each step timed.
 
     python benchmarks/class_grade.py --students 100 [--jobs 2] [--cluster local] [--keep DIR]
+                                     [--autograde-limit S] [--results-from SAVED]
 
 Prints one line per step (wall seconds, and the CPU seconds of the children it waited for), the autograde
 summary's own "time:" lines (where the time went: sandboxes, checkers, recording), and the grades that are not
 the reference's full marks. Run it under benchmarks/cpu_time.sh for the CPU of the whole process tree.
+
+A class too long for one sitting (a live class of 100 on one GPU, under a 10-minute limit per command) grades in
+parts: `--autograde-limit S` stops the autograde after S seconds (SIGKILL, as a lost coordinator) and copies the
+results stored so far (DIR/grading/.grading, small JSON files) to DIR/saved; a later run with the same --keep DIR
+and `--results-from` that copy grades only the rest (grader autograde keeps what is stored, by its key).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import resource
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,6 +30,7 @@ from pathlib import Path
 
 import nbformat
 
+from grader.classgrade import STORE
 from grader.course import Course, solved_release
 
 ASSIGNMENTS = ("day54", "zero_copy")
@@ -42,6 +52,32 @@ def step(*args: str) -> list[str]:
     return done.stdout.splitlines()
 
 
+def autograde_part(args: list[str], limit: float, root: Path, saved: Path) -> list[str] | None:
+    """`grader autograde ARGS`, stopped (SIGKILL to its process group) after `limit` seconds: its output lines,
+    or None when it was stopped, after copying what it stored to `saved`."""
+    wall, cpu = time.perf_counter(), _children_cpu_s()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader", "autograde", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        shutil.copytree(root / STORE, saved, dirs_exist_ok=True)
+        n = sum(1 for _ in saved.rglob("*.json"))
+        print(f"autograde  stopped at the {limit:.0f} s limit; {n} stored results copied to {saved}", flush=True)
+        return None
+    print(f"autograde  {time.perf_counter() - wall:7.1f} s wall  {_children_cpu_s() - cpu:7.1f} s CPU", flush=True)
+    if proc.returncode != 0:
+        sys.exit(f"class_grade: grader autograde failed (exit status {proc.returncode}):\n{out[-3000:]}")
+    return out.splitlines()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=100)
@@ -49,6 +85,8 @@ def main() -> int:
     parser.add_argument("--cluster", default="local")
     parser.add_argument("--timeout", type=int, default=60, help="per cell, seconds")
     parser.add_argument("--keep", type=Path, default=None, help="grade in this new folder and leave it there")
+    parser.add_argument("--autograde-limit", type=float, default=None, help="stop the autograde after S seconds")
+    parser.add_argument("--results-from", type=Path, default=None, help="a saved .grading copy to start from")
     args = parser.parse_args()
     course = Course.at()
     base = Path(args.keep or tempfile.mkdtemp(prefix="class-grade-"))
@@ -61,8 +99,17 @@ def main() -> int:
     print(f"class_grade: {args.students} students x {len(ASSIGNMENTS)} assignments in {base}", flush=True)
     step("setup", str(root))
     step("collect", str(root), str(subs))
+    if args.results_from:
+        shutil.copytree(args.results_from, root / STORE, dirs_exist_ok=True)
+        print(f"results    {sum(1 for _ in (root / STORE).rglob('*.json'))} stored results from {args.results_from}")
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
-    out = step("autograde", str(root), "--cluster", args.cluster, "--timeout", str(args.timeout), *jobs)
+    grade = [str(root), "--cluster", args.cluster, "--timeout", str(args.timeout), *jobs]
+    if args.autograde_limit is None:
+        out = step("autograde", *grade)
+    else:
+        out = autograde_part(grade, args.autograde_limit, root, base / "saved")
+        if out is None:
+            return 0
     for line in out:
         if line.startswith(("grader autograde", "time:")) or "already graded" in line:
             print("  " + line)

@@ -6,6 +6,8 @@
 #   challenge   benchmarks/challenge_check.py: the probe per repeat, and the check's verdicts per candidate
 #   profile     benchmarks/checker_profile.py for both assignments
 #   class N     benchmarks/class_grade.py --students N --jobs 8
+#   class-part N S   the same, the autograde stopped after S s; its stored results come back in $OUT/saved
+#   class-rest N     the same, starting from the results of a class-part carried in as .class-saved
 #   direction   benchmarks/direction_streams.py: copies in and out on a stream each, events between, vs the probe
 set -u
 out=${OUT:?}
@@ -35,6 +37,16 @@ while [[ $# -gt 0 ]]; do
     class)
       n=$1; shift
       timeout 560 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls > "$out/class_$n.txt" 2>&1
+      cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null ;;
+    class-part)
+      n=$1; limit=$2; shift 2
+      timeout 590 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls --autograde-limit "$limit" \
+        > "$out/class_${n}_part.txt" 2>&1
+      cp -r /tmp/cls/saved "$out/saved" 2>/dev/null ;;
+    class-rest)
+      n=$1; shift
+      timeout 590 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls --results-from .class-saved \
+        > "$out/class_${n}_rest.txt" 2>&1
       cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null ;;
     direction)
       { time timeout 120 python3 benchmarks/direction_streams.py; } > "$out/direction_streams.txt" 2>&1 ;;
