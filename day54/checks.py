@@ -519,8 +519,8 @@ def _challenge_live(recorded: trace.Trace, rounds: int) -> ChallengeTiming:
     The link's duplex rate drifts by several percent over seconds, so each round's ratio compares two
     measurements taken back to back, and the verdict is the median of the rounds' ratios. Once
     CHALLENGE_EARLY_ROUNDS rounds all lie on one side of the factor, each by CHALLENGE_DECIDED or more, the rest
-    would not move the median across it, and the rounds stop (on a quiet H200 one schedule's rounds agree within
-    0.3%; on a busy one they spread by +-6% and all seven run).
+    would not move the median across it, and the rounds stop (on a quiet H200 one schedule's verdicts agree within
+    0.3%; on a busy one its rounds spread by +-6% and all seven run).
     """
     host = HostArrays(TIMED_TOTAL_BYTES)
     host.fill_random(secrets.randbelow(2**31))

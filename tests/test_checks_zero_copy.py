@@ -14,7 +14,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from labcore import mode, ptx
+from labcore import mode, ptx, reuse
 from labcore.predictions import Ledger
 from zero_copy import checks, gather, mailbox, model, notebook, replay, report
 from zero_copy.kernel import KERNEL_PATH, compile_options, launch_gather_rows
@@ -582,6 +582,26 @@ def test_live_reference_gather_is_exact_and_near_the_copy(capsys):
 def test_live_wrong_warp_mapping_is_caught():
     with pytest.raises(AssertionError, match=r"values differ.*not a multiple of 32"):
         checks.check_gather_correct(lambda n: (48, (32 * n + 47) // 48), order_ids)
+
+
+@pytest.mark.gpu
+def test_a_kept_table_judges_each_submission_afresh(monkeypatch, capsys):
+    """As in a warm checker (labcore.reuse kept on): one 4 GiB table serves every check, and a wrong grid judged
+    right after a right one still fails (its unwritten rows are poison, not the last submission's rows), and a
+    right one after it still passes."""
+    monkeypatch.setattr(reuse, "_keeping", False)
+    monkeypatch.setattr(reuse, "_kept", {})
+    reuse.keep()
+    checks.check_gather_correct(gather_launch, order_ids)
+    kept = {key: reuse._kept[key] for key in reuse.kept()}
+    with pytest.raises(AssertionError, match=r"values differ"):
+        checks.check_gather_correct(lambda n: (48, (32 * n + 47) // 48), order_ids)
+    checks.check_gather_correct(gather_launch, order_ids)
+    table = next(key for key in kept if key[0] == "gather table")
+    assert reuse._kept[table] is kept[table], "the table was not kept from one check to the next"
+    assert capsys.readouterr().out.count("[check] live:") == 2
+    for key in reuse.kept():
+        reuse._kept.pop(key).close()
 
 
 @pytest.mark.gpu
