@@ -13,6 +13,7 @@ repeat, so a drifting probe shows as what it is.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 
 import numpy as np
@@ -29,7 +30,11 @@ TOTAL = 1 << 30
 def verdicts(args: argparse.Namespace) -> None:
     windows = [int(w) * MiB for w in args.windows.split(",")]
     depths = [int(b) for b in args.buffers.split(",")]
-    print(f"part 1: the check's verdict ({checks.CHALLENGE_ROUNDS} rounds x {checks.CHALLENGE_REPEATS} repeats)")
+    queues = os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS")
+    print(
+        f"part 1: the check's verdict ({checks.CHALLENGE_ROUNDS} rounds x {checks.CHALLENGE_REPEATS} repeats, "
+        f"CUDA_DEVICE_MAX_CONNECTIONS={queues})"
+    )
     rows = []
     for w in windows:
         for b in depths:

@@ -1,8 +1,8 @@
 """Where a checker's seconds go: the reference submission judged in one warm process, its test cells each timed,
-twice (the first pays for imports, compiles and allocations; the second is what a warm grading worker pays per
-submission), and a cProfile of the second pass.
+for two submissions of different seeds, as a class's jobs have (the first pays for imports, compiles and
+allocations; the second is what a warm grading worker pays per submission), and a cProfile of the second.
 
-    python benchmarks/checker_profile.py [--assignment day54|zero_copy] [--top 25]
+    python benchmarks/checker_profile.py [--assignment day54|zero_copy] [--sequence A,B,...] [--top 25]
 
 As in grading, first the sandbox's program (setup, the solved exercises, the test cells: grader.program) runs
 here in collect mode and writes the answers file; then the checker's program (setup, placeholders, the test
@@ -51,27 +51,46 @@ def one_pass(ip, nb, program, role: str) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--assignment", default="day54")
+    parser.add_argument(
+        "--sequence",
+        default=None,
+        help="assignments judged one after another in this one process, as a class's checker does (e.g. "
+        "zero_copy,day54,zero_copy); default: --assignment twice",
+    )
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
-    nb = solved_release(Course.at(), args.assignment)
+    sequence = args.sequence.split(",") if args.sequence else [args.assignment] * 2
+    notebooks = {name: solved_release(Course.at(), name) for name in dict.fromkeys(sequence)}
     ip = cells.shell()
     reuse.keep()  # as the warm checker does
+    passes = []
+    profile = cProfile.Profile()
     with tempfile.TemporaryDirectory() as work:
-        filled = Path(work) / "answers.jsonl"
-        one_pass(ip, nb, answers_program(nb), f"collect:{filled}")
-        judged = checker_program(nb)
-        first = one_pass(ip, nb, judged, f"judge:{filled}")
-        profile = cProfile.Profile()
-        profile.enable()
-        second = one_pass(ip, nb, judged, f"judge:{filled}")
-        profile.disable()
-    print(f"{args.assignment}: seconds per test cell, first pass (cold) / second pass (warm)")
-    for cell in first:
-        print(f"  {cell:<28} {first[cell]:7.2f}  {second[cell]:7.2f}")
-    print(f"  {'total':<28} {sum(first.values()):7.2f}  {sum(second.values()):7.2f}")
+        for seed, name in enumerate(sequence, 1):  # each submission its own seed, as every job of a class has
+            nb = notebooks[name]
+            os.environ["LABCORE_SEED"] = str(seed)
+            filled = Path(work) / f"answers-{seed}.jsonl"
+            one_pass(ip, nb, answers_program(nb), f"collect:{filled}")
+            last = seed == len(sequence)
+            if last:
+                profile.enable()
+            passes.append(one_pass(ip, nb, checker_program(nb), f"judge:{filled}"))
+            if last:
+                profile.disable()
+    if args.sequence is None:
+        first, second = passes
+        print(f"{args.assignment}: seconds per test cell, first pass (cold) / second pass (warm)")
+        for cell in first:
+            print(f"  {cell:<28} {first[cell]:7.2f}  {second[cell]:7.2f}")
+        print(f"  {'total':<28} {sum(first.values()):7.2f}  {sum(second.values()):7.2f}")
+    else:
+        print("seconds per test cell, submission by submission, in one process")
+        for n, (name, seconds) in enumerate(zip(sequence, passes, strict=True), 1):
+            cells_text = ", ".join(f"{cell} {s:.2f}" for cell, s in seconds.items())
+            print(f"  {n}. {name}: total {sum(seconds.values()):.2f}: {cells_text}")
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(args.top)
-    print(text.getvalue())
+    print(f"cProfile of the last submission\n{text.getvalue()}")
     return 0
 
 

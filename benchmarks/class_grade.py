@@ -2,7 +2,7 @@
 `python -m grader` setup, collect and autograde (the Dask path, --feedback later), each step timed.
 
     python benchmarks/class_grade.py --students 100 [--jobs 2] [--cluster local] [--keep DIR]
-                                     [--autograde-limit S] [--results-from SAVED]
+                                     [--autograde-limit S] [--results-from SAVED] [--checker-profile DIR]
 
 Prints one line per step (wall seconds, and the CPU seconds of the children it waited for), the autograde
 summary's own "time:" lines (where the time went: sandboxes, checkers, recording), and the grades that are not
@@ -10,26 +10,34 @@ the reference's full marks. Run it under benchmarks/cpu_time.sh for the CPU of t
 
 A class too long for one sitting (a live class of 100 on one GPU, under a 10-minute limit per command) grades in
 parts: `--autograde-limit S` stops the autograde after S seconds (SIGKILL, as a lost coordinator) and copies the
-results stored so far (DIR/grading/.grading, small JSON files) to DIR/saved; a later run with the same --keep DIR
-and `--results-from` that copy grades only the rest (grader autograde keeps what is stored, by its key).
+results stored so far (DIR/grading/.grading, small JSON files) to DIR/saved, and a tar of them to DIR/saved.tar
+(it comes back from a device call whole); a later run with the same --keep DIR and `--results-from` that copy (or
+the tar) grades only the rest (grader autograde keeps what is stored, by its key).
+
+`--checker-profile DIR` has every checker write a cProfile of each job's test cells to DIR (grader.checker) and
+prints the functions that took the most time over all of them: where a class's checker time goes.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import os
+import pstats
 import resource
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 import nbformat
 
+from grader.checker import PROFILE_ENV
 from grader.classgrade import STORE
 from grader.course import Course, solved_release
 
@@ -69,6 +77,8 @@ def autograde_part(args: list[str], limit: float, root: Path, saved: Path) -> li
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         shutil.copytree(root / STORE, saved, dirs_exist_ok=True)
+        with tarfile.open(saved.with_suffix(".tar"), "w") as tar:
+            tar.add(saved, arcname=".")
         n = sum(1 for _ in saved.rglob("*.json"))
         print(f"autograde  stopped at the {limit:.0f} s limit; {n} stored results copied to {saved}", flush=True)
         return None
@@ -86,8 +96,12 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=60, help="per cell, seconds")
     parser.add_argument("--keep", type=Path, default=None, help="grade in this new folder and leave it there")
     parser.add_argument("--autograde-limit", type=float, default=None, help="stop the autograde after S seconds")
-    parser.add_argument("--results-from", type=Path, default=None, help="a saved .grading copy to start from")
+    parser.add_argument("--results-from", type=Path, default=None, help="a saved .grading copy (or its tar) to start")
+    parser.add_argument("--checker-profile", type=Path, default=None, help="cProfile every checker job into DIR")
     args = parser.parse_args()
+    if args.checker_profile:
+        args.checker_profile.mkdir(parents=True, exist_ok=True)
+        os.environ[PROFILE_ENV] = str(args.checker_profile.resolve())
     course = Course.at()
     base = Path(args.keep or tempfile.mkdtemp(prefix="class-grade-"))
     subs, root = base / "submissions", base / "grading"
@@ -100,7 +114,11 @@ def main() -> int:
     step("setup", str(root))
     step("collect", str(root), str(subs))
     if args.results_from:
-        shutil.copytree(args.results_from, root / STORE, dirs_exist_ok=True)
+        if args.results_from.is_file():
+            with tarfile.open(args.results_from) as tar:
+                tar.extractall(root / STORE, filter="data")
+        else:
+            shutil.copytree(args.results_from, root / STORE, dirs_exist_ok=True)
         print(f"results    {sum(1 for _ in (root / STORE).rglob('*.json'))} stored results from {args.results_from}")
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
     grade = [str(root), "--cluster", args.cluster, "--timeout", str(args.timeout), *jobs]
@@ -124,6 +142,12 @@ def main() -> int:
         scores[key] = scores.get(key, 0) + 1
     for (assignment, score), count in sorted(scores.items()):
         print(f"  {assignment}: {count} students scored {score}")
+    if args.checker_profile:
+        found = sorted(args.checker_profile.glob("checker-*.prof"))
+        if found:
+            text = io.StringIO()
+            pstats.Stats(*map(str, found), stream=text).sort_stats("cumulative").print_stats(40)
+            print(f"checker profile over {len(found)} jobs (cumulative seconds, all jobs together)\n{text.getvalue()}")
     return 0
 
 

