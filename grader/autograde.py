@@ -77,6 +77,7 @@ class Outcome:
     sandbox_s: float | None = None  # wall seconds in the sandbox (no GPU)
     checker_s: float | None = None  # wall seconds in the trusted checker: the only process that uses a GPU
     checker_cells_s: dict[str, float] = dataclasses.field(default_factory=dict)  # of checker_s, per cell (grade id)
+    checker_cold: bool = False  # its checker process started for it (imports, compiles, first allocations)
     state: str = "graded"  # grader.status's words: graded, graded with written answers pending, not submitted, ...
     pending: dict[str, float] = dataclasses.field(default_factory=dict)  # written answers to grade by hand: points
 
@@ -281,6 +282,7 @@ def outcome(
         sandbox_s=_total(t.get("sandbox_s") for t in times),
         checker_s=_total(t.get("checker_s") for t in times),
         checker_cells_s={k: v for t in times for k, v in (t.get("checker_cells_s") or {}).items()},
+        checker_cold=any(t.get("checker_cold") for t in times),
         state=found_state,
         pending=waiting,
     )

@@ -7,10 +7,14 @@ with LABCORE_ANSWERS=judge:FOLDER/answers.jsonl, in that folder. It answers with
 outputs (what the check printed, and the error that fails it). Imports, the shipped profiles and, on a GPU, the
 CUDA context, compiled kernels and the checks' large buffers (labcore.reuse) are made once and kept for every
 later submission.
+
+With GRADER_CHECKER_PROFILE=DIR in its environment (benchmarks/class_grade.py --checker-profile), each job's test
+cells run under cProfile and the statistics go to DIR/checker-PID-N.prof: where a class's checker time goes.
 """
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
 import sys
@@ -21,6 +25,9 @@ from typing import Any
 from grader import cells
 from grader.zygote import warm
 from labcore import answers, reuse
+
+PROFILE_ENV = "GRADER_CHECKER_PROFILE"
+_profiled = 0  # jobs profiled by this process
 
 
 def judge(job: dict[str, Any], ip: Any) -> dict[str, Any]:
@@ -34,10 +41,20 @@ def judge(job: dict[str, Any], ip: Any) -> dict[str, Any]:
     cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)
     began = time.perf_counter()
     judged, seconds = {}, {}
+    profiles = os.environ.get(PROFILE_ENV)
+    profile = cProfile.Profile() if profiles else None
     for index, source, count in program["cells"]:
         start = time.perf_counter()
+        if profile is not None:
+            profile.enable()
         judged[str(index)] = cells.run_cell(ip, source, count)
+        if profile is not None:
+            profile.disable()
         seconds[str(index)] = round(time.perf_counter() - start, 3)
+    if profile is not None:
+        global _profiled
+        _profiled += 1
+        profile.dump_stats(Path(profiles) / f"checker-{os.getpid()}-{_profiled}.prof")
     return {"cells": judged, "cells_s": seconds, "checker_s": round(time.perf_counter() - began, 3)}
 
 

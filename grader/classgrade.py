@@ -165,6 +165,7 @@ def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
         "sandbox_s": extracted.get("sandbox_s"),
         "checker_s": checked.get("checker_s"),
         "waited_s": 0.0,
+        "checker_cold": bool(checked.get("checker_cold")),
         "checker_cells_s": {grade_id(c): seconds[str(i)] for i, c in enumerate(nb.cells) if str(i) in seconds},
     }
     return nb

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import statistics
 import sys
 import threading
 import time
@@ -352,8 +353,12 @@ def _where_time_went(outcomes: list[Outcome], phases: dict[str, float]) -> None:
         for cell, seconds in o.checker_cells_s.items():
             cells.setdefault(cell, []).append(seconds)
     if cells:
-        means = ", ".join(f"{cell} {sum(v) / len(v):.2f}" for cell, v in cells.items())
-        print(f"time: the checker's seconds a submission, per cell: {means}")
+        means = ", ".join(f"{cell} {statistics.mean(v):.2f} ({statistics.median(v):.2f})" for cell, v in cells.items())
+        cold = sum(o.checker_cold for o in graded)
+        print(
+            f"time: the checker's seconds a submission, per cell, mean (median): {means}; {cold} of "
+            f"{len(graded)} submissions started a checker process"
+        )
 
 
 def _kept(grading: GradingDir, name: str, bar: Progress) -> Callable[[int], None]:

@@ -74,6 +74,7 @@ class _Warm:
         self.what = what
         self.log = Path(os.devnull)
         self.child: subprocess.Popen | None = None
+        self.started = False  # whether the last job started the child (its first cells pay imports and compiles)
 
     def _start(self) -> None:
         raise NotImplementedError
@@ -98,14 +99,16 @@ class _Warm:
         lines = [x for x in text.splitlines() if x.strip()]
         return lines[-1][:300] if lines else "no output"
 
-    def ensure(self) -> None:
-        """Start the child unless it runs, and wait for it to be ready."""
+    def ensure(self) -> bool:
+        """Start the child unless it runs, and wait for it to be ready; whether it had to start."""
         if self.child is None or self.child.poll() is not None:
             self._start()
             self._line(READY_S)
+            return True
+        return False
 
     def ask(self, job: dict[str, Any], budget_s: float) -> dict[str, Any]:
-        self.ensure()
+        self.started = self.ensure()
         assert self.child is not None and self.child.stdin is not None
         self.child.stdin.write((json.dumps(job) + "\n").encode())
         self.child.stdin.flush()
@@ -271,6 +274,7 @@ class WarmChecker(_Warm):
                     "trouble": "",
                     "checker_s": told["checker_s"],
                     "cells_s": told.get("cells_s", {}),
+                    "checker_cold": self.started,
                 }
             except _Trouble as trouble:
                 return {"verdicts": {}, "trouble": str(trouble), "checker_s": None}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -134,6 +135,9 @@ def test_a_killed_coordinator_loses_nothing_and_the_rerun_grades_only_the_rest(c
     rerun = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
     assert f"toy: {len(before)} already graded in {root / STORE}, kept" in rerun.stdout
+    # one worker, one warm checker per run: each run's first submission started it, no other did
+    starts = re.search(r"(\d+) of (\d+) submissions started a checker process", rerun.stdout)
+    assert starts and 1 <= int(starts[1]) <= 2 and int(starts[1]) < int(starts[2]), rerun.stdout[-2000:]
     after = _stored(root)
     assert all(after[s] == v for s, v in before.items())  # the kept results were not graded again
     assert _scores(root) == dict.fromkeys(students, FULL)
