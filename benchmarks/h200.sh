@@ -11,6 +11,7 @@
 #   class-rest N     the same, starting from the results of a class-part carried in as .class-saved.tar
 #   floor-gap   benchmarks/floor_gap.py ${GAP_ARGS}, then again with CUDA_DEVICE_MAX_CONNECTIONS=32
 #   connections benchmarks/challenge_check.py --part verdicts ${CONN_ARGS}, with 8 hardware queues, then the course's 32
+#   graph       benchmarks/graph_replay.py ${GRAPH_ARGS}: the pipeline replayed as one CUDA graph, vs the probe
 #   direction   benchmarks/direction_streams.py ${DIRECTION_ARGS}: copies in and out on a stream each, events between
 set -u
 out=${OUT:?}
@@ -61,6 +62,8 @@ while [[ $# -gt 0 ]]; do
     connections)
       { time CUDA_DEVICE_MAX_CONNECTIONS=8 timeout 250 python3 benchmarks/challenge_check.py --part verdicts ${CONN_ARGS:-}; } > "$out/connections_8.txt" 2>&1
       { time timeout 250 python3 benchmarks/challenge_check.py --part verdicts ${CONN_ARGS:-}; } > "$out/connections_32.txt" 2>&1 ;;
+    graph)
+      { time timeout 150 python3 benchmarks/graph_replay.py ${GRAPH_ARGS:-}; } > "$out/graph_replay.txt" 2>&1 ;;
     direction)
       { time timeout ${DIRECTION_S:-200} python3 benchmarks/direction_streams.py ${DIRECTION_ARGS:-}; } > "$out/direction_streams.txt" 2>&1 ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
