@@ -13,18 +13,13 @@ beside the course's best stream-ordered pipeline.
 from __future__ import annotations
 
 import argparse
-import statistics
 
 import cupy as cp
+from floor_rounds import Bench  # benchmarks/, beside this script
 
 from day54 import schedules
-from day54.context import CupyContext, HostArrays
+from day54.context import CupyContext
 from day54.kernel import launch_fma_chain
-from day54.verify import check_bit_exact
-from labcore.timing import time_pass
-
-MiB = 1 << 20
-TOTAL = 1 << 30
 
 
 class DirectionStreams:
@@ -65,36 +60,14 @@ def main() -> None:
     parser.add_argument("--buffers", default="2,3,4")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    host = HostArrays(TOTAL)
-    host.fill_random(54)
-    link = CupyContext(host, 64 * MiB, 2, 512)
-    host.poison()
-    schedules.naive(link.with_buffers(1))
-    link.synchronize()
-    expected = host.h_out.copy()
-    best = CupyContext(host, 16 * MiB, 6, 512)
+    bench = Bench(args.rounds, args.repeats)
+    best = bench.context(16, 6)
     candidates = {"stream-ordered pipelined 16 MiB x 6": lambda: schedules.pipelined(best)}
-    for w in (int(x) * MiB for x in args.windows.split(",")):
+    for w in (int(x) for x in args.windows.split(",")):
         for b in (int(x) for x in args.buffers.split(",")):
-            candidates[f"direction streams {w // MiB} MiB x {b}"] = DirectionStreams(CupyContext(host, w, b, 512))
-    for name, fn in candidates.items():
-        host.poison()
-        fn()
-        cp.cuda.Device().synchronize()
-        check = check_bit_exact(name, host.h_out, expected, 16 * MiB // 4)
-        assert check.ok, (name, check.detail)
-    print("every candidate bit-identical to naive")
-    timed = dict(params={}, domain="direction", repeats=args.repeats, before=host.poison)
-    ratios: dict[str, list[float]] = {name: [] for name in candidates}
-    for r in range(args.rounds):
-        for name, fn in candidates.items():
-            floor = time_pass(lambda: schedules.duplex(link), key="duplex", name="duplex", **timed).median_ms
-            mine = time_pass(fn, key=name, name=name, **timed).median_ms
-            ratios[name].append(mine / floor)
-            print(f"round {r}: {name:<38} {mine:7.3f} ms / floor {floor:7.3f} ms = {mine / floor:.3f}", flush=True)
-    print("median over rounds of (candidate / link floor of the same round)")
-    for name, found in sorted(ratios.items(), key=lambda kv: statistics.median(kv[1])):
-        print(f"  {name:<38} {statistics.median(found):.3f}x  ({', '.join(f'{x:.3f}' for x in found)})")
+            candidates[f"direction streams {w} MiB x {b}"] = DirectionStreams(bench.context(w, b))
+    bench.bit_exact(candidates)
+    bench.against_floor(candidates, "direction")
 
 
 if __name__ == "__main__":

@@ -12,17 +12,11 @@ The medians over rounds of each candidate / the floor of its round are printed; 
 from __future__ import annotations
 
 import argparse
-import statistics
 
-import cupy as cp
+from floor_rounds import Bench, MiB  # benchmarks/, beside this script
 
 from day54 import schedules
-from day54.context import CupyContext, HostArrays
-from day54.verify import check_bit_exact
-from labcore.timing import time_pass
-
-MiB = 1 << 20
-TOTAL = 1 << 30
+from day54.context import CupyContext
 
 
 def tail_cut(big: CupyContext, small: CupyContext) -> None:
@@ -48,44 +42,24 @@ def main() -> None:
     parser.add_argument("--buffers", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    host = HostArrays(TOTAL)
-    host.fill_random(54)
-    link = CupyContext(host, 64 * MiB, 2, 512)
-    candidates = {}
-    for w in (int(x) * MiB for x in args.windows.split(",")):
-        probe = CupyContext(host, w, 2, 512)
-        candidates[f"duplex probe, {w // MiB} MiB copies"] = lambda c=probe: schedules.duplex(c)
+    bench = Bench(args.rounds, args.repeats)
+    candidates, unchecked = {}, []
+    for w in (int(x) for x in args.windows.split(",")):
+        probe = bench.context(w, 2)
+        name = f"duplex probe, {w} MiB copies"
+        candidates[name] = lambda c=probe: schedules.duplex(c)
+        unchecked.append(name)
         for fmas in (512, 1):
-            ctx = CupyContext(host, w, args.buffers, fmas)
-            candidates[f"pipelined {w // MiB} MiB x {args.buffers}, {fmas} FMA"] = lambda c=ctx: schedules.pipelined(c)
-        if w > 4 * MiB:
-            big, small = CupyContext(host, w, args.buffers, 512), CupyContext(host, 4 * MiB, 4, 512)
-            candidates[f"{w // MiB} MiB x {args.buffers}, last in 4 MiB"] = lambda b=big, s=small: tail_cut(b, s)
-    host.poison()
-    schedules.naive(link.with_buffers(1))
-    link.synchronize()
-    expected = host.h_out.copy()
-    for name, fn in candidates.items():
-        if (name.startswith("pipelined") and name.endswith(" 1 FMA")) or name.startswith("duplex"):
-            continue
-        host.poison()
-        fn()
-        cp.cuda.Device().synchronize()
-        check = check_bit_exact(name, host.h_out, expected, 4 * MiB // 4)
-        assert check.ok, (name, check.detail)
-    print("every 512-FMA candidate bit-identical to naive")
-    timed = dict(params={}, domain="floor-gap", repeats=args.repeats, after=host.poison)
-    ratios: dict[str, list[float]] = {name: [] for name in candidates}
-    for r in range(args.rounds):
-        for name, fn in candidates.items():
-            floor = time_pass(lambda: schedules.duplex(link), key="duplex", name="duplex", **timed).median_ms
-            mine = time_pass(fn, key=name, name=name, **timed).median_ms
-            ratios[name].append(mine / floor)
-            print(f"round {r}: {name:<36} {mine:7.3f} ms / floor {floor:7.3f} ms = {mine / floor:.3f}", flush=True)
-    cp.cuda.Device().synchronize()
-    print("median over rounds of (candidate / link floor of the same round)")
-    for name, found in ratios.items():
-        print(f"  {name:<36} {statistics.median(found):.3f}x  ({', '.join(f'{x:.3f}' for x in found)})")
+            ctx = bench.context(w, args.buffers, fmas)
+            name = f"pipelined {w} MiB x {args.buffers}, {fmas} FMA"
+            candidates[name] = lambda c=ctx: schedules.pipelined(c)
+            if fmas != 512:
+                unchecked.append(name)  # another kernel, another output
+        if w * MiB > 4 * MiB:
+            big, small = bench.context(w, args.buffers), bench.context(4, 4)
+            candidates[f"{w} MiB x {args.buffers}, last in 4 MiB"] = lambda b=big, s=small: tail_cut(b, s)
+    bench.bit_exact(candidates, skip=unchecked)
+    bench.against_floor(candidates, "floor-gap")
 
 
 if __name__ == "__main__":
