@@ -1,6 +1,7 @@
 """Where a checker's seconds go: the reference submission judged in one warm process, its test cells each timed,
 for two submissions of different seeds, as a class's jobs have (the first pays for imports, compiles and
-allocations; the second is what a warm grading worker pays per submission), and a cProfile of the second.
+allocations; the second is what a warm grading worker pays per submission), and a cProfile of the second. The
+test cells are those autograde runs, hidden tests included.
 
     python benchmarks/checker_profile.py [--assignment day54|zero_copy] [--sequence A,B,...] [--top 25]
 
@@ -21,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import nbformat
 
 from grader import cells
 from grader.course import Course, solved_release
@@ -48,6 +51,17 @@ def one_pass(ip, nb, program, role: str) -> dict[str, float]:
     return seconds
 
 
+def graded_notebook(course: Course, assignment: str) -> nbformat.NotebookNode:
+    """The reference as autograde judges it: the solved release with every test cell as in the course's source,
+    hidden tests included (nbgrader restores locked cells from the gradebook the same way)."""
+    nb = solved_release(course, assignment)
+    source = {c.get("id"): c for c in nbformat.read(course.source / assignment / f"{assignment}.ipynb", 4).cells}
+    for cell in nb.cells:
+        if is_test(cell) and cell.get("id") in source:
+            cell.source = source[cell["id"]].source
+    return nb
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--assignment", default="day54")
@@ -60,7 +74,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
     sequence = args.sequence.split(",") if args.sequence else [args.assignment] * 2
-    notebooks = {name: solved_release(Course.at(), name) for name in dict.fromkeys(sequence)}
+    notebooks = {name: graded_notebook(Course.at(), name) for name in dict.fromkeys(sequence)}
     ip = cells.shell()
     reuse.keep()  # as the warm checker does
     passes = []

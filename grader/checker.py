@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
     protocol_in, protocol_out = sys.stdin, sys.stdout
     sys.stdout = sys.stderr
     warm(argv)
-    reuse.keep()  # the checks' big buffers (a 4 GiB mapped table) serve every submission this process judges
+    reuse.keep()  # the checks' big buffers (a 1 GiB mapped table) serve every submission this process judges
     ip = cells.shell()
     cells.keep_forever()
     protocol_out.write(json.dumps({"ready": True}) + "\n")

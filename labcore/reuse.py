@@ -1,6 +1,6 @@
 """Large buffers a warm grading process keeps from one submission to the next.
 
-A live check allocates what it measures with (the zero-copy gather's 4 GiB mapped table, say); pinning that much
+A live check allocates what it measures with (the zero-copy gather check's 1 GiB mapped table, say); pinning that much
 takes most of a second, longer than the measurement. In a student's notebook a check frees what it made when it
 is done, so a shared lab machine gets the memory back. A warm trusted checker (grader.checker) calls `keep()`:
 then the first check makes the buffer and later checks borrow it. Whoever borrows a buffer overwrites what it

@@ -586,9 +586,9 @@ def test_live_wrong_warp_mapping_is_caught():
 
 @pytest.mark.gpu
 def test_a_kept_table_judges_each_submission_afresh(monkeypatch, capsys):
-    """As in a warm checker (labcore.reuse kept on): one 4 GiB table serves every check, and a wrong grid judged
-    right after a right one still fails (its unwritten rows are poison, not the last submission's rows), and a
-    right one after it still passes."""
+    """As in a warm checker (labcore.reuse kept on): one 1 GiB table serves every check, every row size of the
+    hidden tests included, and a wrong grid judged right after a right one still fails (its unwritten rows are
+    poison, not the last submission's rows), and a right one after it still passes."""
     monkeypatch.setattr(reuse, "_keeping", False)
     monkeypatch.setattr(reuse, "_kept", {})
     reuse.keep()
@@ -599,7 +599,13 @@ def test_a_kept_table_judges_each_submission_afresh(monkeypatch, capsys):
     checks.check_gather_correct(gather_launch, order_ids)
     table = next(key for key in kept if key[0] == "gather table")
     assert reuse._kept[table] is kept[table], "the table was not kept from one check to the next"
-    assert capsys.readouterr().out.count("[check] live:") == 2
+    # the hidden tests' other row sizes view the same kept table: no submission pins a table of its own
+    checks.check_gather_correct(gather_launch, order_ids, n_rows=3001, row_bytes=48, pattern="descending")
+    checks.check_gather_correct(gather_launch, order_ids, n_rows=1, row_bytes=2064, pattern="repeated")
+    checks.check_gather_correct(gather_launch, order_ids, n_rows=20_000, row_bytes=512, pattern="repeated")
+    tables = [key for key in reuse.kept() if key[0] == "gather table"]
+    assert tables == [table] and reuse._kept[table] is kept[table], tables
+    assert capsys.readouterr().out.count("[check] live:") == 5
     for key in reuse.kept():
         reuse._kept.pop(key).close()
 
