@@ -243,6 +243,16 @@ def my_pipelined(ctx):
         ctx.launch(k, pair, stream=LEGACY)
         ctx.copy_out(k, pair, stream=LEGACY)"""
 
+# Right data flow, but a pair's next chunk goes to another stream with nothing ordering it after the last: a race
+# on every reused buffer, which the GPU may or may not show on a given run; the recording fake always finds it.
+RACY_STREAMS = """def my_pipelined(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        stream = (k // ctx.n_buffers) % ctx.n_buffers
+        ctx.copy_in(k, pair, stream=stream)
+        ctx.launch(k, pair, stream=stream)
+        ctx.copy_out(k, pair, stream=stream)"""
+
 DEVICE_SYNC = """def my_pipelined(ctx):
     for k in range(ctx.n_chunks):
         pair = k % ctx.n_buffers
@@ -796,6 +806,14 @@ CORPUS: tuple[Submission, ...] = (
         "a device synchronize after every chunk: correct, serialized, and bad practice",
         full(D, test_pipelined_ratio=0, test_pipelined_practice=0),
         edits={"my_pipelined": DEVICE_SYNC},
+    ),
+    Submission(
+        "d54-racy-streams",
+        D,
+        "a pair's next chunk on another stream, unordered after its last (right data flow, a race on each reused "
+        "buffer): correct 0, and a wrong schedule's time and practices do not count",
+        full(D, **SCHEDULE_CELLS_ZERO),
+        edits={"my_pipelined": RACY_STREAMS},
     ),
     Submission(
         "d54-empty-schedule",
