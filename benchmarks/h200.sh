@@ -10,7 +10,7 @@
 #   class-part N S   the same, the autograde stopped after S s; its stored results come back as $OUT/saved.tar
 #   class-rest N     the same, starting from the results of a class-part carried in as .class-saved.tar
 #   floor-gap   benchmarks/floor_gap.py ${GAP_ARGS}, then again with CUDA_DEVICE_MAX_CONNECTIONS=32
-#   connections benchmarks/challenge_check.py --part verdicts ${CONN_ARGS}, with 8 hardware queues, then the course's 32
+#   connections benchmarks/challenge_check.py --part verdicts ${CONN_ARGS}, with 8 hardware queues, then 32
 #   graph       benchmarks/graph_replay.py ${GRAPH_ARGS}: the pipeline replayed as one CUDA graph, vs the probe
 #   direction   benchmarks/direction_streams.py ${DIRECTION_ARGS}: copies in and out on a stream each, events between
 set -u
@@ -61,7 +61,7 @@ while [[ $# -gt 0 ]]; do
       { time CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 150 python3 benchmarks/floor_gap.py ${GAP_ARGS:-}; } > "$out/floor_gap_32.txt" 2>&1 ;;
     connections)
       { time CUDA_DEVICE_MAX_CONNECTIONS=8 timeout 250 python3 benchmarks/challenge_check.py --part verdicts ${CONN_ARGS:-}; } > "$out/connections_8.txt" 2>&1
-      { time timeout 250 python3 benchmarks/challenge_check.py --part verdicts ${CONN_ARGS:-}; } > "$out/connections_32.txt" 2>&1 ;;
+      { time CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 250 python3 benchmarks/challenge_check.py --part verdicts ${CONN_ARGS:-}; } > "$out/connections_32.txt" 2>&1 ;;
     graph)
       { time timeout 150 python3 benchmarks/graph_replay.py ${GRAPH_ARGS:-}; } > "$out/graph_replay.txt" 2>&1 ;;
     direction)
