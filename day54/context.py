@@ -89,6 +89,18 @@ class CupyContext:
         self.n_streams = len(self.streams)
         self.tracer: Any = None
 
+    def expected_output(self) -> Any:
+        """Naive's output for the host's input, made in device memory: the input copied over once and one kernel
+        launch across the whole array (each element's FMA chain is the same however the array is chunked)."""
+        cp = self._cp
+        with cp.cuda.Stream.null:
+            d_in = cp.asarray(self.h_in)
+            expected = cp.empty_like(d_in)
+            launch_fma_chain(d_in, expected, d_in.size, self.fmas, cp.cuda.Stream.null)
+            del d_in
+            cp.cuda.Device().synchronize()
+        return expected
+
     def with_buffers(self, n_buffers: int, n_streams: int | None = None) -> CupyContext:
         """A view that uses only the first n_buffers pairs (and as many streams), sharing memory."""
         view = object.__new__(CupyContext)

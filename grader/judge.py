@@ -10,7 +10,7 @@ It runs in a fresh kernel of its own that never runs a line of the student's: a 
 
 executed with LABCORE_ANSWERS=judge:FILE (grader.execute, in a folder holding copies of the answers file and
 the student's run files). Each check reads the student's answers back and judges them: it replays a schedule's
-trace on the GPU, poisons and verifies every timed output and times it itself, compiles CUDA source to PTX, or,
+trace on the GPU, poisons and verifies its timed output and times it itself, compiles CUDA source to PTX, or,
 without a GPU, replays the trace on the recording fake and the simulator or reads the student's exports.
 Its outputs become the test cells' outputs in the autograded notebook, and so the gradebook's points.
 """

@@ -42,12 +42,15 @@ def time_pass(
     bytes_moved: int | None = None,
     before: Callable[[], Any] | None = None,
     after: Callable[[], Any] | None = None,
+    before_last: Callable[[], Any] | None = None,
+    after_last: Callable[[], Any] | None = None,
 ) -> PassTimes:
     """Warm up, then time `fn` `repeats` times; each timed call is one NVTX range named str(key).
 
     `before` runs untimed ahead of every call (poisoning outputs, say), `after` untimed once the device is
     idle after every call, warm-ups included (verifying what that very call wrote and poisoning it for the next,
-    say).
+    say). `before_last` and `after_last` do the same around the last timed call only (poison, then verify what
+    that call wrote: one pass over the output instead of one per call).
     """
     key = str(key)
     cp = _cupy()
@@ -64,9 +67,11 @@ def time_pass(
                 device.synchronize()
             if after:
                 after()
-        for _ in range(repeats):
+        for done in range(1, repeats + 1):
             if before:
                 before()
+            if before_last and done == repeats:
+                before_last()
             device.synchronize()
             with nvtx.annotate(key, domain=domain):
                 t0 = time.perf_counter()
@@ -79,6 +84,8 @@ def time_pass(
             times_ms.append(cp.cuda.get_elapsed_time(start, stop))
             if after:
                 after()
+            if after_last and done == repeats:
+                after_last()
             host_ms.append((t1 - t0) * 1e3)
     return PassTimes(
         key=key, name=name, params=dict(params), times_ms=times_ms, host_ms=host_ms, bytes_moved=bytes_moved

@@ -137,13 +137,13 @@ def test_collecting_files_the_answers_and_judges_nothing(tmp_path, monkeypatch, 
 @pytest.mark.parametrize(
     ("ratios", "decided"),
     [
-        ([1.16, 1.17, 1.15], True),  # the lesson's settings: a clear miss after three rounds
-        ([1.057, 1.058, 1.056], True),  # a steady near miss, every round past 1.05 by 0.5% or more
-        ([1.02, 1.03, 1.01], True),  # a steady pass
-        ([1.16, 1.17], False),  # too few rounds, however clear
-        ([1.057, 1.049, 1.06], False),  # one round on the other side: all seven are needed
-        ([1.052, 1.058, 1.06], False),  # one round too close to the line
-        ([0.98, 1.045, 1.0], False),  # a pass whose worst round is within 0.5% of the line
+        ([1.16, 1.17, 1.15, 1.16, 1.18], True),  # the lesson's settings: a clear miss after five rounds
+        ([1.057, 1.058, 1.056, 1.056, 1.059], True),  # a steady near miss, every round past 1.05 by 0.5% or more
+        ([1.02, 1.03, 1.01, 1.02, 1.02], True),  # a steady pass
+        ([1.16, 1.17, 1.15, 1.16], False),  # too few rounds, however clear
+        ([1.057, 1.049, 1.06, 1.06, 1.06], False),  # one round on the other side: all of them are needed
+        ([1.052, 1.058, 1.06, 1.06, 1.06], False),  # one round too close to the line
+        ([0.98, 1.045, 1.0, 1.0, 1.0], False),  # a pass whose worst round is within 0.5% of the line
     ],
 )
 def test_the_rounds_stop_early_only_when_every_round_is_clearly_on_one_side(ratios, decided):

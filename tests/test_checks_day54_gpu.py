@@ -19,7 +19,7 @@ def test_a_correct_schedule_passes_live(capsys):
     checks.check_schedule_correct(my_pipelined)
     checks.check_pipelined_ratio(my_pipelined)
     out = capsys.readouterr().out
-    assert "live on fresh random input" in out and "every timed output verified" in out
+    assert "live on fresh random input" in out and "verified every round" in out
 
 
 def test_a_wrong_schedule_fails_live():
@@ -36,7 +36,7 @@ def test_one_stream_is_too_slow_live():
 
 def test_a_schedule_that_does_less_after_its_first_calls_fails():
     """Checks judge recorded traces (two recordings per configuration must agree); doing less later is caught,
-    and what is timed is a replay of what was recorded, each timed output verified."""
+    and what is timed is a replay of what was recorded, its timed output verified every round."""
     with pytest.raises(AssertionError, match="is never copied out"):
         checks.check_schedule_correct(lazy_after(2))
     checks.check_pipelined_ratio(lazy_after(2))  # its first recording is right, and that is what is timed
