@@ -3,9 +3,10 @@ with one (the checks measure on it, and the corpus's `live` points apply).
 
 Every submission goes into ONE grading directory: `python -m grader` setup, collect, one autograde per assignment
 (a short per-cell limit: one submission hangs on purpose), export. Then, per submission: every graded cell has
-exactly the points the corpus expects (read from the gradebook, the total cross-checked against the export), and every cell that scored 0 shows a reason that is a verdict on the student's work (a failed check, a
-stub, a timeout, the student's own dead kernel), never a crash of the grader (a TypeError inside a check, a
-notebook that could not be graded, a zero with no error at all).
+exactly the points the corpus expects (read from the gradebook, the total cross-checked against the export), and
+every cell that scored 0 shows a reason that is a verdict on the student's work (a failed check, a stub, a timeout,
+the student's own dead kernel), never a crash of the grader (a TypeError inside a check, a notebook that could not
+be graded, a zero with no error at all).
 """
 
 from __future__ import annotations
