@@ -60,10 +60,6 @@ class HostArrays:
         on the GPU (pinned arrays only); finished on return."""
         return verify_and_poison(self.device_view(self.h_out), expected, chunk_elems)
 
-    def output_on_device(self) -> Any:
-        """A copy of the output in device memory: what a later output is compared with, on the GPU."""
-        return self.device_view(self.h_out).copy()
-
 
 class CupyContext:
     """Real work on the GPU: n_buffers device pairs of window_bytes, and n_streams blocking streams."""

@@ -81,7 +81,7 @@ def _nbgrader_main(args: list[str], cwd: str, env: dict[str, str], log: str) -> 
     from nbgrader.apps.nbgraderapp import NbGraderApp  # preloaded by the forkserver; the parent never imports it
 
     # One engine per gradebook URL in this process: nbgrader opens and closes a Gradebook (and so an engine) about
-    # nine times a submission, and each new engine compiled every query afresh (a third of recording a class).
+    # nine times a submission, and each new engine compiled every query afresh (a quarter of the recording's CPU).
     nbgrader.api.create_engine = functools.cache(sqlalchemy.create_engine)
     NbGraderApp.launch_instance(argv=args)
 
