@@ -191,6 +191,42 @@ def test_the_per_warp_model_is_the_per_thread_model(threads, blocks):
     np.testing.assert_array_equal(gather.written_from(ids, threads, blocks, row_vecs), by_word)
 
 
+@pytest.mark.parametrize("threads, blocks", [(256, 97), (64, 388), (96, 259), (40, 600), (256, 96), (33, 1), (32, 0)])
+@pytest.mark.parametrize("row_vecs", [70, 64, 8, 1])
+def test_rows_written_whole_are_the_rows_of_written_from_without_a_gap(threads, blocks, row_vecs):
+    """The offline check's fast verdict (gather.rows_written_whole) is the whole array's, row by row."""
+    ids = np.random.default_rng(6).integers(0, 500, 777)
+    expected = (gather.written_from(ids, threads, blocks, row_vecs) >= 0).all(axis=1)
+    np.testing.assert_array_equal(gather.rows_written_whole(ids.size, threads, blocks, row_vecs), expected)
+
+
+@pytest.mark.parametrize(
+    "threads, blocks, spoil, passes",
+    [
+        (256, 98, None, True),
+        (96, 259, None, True),  # 96 threads a block: warps still whole
+        (256, 97, None, False),  # one warp short
+        (40, 700, None, False),  # lanes 8..31 of most warps never run
+        (96, 259, "swap", False),
+        (96, 259, "restore", False),
+    ],
+)
+def test_the_offline_gather_verdict_is_the_word_by_word_one(threads, blocks, spoil, passes):
+    """_simulated's verdict and message match comparing every word: grids short of rows, wrong orders."""
+    rng = np.random.default_rng(7)
+    ids = rng.integers(0, 10_000, 777)
+    restore = np.argsort(np.argsort(ids, kind="stable"), kind="stable")
+    sorted_ids = np.sort(ids, kind="stable")
+    if spoil == "swap":
+        sorted_ids[[3, 500]] = sorted_ids[[500, 3]]
+    elif spoil == "restore":
+        restore = np.roll(restore, 1)
+    ok, detail = checks._simulated(ids, threads, blocks, sorted_ids, restore, 1024)
+    written = gather.written_from(sorted_ids, threads, blocks, 64)[restore]
+    assert ok == bool((written == ids[:, None]).all()) == passes
+    assert detail.startswith("bit-exact, 49,728 values") if ok else "values differ" in detail
+
+
 def test_reference_gather_bandwidth_offline_uses_the_recorded_sorted_gather(offline, capsys):
     checks.check_gather_bandwidth(gather_launch, order_ids)
     out = capsys.readouterr().out

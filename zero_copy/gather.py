@@ -267,11 +267,25 @@ def written_from(ids: np.ndarray, threads: int, blocks: int, row_vecs: int) -> n
     (n_ids, row_vecs) array of row ids, -1 where nothing writes. It is simulate_gather's result for a table whose
     words each hold their row's id, computed per warp rather than per word: thread t is lane (t % threads) % 32 of
     warp t / 32, and a warp's lane l copies words l, l + 32, ... of its row; threads past 32 * n_ids do nothing."""
-    n_ids = ids.size
+    lanes = _lanes(ids.size, threads, blocks)
+    return np.where(lanes[:, np.arange(row_vecs) % WARP], np.asarray(ids, dtype=np.int64)[:, None], -1)
+
+
+def rows_written_whole(n_ids: int, threads: int, blocks: int, row_vecs: int) -> np.ndarray:
+    """Whether gather_rows writes every 16-byte word of each output row for this grid (a bool per row): the
+    rows of written_from that hold no -1, found from the warps' lanes alone, without the (n_ids, row_vecs) array."""
+    if threads % WARP == 0:  # every warp whole: thread t is lane t % 32 of warp t / 32, and the first warps run
+        return np.arange(n_ids) < threads * blocks // WARP
+    needed = np.unique(np.arange(row_vecs) % WARP)  # the lanes that copy some word of a row
+    return _lanes(n_ids, threads, blocks)[:, needed].all(axis=1)
+
+
+def _lanes(n_ids: int, threads: int, blocks: int) -> np.ndarray:
+    """(n_ids, 32) bools: whether lane l of the warp that copies row i runs in this grid."""
     t = np.arange(min(threads * blocks, WARP * n_ids), dtype=np.int64)
     lanes = np.zeros((n_ids, WARP), dtype=bool)
     lanes[t // WARP, (t % threads) % WARP] = True
-    return np.where(lanes[:, np.arange(row_vecs) % WARP], np.asarray(ids, dtype=np.int64)[:, None], -1)
+    return lanes
 
 
 @dataclasses.dataclass
