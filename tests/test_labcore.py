@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import pytest
 
 from day54 import plots as day54_plots
 from day54 import report
 from day54.replay import load_profile
-from labcore import plots
+from labcore import answers, plots
 from labcore.errors import UsageError
 from labcore.record import Op, Record, load, validate
 from labcore.sizes import format_size, parse_size, parse_sizes
@@ -169,3 +171,58 @@ def test_pick_device_refuses_a_gpu_the_machine_lacks_in_one_line(monkeypatch):
     with pytest.raises(UsageError, match=r"^LABCORE_DEVICE 'first': not a GPU index"):
         device.pick_device()
     assert _FakeDevice.used == []
+
+
+# -- answers as data: the arrays' encoding ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.arange(50_000, dtype=np.int64)[::-1],  # a view: not contiguous
+        np.array([[1.5, -np.inf], [np.nan, 2.0]], dtype=np.float32),
+        np.array([True, False, True]),
+        np.zeros((0, 3), dtype=np.uint16),
+        np.array(7, dtype=">i4"),  # 0-d, big-endian
+    ],
+    ids=["int64-view", "float32-2d", "bool", "empty", "0d-big-endian"],
+)
+def test_arrays_travel_as_their_bytes_and_come_back_equal(value):
+    """An array answer is filed as base64 of its bytes and reads back with the same dtype, shape and values."""
+    encoded = json.loads(json.dumps(answers.encode(value)))
+    assert set(encoded) == {"array", "shape", "bytes"}
+    back = answers.decode(encoded)
+    assert back.dtype == value.dtype and back.shape == value.shape and back.flags.writeable
+    np.testing.assert_array_equal(back, value)
+
+
+def _forged_array(kind="<i8", shape=(2,), raw=b"\0" * 16, text=None):
+    return {"array": kind, "shape": list(shape), "bytes": text if text is not None else base64.b64encode(raw).decode()}
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        _forged_array(kind="|O"),  # objects: could be anything
+        _forged_array(kind="|V16"),
+        _forged_array(kind="banana"),
+        _forged_array(kind=["<i8"]),
+        _forged_array(raw=b"\0" * 15),  # a byte short of its shape
+        _forged_array(shape=(3,)),  # more rows than bytes
+        _forged_array(shape=(-1,)),  # numpy would infer the size
+        {"array": "<i8", "shape": [True, True], "bytes": "AAAAAAAAAAAAAAAAAAAAAA=="},
+        _forged_array(text="not base64!"),
+        {"array": "<i8", "shape": [2], "data": [1, 2]},  # the list form: not an encoding any more
+    ],
+    ids=["object", "void", "unknown-dtype", "dtype-not-str", "short", "long", "inferred", "bool-shape", "b64", "list"],
+)
+def test_a_forged_array_is_refused_as_unreadable(forged):
+    """What the checker reads back that is not an array of numbers with exactly its bytes is no answer."""
+    with pytest.raises((TypeError, ValueError)):
+        answers.decode(forged)
+
+
+def test_a_forged_bool_array_holds_only_true_and_false():
+    """Bytes other than 0 and 1 in a bool array read back as True, which numpy compares as True."""
+    back = answers.decode(_forged_array(kind="|b1", shape=(3,), raw=bytes([0, 1, 7])))
+    assert back.tolist() == [False, True, True] and (back == np.array([False, True, True])).all()
