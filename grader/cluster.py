@@ -139,14 +139,14 @@ def run(
     cpu = {CPU: 1} if CPU in have else None
     gpu = {GPU: 1} if GPU in have else cpu
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
-    jobs_by_key, extracts, checks = {}, {}, []
+    jobs_by_key, checks = {}, []
     for job in jobs:
         key = f"{job.name}-{tag}"
         extracted = client.submit(warm.extract, job, key=f"extract-{key}", resources=cpu, pure=False, retries=RETRIES)
         checked = client.submit(
             warm.check, job, extracted, key=f"check-{key}", resources=gpu, pure=False, retries=RETRIES
         )
-        jobs_by_key[checked.key], extracts[checked.key] = job, extracted
+        jobs_by_key[checked.key] = job
         checks.append(checked)
     if submitted:
         submitted()
@@ -164,7 +164,7 @@ def run(
             pending.discard(future)
             job = jobs_by_key[future.key]
             try:
-                one = Done(job, {"extracted": extracts[future.key].result(), "checked": future.result()})
+                one = Done(job, future.result())  # the sandbox's cells and the verdicts, not the answers
             except Exception as exc:  # a task that failed on every try, a worker lost too often
                 one = Done(job, None, _why(exc))
             found.append(one)

@@ -3,7 +3,8 @@
     extract(job)             the student's answer cells in the warm sandbox (grader.zygote, in bwrap): the
                              answers file and each cell's outputs come back as data; no GPU
     check(job, extracted)    the test cells in the warm trusted checker (grader.checker) against those answers:
-                             each test cell's verdict; the only step that uses a GPU
+                             each test cell's verdict, with what the sandbox said of each cell (the answers
+                             themselves, megabytes of arrays, stay with the workers); the only step that uses a GPU
 
 Both processes start on a worker's first job and serve every later one (imports, shipped profiles and a GPU's
 context made once); a process that fails or overruns its budget is killed and the next job starts a new one.
@@ -336,19 +337,21 @@ def extract(job: Job) -> dict[str, Any]:
 
 
 def check(job: Job, extracted: dict[str, Any]) -> dict[str, Any]:
-    """Step 2, on a worker holding a GPU when grading live: the test cells in the warm checker."""
+    """Step 2, on a worker holding a GPU when grading live: the test cells in the warm checker. The submission's
+    result: {"extracted": what the sandbox said of each cell, "checked": the verdicts}. The answers are left out:
+    the verdicts are what they came to, and the coordinator neither needs nor stores them."""
     _refuse_other_code(job)
     key = f"checker:{','.join(job.lessons)}"
     if key not in _WARM:
         _WARM[key] = WarmChecker(job.lessons, _scratch() / f"checker-{len(_WARM)}")
         _WARM[key].scratch.mkdir(parents=True)
-    return _WARM[key].run(job, extracted)
+    checked = _WARM[key].run(job, extracted)
+    return {"extracted": {k: v for k, v in extracted.items() if k != "answers"}, "checked": checked}
 
 
 def grade(job: Job) -> dict[str, Any]:
     """Both steps in this process, one after the other."""
-    extracted = extract(job)
-    return {"extracted": extracted, "checked": check(job, extracted)}
+    return check(job, extract(job))
 
 
 def close() -> None:
