@@ -139,12 +139,19 @@ def execute_one(
     return reason
 
 
-def record_all(grading: GradingDir, scratch: Path, assignment: str) -> dict[str, str]:
-    """Phase 2: nbgrader writes every submission's grades from the replayed outputs; {student: error}."""
-    done = nbgrader(["autograde", assignment, "--force", f"--ExecuteOrReplay.replay_root={scratch}"], cwd=grading.root)
+def record_all(
+    grading: GradingDir, scratch: Path, assignment: str, students: list[str] | None = None
+) -> dict[str, str]:
+    """Phase 2: nbgrader writes the grades of every submission (or of `students` only) from the replayed outputs;
+    {student: error}, or {"*": error} when nbgrader failed as a whole."""
+    args = ["autograde", assignment, "--force", f"--ExecuteOrReplay.replay_root={scratch}"]
+    if students is not None:  # nbgrader takes one glob of ids, or a list to leave out: every other submission
+        others = sorted({p.parent.name for p in (grading.root / "submitted").glob(f"*/{assignment}")} - set(students))
+        args += [f"--CourseDirectory.student_id_exclude={','.join(others)}"] if others else []
+    done = nbgrader(args, cwd=grading.root)
     failed = re.findall(rf"error processing assignment '{re.escape(assignment)}' for student '([^']+)'", done.stdout)
     if done.returncode != 0 and not failed:
-        return {"*": last_error(done.stdout)}
+        return dict.fromkeys(students or ["*"], last_error(done.stdout))
     return {student: last_error(done.stdout) for student in failed}
 
 

@@ -10,10 +10,11 @@ sandbox, the test cells for the checker, as grader.program picks them) and hands
 
 before anything else happens, so a coordinator killed mid-class loses nothing: the next run finds each result
 whose key (a digest of the sanitized notebook, the run files and the course code) still matches, and grades only
-the rest. A failed try never replaces a result that was recorded. When every job is in, nbgrader records the
-grades: the results are laid out as phase 1 of grader.autograde leaves them and one `nbgrader autograde --force`
-replays them into DIR/gradebook.db (grader.autograde.record_all), so the gradebook, feedback and export are
-nbgrader's own. The lesson cells of the autograded notebooks carry a note instead of outputs; `--feedback now`
+the rest. A failed try never replaces a result that was recorded. nbgrader records the grades while the rest are
+graded: the Recorder, the one writer, takes the students whose results are all in, a batch at a time, lays their
+results out as phase 1 of grader.autograde leaves them and has one `nbgrader autograde --force` for just those
+students replay them into DIR/gradebook.db (grader.autograde.record_all), so the gradebook, feedback and export
+are nbgrader's own. The lesson cells of the autograded notebooks carry a note instead of outputs; `--feedback now`
 runs whole notebooks instead (grader.autograde), for feedback that shows them.
 """
 
@@ -25,6 +26,7 @@ import hashlib
 import json
 import secrets
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
 
 STORE = ".grading"
+RECORD_BATCH = 8  # the Recorder waits for this many students ready (or the assignment's end) before it records
 LESSON_NOTE = (
     "(lesson cell: not run while grading, which runs only your answers and the tests; run the notebook yourself to "
     "see its output)\n"
@@ -185,6 +188,16 @@ class Graded:
     phases: dict[str, float]  # wall seconds: prepare, grade, record, summarize
 
 
+@dataclasses.dataclass(frozen=True)
+class Ready:
+    """A student of one assignment whose every notebook has its result stored (or its reason): ready to record."""
+
+    assignment: str
+    student: str
+    notebooks: tuple[tuple[str, NotebookNode, str], ...]  # (notebook, sanitized, key)
+    problem: str  # why a notebook of theirs was not graded, or ''
+
+
 class _Clock:
     def __init__(self, phases: dict[str, float]) -> None:
         self.phases, self.last = phases, time.perf_counter()
@@ -205,10 +218,12 @@ def grade_answers(
     started: Callable[[str], None] | None = None,
     progress: Callable[[str], None] | None = None,
     reused: Callable[[int], None] | None = None,
+    ready: Callable[[Ready], None] | None = None,
 ) -> Graded:
     """Every submission of one assignment graded on the cluster behind `client`, each result stored as it arrives;
-    nothing recorded in the gradebook yet (`record`). Each job goes to the cluster as soon as its notebook is
-    sanitized, so the workers start while the coordinator prepares the rest."""
+    `ready` is told of each student once all their notebooks' results are stored (a Recorder records them). Each
+    job goes to the cluster as soon as its notebook is sanitized, so the workers start while the coordinator
+    prepares the rest."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
 
     graded = Graded(assignment, grading.submitted(assignment), {}, {}, {})
@@ -217,12 +232,19 @@ def grade_answers(
     seed = secrets.randbelow(2**31 - 1) + 1
     lessons = tuple(grading.pick(None))  # the lessons: one warm sandbox and checker per worker serve them all
     kept = 0
+    waiting: dict[str, int] = {}  # student -> notebooks of theirs still on the cluster
+
+    def tell(student: str) -> None:
+        if ready:
+            notebooks = tuple((n, nb, key) for (who, n), (nb, key) in graded.sources.items() if who == student)
+            ready(Ready(assignment, student, notebooks, graded.problems.get(student, "")))
 
     def jobs() -> Iterator[warm.Job]:
         nonlocal kept
         for student in graded.students:
             folder = grading.root / "submitted" / student / assignment
             files = _run_files(folder, assignment)
+            waiting[student] = 1  # until every notebook of theirs is sent
             for path in sorted(folder.glob("*.ipynb")):
                 try:
                     nb = sanitized(grading, assignment, student, path)
@@ -235,6 +257,7 @@ def grade_answers(
                 if not regrade and stored.get("key") == key and "result" in stored:
                     kept += 1
                     continue
+                waiting[student] += 1
                 yield warm.Job(
                     assignment=assignment,
                     student=student,
@@ -247,6 +270,12 @@ def grade_answers(
                     code=code,
                     notebook_name=path.stem,
                 )
+            done_with(student)
+
+    def done_with(student: str) -> None:
+        waiting[student] -= 1
+        if not waiting[student]:
+            tell(student)
 
     def arrived(one: cluster.Done) -> None:
         job = one.job
@@ -254,6 +283,7 @@ def grade_answers(
         store(where, graded.sources[(job.student, job.notebook_name)][1], one)
         if progress:
             progress(job.student)
+        done_with(job.student)
 
     def working(name: str) -> None:  # the cluster names a job assignment/student
         if started:
@@ -266,44 +296,141 @@ def grade_answers(
     return graded
 
 
-def record(grading: GradingDir, graded: Graded) -> list[Outcome]:
-    """nbgrader records what `grade_answers` stored (one writer: one call at a time); one Outcome per student,
-    and one per student known to the gradebook who submitted nothing of it."""
+def record_batch(grading: GradingDir, items: list[Ready]) -> tuple[dict[str, str], dict[str, str]]:
+    """nbgrader records these students of one assignment from their stored results (the caller is the one
+    writer); ({student: why a notebook of theirs has no result}, {student: why nbgrader did not record them})."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
-    from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
 
-    assignment, problems = graded.assignment, dict(graded.problems)
-    clock = _Clock(graded.phases)
+    assignment, reasons = items[0].assignment, {}
     with tempfile.TemporaryDirectory(prefix="grader-record-") as tmp:
         scratch = Path(tmp)
-        for student in graded.students:
-            reason = problems.get(student, "")
-            for (who, notebook), (nb, key) in graded.sources.items():
-                if who != student:
-                    continue
-                stored = _read(_stored(grading, f"{assignment}/{student}", notebook))
-                out = scratch / student / "autograded" / student / assignment / f"{notebook}.ipynb"
+        for item in items:
+            reason = item.problem
+            for notebook, nb, key in item.notebooks:
+                stored = _read(_stored(grading, f"{assignment}/{item.student}", notebook))
+                out = scratch / item.student / "autograded" / item.student / assignment / f"{notebook}.ipynb"
                 out.parent.mkdir(parents=True, exist_ok=True)
                 if "result" in stored and stored.get("key") == key:
                     nbformat.write(filled(nb, stored["result"]), out)
                 else:
-                    reason = (stored.get("error") if stored.get("key") == key else "") or "it was not graded"
-                    problems.setdefault(student, reason)
+                    reason = reason or (stored.get("error") if stored.get("key") == key else "") or "it was not graded"
             if reason:
-                (scratch / student).mkdir(parents=True, exist_ok=True)
-                (scratch / student / "reason.txt").write_text(reason + "\n")
-        unrecorded = record_all(grading, scratch, assignment)
-    clock.lap("record")
+                reasons[item.student] = reason
+                (scratch / item.student).mkdir(parents=True, exist_ok=True)
+                (scratch / item.student / "reason.txt").write_text(reason + "\n")
+        return reasons, record_all(grading, scratch, assignment, students=[item.student for item in items])
+
+
+def summarize(
+    grading: GradingDir, graded: Graded, reasons: dict[str, str], unrecorded: dict[str, str]
+) -> list[Outcome]:
+    """One Outcome per student of the assignment (`reasons` and `unrecorded` as record_batch gave them), and one
+    per student known to the gradebook who submitted nothing of it (the caller is the one writer: nothing
+    writes the gradebook meanwhile)."""
+    from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
+
+    problems = {**reasons, **graded.problems}
     with Gradebook(grading.db_url, COURSE_ID) as gb:  # one session for the whole class
         found = [
-            outcome(grading, assignment, s, problems.get(s, ""), unrecorded.get(s) or unrecorded.get("*"), gb)
-            for s in graded.students
+            outcome(grading, graded.assignment, s, problems.get(s, ""), unrecorded.get(s), gb) for s in graded.students
         ]
-    found += absent(grading, assignment, graded.students)
-    clock.lap("summarize")
-    return found
+    return found + absent(grading, graded.assignment, graded.students)
+
+
+class Recorder:
+    """The one writer: a thread of its own records students as they become ready, a batch at a time (one nbgrader
+    command at a time, every assignment in turn), while the cluster grades the rest.
+
+    `ready(item)` hands it a student whose results are stored; `finish(graded)` says the assignment has no more
+    and returns a function that waits for its recording and gives its Outcomes (or raises what recording raised).
+    A batch is RECORD_BATCH students, or all that are ready once the assignment is finished; whatever is ready
+    when the thread comes back goes together, so a class that grades faster than it records gets fewer, larger
+    batches."""
+
+    def __init__(self, grading: GradingDir, batch: int = RECORD_BATCH) -> None:
+        self.grading, self.batch = grading, batch
+        self._lock = threading.Condition()
+        self._ready: dict[str, list[Ready]] = {}  # assignment -> students ready, not yet recorded
+        self._finished: dict[str, Graded] = {}  # assignments with no more students to come
+        self._outcomes: dict[str, list[Outcome] | BaseException] = {}
+        self._reasons: dict[str, dict[str, str]] = {}  # assignment -> student -> why a notebook has no result
+        self._unrecorded: dict[str, dict[str, str]] = {}  # assignment -> student -> why nbgrader did not record
+        self._record_s: dict[str, list[float]] = {}  # wall seconds of each batch
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="grader-recorder", daemon=True)
+        self._thread.start()
+
+    def ready(self, item: Ready) -> None:
+        with self._lock:
+            self._ready.setdefault(item.assignment, []).append(item)
+            self._lock.notify_all()
+
+    def finish(self, graded: Graded) -> Callable[[], list[Outcome]]:
+        with self._lock:
+            self._ready.setdefault(graded.assignment, [])
+            self._finished[graded.assignment] = graded
+            self._lock.notify_all()
+
+        def outcomes() -> list[Outcome]:
+            with self._lock:
+                self._lock.wait_for(lambda: graded.assignment in self._outcomes)
+                found = self._outcomes[graded.assignment]
+            if isinstance(found, BaseException):
+                raise found
+            return found
+
+        return outcomes
+
+    def close(self) -> None:
+        """Stop the thread once it has nothing left to do (an unfinished assignment is not waited for)."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+        self._thread.join()
+
+    def _next(self) -> tuple[str, list[Ready]] | None:
+        """The next work: (assignment, students to record), or (assignment, []) to summarize it; None once closed."""
+        with self._lock:
+            while True:
+                for assignment, items in self._ready.items():
+                    finished = assignment in self._finished
+                    if assignment in self._outcomes or not (len(items) >= self.batch or finished):
+                        continue
+                    self._ready[assignment] = []
+                    return assignment, items
+                if self._closed:
+                    return None
+                self._lock.wait()
+
+    def _run(self) -> None:
+        while (work := self._next()) is not None:
+            assignment, items = work
+            began = time.perf_counter()
+            try:
+                if items:
+                    reasons, unrecorded = record_batch(self.grading, items)
+                    self._reasons.setdefault(assignment, {}).update(reasons)
+                    self._unrecorded.setdefault(assignment, {}).update(unrecorded)
+                    self._record_s.setdefault(assignment, []).append(time.perf_counter() - began)
+                    continue
+                graded = self._finished[assignment]
+                found: list[Outcome] | BaseException = summarize(
+                    self.grading, graded, self._reasons.get(assignment, {}), self._unrecorded.get(assignment, {})
+                )
+                batches = self._record_s.get(assignment, [])
+                graded.phases[f"record in {len(batches)} batches"] = sum(batches)
+                graded.phases["summarize"] = time.perf_counter() - began
+            except Exception as exc:  # a gradebook that does not open, a config that does not load: the caller's
+                found = exc
+            with self._lock:
+                self._outcomes[assignment] = found
+                self._lock.notify_all()
 
 
 def grade_class(grading: GradingDir, assignment: str, **options: Any) -> list[Outcome]:
-    """grade_answers, then record: one assignment graded and recorded (options as grade_answers takes them)."""
-    return record(grading, grade_answers(grading, assignment, **options))
+    """One assignment graded and recorded as it is graded (options as grade_answers takes them)."""
+    recorder = Recorder(grading)
+    try:
+        return recorder.finish(grade_answers(grading, assignment, ready=recorder.ready, **options))()
+    finally:
+        recorder.close()

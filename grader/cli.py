@@ -25,12 +25,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader.autograde import Outcome, autograde
 from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, new_bundle_dir, write_bundle
-from grader.classgrade import STORE, grade_answers, record
+from grader.classgrade import STORE, Recorder, grade_answers
 from grader.cluster import open_cluster
 from grader.course import Course, check, generate
 from grader.feedback import write_feedback
@@ -374,8 +373,8 @@ def _kept(grading: GradingDir, name: str, bar: Progress) -> Callable[[int], None
 def cmd_autograde(args: argparse.Namespace) -> int:
     """Autograde every submission and print a table per assignment.
 
-    On a cluster, an assignment's grades are recorded (nbgrader, one writer: a thread of its own) while the next
-    assignment's submissions are graded; its table follows when both are done."""
+    On a cluster, grades are recorded (nbgrader, one writer: a thread of its own) a batch of students at a time
+    while the rest are graded; each assignment's table follows when all are done."""
     grading = GradingDir(args.dir)
     names = grading.pick(args.assignment)
     jobs = args.jobs or _default_jobs()
@@ -389,15 +388,17 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     wall, cpu = time.perf_counter(), time.process_time()
     found: list[tuple[str, Callable[[], list[Outcome]], dict[str, float]]] = []
     with grading.writer(), contextlib.ExitStack() as stack:
-        client, recorder = None, stack.enter_context(ThreadPoolExecutor(max_workers=1))
+        client = recorder = None
         if args.feedback == "later" and any(counts.values()):
             client = stack.enter_context(open_cluster(args.cluster, workers=jobs))
+            recorder = Recorder(grading)
+            stack.callback(recorder.close)
         for name in names:
             if not counts[name]:
                 print(f"{name}: nothing submitted")
                 continue
             with _bar(counts[name], name) as bar:
-                if client is None:
+                if client is None or recorder is None:
                     outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, **_in_work(bar))
                     found.append((name, lambda outcomes=outcomes: outcomes, {}))
                     continue
@@ -408,9 +409,10 @@ def cmd_autograde(args: argparse.Namespace) -> int:
                     timeout_s=args.timeout,
                     regrade=args.regrade,
                     reused=_kept(grading, name, bar),
+                    ready=recorder.ready,
                     **_in_work(bar),
                 )
-            found.append((name, recorder.submit(record, grading, graded).result, graded.phases))
+            found.append((name, recorder.finish(graded), graded.phases))
         unrecorded = 0
         for name, outcomes_of, phases in found:
             outcomes = outcomes_of()
