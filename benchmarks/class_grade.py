@@ -3,6 +3,7 @@
 
     python benchmarks/class_grade.py --students 100 [--jobs 2] [--cluster local] [--keep DIR]
                                      [--autograde-limit S] [--results-from SAVED] [--checker-profile DIR]
+                                     [--record-profile DIR]
 
 Prints one line per step (wall seconds, and the CPU seconds of the children it waited for), the autograde
 summary's own "time:" lines (where the time went: sandboxes, checkers, recording), and the grades that are not
@@ -16,6 +17,8 @@ the tar) grades only the rest (grader autograde keeps what is stored, by its key
 
 `--checker-profile DIR` has every checker write a cProfile of each job's test cells to DIR (grader.checker) and
 prints the functions that took the most time over all of them: where a class's checker time goes.
+`--record-profile DIR` does the same for every nbgrader command (grader.runner): where the recording, the one
+writer, spends its time.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import nbformat
 from grader.checker import PROFILE_ENV
 from grader.classgrade import STORE
 from grader.course import Course, solved_release
+from grader.runner import PROFILE_ENV as NBGRADER_PROFILE_ENV
 
 ASSIGNMENTS = ("day54", "zero_copy")
 
@@ -98,10 +102,12 @@ def main() -> int:
     parser.add_argument("--autograde-limit", type=float, default=None, help="stop the autograde after S seconds")
     parser.add_argument("--results-from", type=Path, default=None, help="a saved .grading copy (or its tar) to start")
     parser.add_argument("--checker-profile", type=Path, default=None, help="cProfile every checker job into DIR")
+    parser.add_argument("--record-profile", type=Path, default=None, help="cProfile every nbgrader command into DIR")
     args = parser.parse_args()
-    if args.checker_profile:
-        args.checker_profile.mkdir(parents=True, exist_ok=True)
-        os.environ[PROFILE_ENV] = str(args.checker_profile.resolve())
+    for folder, variable in ((args.checker_profile, PROFILE_ENV), (args.record_profile, NBGRADER_PROFILE_ENV)):
+        if folder:
+            folder.mkdir(parents=True, exist_ok=True)
+            os.environ[variable] = str(folder.resolve())
     course = Course.at()
     base = Path(args.keep or tempfile.mkdtemp(prefix="class-grade-"))
     subs, root = base / "submissions", base / "grading"
@@ -142,12 +148,15 @@ def main() -> int:
         scores[key] = scores.get(key, 0) + 1
     for (assignment, score), count in sorted(scores.items()):
         print(f"  {assignment}: {count} students scored {score}")
-    if args.checker_profile:
-        found = sorted(args.checker_profile.glob("checker-*.prof"))
+    for folder, pattern, what in (
+        (args.checker_profile, "checker-*.prof", "checker jobs"),
+        (args.record_profile, "nbgrader-*.prof", "nbgrader commands"),
+    ):
+        found = sorted(folder.glob(pattern)) if folder else []
         if found:
             text = io.StringIO()
             pstats.Stats(*map(str, found), stream=text).sort_stats("cumulative").print_stats(40)
-            print(f"checker profile over {len(found)} jobs (cumulative seconds, all jobs together)\n{text.getvalue()}")
+            print(f"profile over {len(found)} {what} (cumulative seconds, all together)\n{text.getvalue()}")
     return 0
 
 

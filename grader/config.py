@@ -30,6 +30,9 @@ def configure_grading(c: Any, *, root: str, repo: str) -> None:
     c.CourseDirectory.db_url = db_url(Path(root))
     c.Execute.timeout = CELL_TIMEOUT_S
     c.Execute.interrupt_on_timeout = True  # a timed-out cell is interrupted and fails; the next cells still run
+    # nbconvert validates the notebook after every preprocessor by default (twelve schema validations a notebook
+    # in autograde); optimistic, once after the last one: a notebook a preprocessor broke is still refused
+    c.Exporter.optimistic_validation = True
     defaults = Autograde.class_traits()["autograde_preprocessors"].default()
     chain = [ExecuteOrReplay if pp is Execute else pp for pp in defaults]
     chain.insert(chain.index(SaveAutoGrades), StderrToStdout)  # before nbgrader scores stderr as a failure

@@ -4,6 +4,9 @@ Every nbgrader start imports jupyter_server and friends, about 3 s of CPU. Child
 forkserver that imported nbgrader once (multiprocessing's "forkserver": a clean single-threaded process, so
 forking it is safe), and each runs one `nbgrader ARGS` command as `python -m nbgrader ARGS` would, with its
 own working directory, environment and log file. Killing a child (its wall-clock limit) kills its kernels too.
+
+With GRADER_NBGRADER_PROFILE=DIR in the environment (benchmarks/class_grade.py --record-profile), each child runs
+under cProfile and writes DIR/nbgrader-PID.prof: where nbgrader's own time goes (the recording, the one writer).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from labcore.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[1]
 KILLED = -9  # the return code of a command stopped at its limit
+PROFILE_ENV = "GRADER_NBGRADER_PROFILE"
 CONFIG_FAILED = "Exception while loading config file"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # colour codes in kernels' tracebacks and nbgrader's log
 
@@ -83,7 +87,21 @@ def _nbgrader_main(args: list[str], cwd: str, env: dict[str, str], log: str) -> 
     # One engine per gradebook URL in this process: nbgrader opens and closes a Gradebook (and so an engine) about
     # nine times a submission, and each new engine compiled every query afresh (a quarter of the recording's CPU).
     nbgrader.api.create_engine = functools.cache(sqlalchemy.create_engine)
-    NbGraderApp.launch_instance(argv=args)
+    # Each of those Gradebooks also runs create_all on its engine (a PRAGMA per table, a twentieth of the recording):
+    # once an engine is known to have every table, in this process, it keeps them (nothing here drops a table).
+    metadata = nbgrader.api.Base.metadata
+    metadata.create_all = functools.cache(metadata.create_all)
+    profiles = env.get(PROFILE_ENV)
+    if not profiles:
+        NbGraderApp.launch_instance(argv=args)
+        return
+    import cProfile
+
+    profile = cProfile.Profile()
+    try:
+        profile.runcall(NbGraderApp.launch_instance, argv=args)
+    finally:  # nbgrader ends with sys.exit
+        profile.dump_stats(Path(profiles) / f"nbgrader-{os.getpid()}.prof")
 
 
 def nbgrader(args: Sequence[str], *, cwd: Path, limit_s: float | None = None) -> subprocess.CompletedProcess:
