@@ -672,6 +672,45 @@ ONE_BLOCK_SHORT = (
     + _STABLE_ORDER
 )
 
+ODD_DTYPES_GATHER = """def gather_launch(n_rows):
+    return np.int16(256), np.uint64((32 * n_rows + 255) // 256)
+
+
+def order_ids(ids):
+    order = np.argsort(ids, kind="stable")
+    restore = np.empty(order.size, dtype=np.uint32)
+    restore[order] = np.arange(order.size)
+    return ids[order].astype(">i8"), restore  # big-endian ids, 32-bit unsigned positions: numbers all the same"""
+
+# Before the visible gather checks ask, files an answer of its own under their order_ids keys: an array whose
+# header claims 50,000 rows over 16 bytes (and a bool "array" of made-up bytes), hoping the checker reads past
+# it, or crashes in a way that passes. The first line under a key is the one judged: it does not read.
+MALFORMED_ANSWER_GATHER = (
+    """import base64
+import json
+import os
+
+from labcore import answers as _answers
+from zero_copy import checks as _checks
+
+_role, _, _path = os.environ.get("LABCORE_ANSWERS", "").partition(":")
+if _role == "collect":
+    _rows = _checks.table_rows(1024)
+    with open(_path, "a") as _file:
+        for _check in ("check_gather_correct", "check_gather_bandwidth"):
+            _seed = _answers.fresh_seed(f"zero_copy {_check} 50000 1024 random")
+            _inputs = ("zero_copy order_ids", 50000, _rows, "random", _seed)
+            _key = _answers.key_of("order_ids on 50,000 random ids", _inputs)
+            _short = {"array": "<i8", "shape": [50000], "bytes": base64.b64encode(bytes(16)).decode()}
+            _bools = {"array": "|b1", "shape": [2], "bytes": base64.b64encode(bytes([7, 9])).decode()}
+            _value = {"tuple": [_short, _bools]}
+            _file.write(json.dumps({"key": _key, "value": _value}) + "\\n")
+"""
+    + """def gather_launch(n_rows):
+    return 256, (32 * n_rows + 255) // 256"""
+    + _STABLE_ORDER
+)
+
 UNSORTED_GATHER = """def gather_launch(n_rows):
     return 256, (32 * n_rows + 255) // 256
 
@@ -954,6 +993,14 @@ CORPUS: tuple[Submission, ...] = (
         edits={"break_even_reads": UNUSUAL_BREAK_EVEN, "gather_exercise": UNUSUAL_GATHER, "my_publish": ATOMIC_FLAG},
     ),
     Submission(
+        "zc-odd-dtypes",
+        Z,
+        "correct, returning NumPy scalars for the grid, big-endian int64 ids and uint32 restore positions: "
+        "answers travel as their bytes and dtype, and come back the same numbers",
+        full(Z),
+        edits={"gather_exercise": ODD_DTYPES_GATHER},
+    ),
+    Submission(
         "zc-release-store",
         Z,
         "correct in another form: the flag by an inline-PTX st.release.sys store, no separate fence",
@@ -1062,6 +1109,14 @@ CORPUS: tuple[Submission, ...] = (
             "gather_exercise": ANSWERS_ENV_GATHER,
             "my_publish": ANSWERS_ENV_PUBLISH,
         },
+    ),
+    Submission(
+        "zc-malformed-answer",
+        Z,
+        "correct code, but first files answers of its own under the visible gather checks' keys: an array whose "
+        "header claims 50,000 rows over 16 bytes: the checker finds no readable answer, both gather cells 0",
+        full(Z, test_gather_correct=0, test_gather_bandwidth=0),
+        edits={"gather_exercise": MALFORMED_ANSWER_GATHER},
     ),
     Submission(
         "zc-input-transformer",
