@@ -26,7 +26,7 @@ pytest.importorskip("distributed", reason="the course extra (dask.distributed) i
 
 from test_grader_cli import EXPECTED, TOY, grader, make_checkout  # noqa: E402
 
-from grader.classgrade import STORE, grade_class, store  # noqa: E402
+from grader.classgrade import STORE, Recorder, grade_answers, grade_class, store  # noqa: E402
 from grader.cluster import Done, open_cluster, visible_device  # noqa: E402
 from grader.grading import GradingDir  # noqa: E402
 from grader.warm import Job  # noqa: E402
@@ -115,6 +115,33 @@ def test_a_worker_killed_mid_submission_has_it_graded_on_another(checkout, tmp_p
         "c": (FULL, True),
     }, why
     assert _scores(root)["slow"] == FULL
+
+
+def test_the_recorder_records_students_while_the_rest_are_graded(checkout, tmp_path):
+    """Batches of two: the fast students are in the gradebook before the slow one's result arrives, and every
+    grade is right at the end."""
+    root = class_dir(checkout, tmp_path, {"a": "correct", "b": "wrong", "slow": slow(12)})
+    grading = GradingDir(root)
+    seen_at_slow: dict[str, float] = {}
+
+    def progress(student: str) -> None:
+        if student == "slow":
+            seen_at_slow.update(_scores(root))
+
+    with grading.writer(), open_cluster("local", workers=2, gpus=[]) as client:
+        recorder = Recorder(grading, batch=2)
+        try:
+            graded = grade_answers(
+                grading, "toy", client=client, timeout_s=TIMEOUT_S, ready=recorder.ready, progress=progress
+            )
+            outcomes = {o.student: (o.score, o.recorded) for o in recorder.finish(graded)()}
+        finally:
+            recorder.close()
+    wrong = sum(EXPECTED["wrong"].values())
+    assert seen_at_slow == {"a": FULL, "b": wrong}, "the first batch was not recorded while the slow one graded"
+    assert outcomes == {"a": (FULL, True), "b": (wrong, True), "slow": (FULL, True)}
+    assert "record in 2 batches" in graded.phases, graded.phases
+    assert _scores(root) == {"a": FULL, "b": wrong, "slow": FULL}
 
 
 def test_a_killed_coordinator_loses_nothing_and_the_rerun_grades_only_the_rest(checkout, tmp_path):
