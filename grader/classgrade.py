@@ -185,7 +185,7 @@ class Graded:
     students: list[str]
     sources: dict[tuple[str, str], tuple[NotebookNode, str]]  # (student, notebook) -> (sanitized, key)
     problems: dict[str, str]  # student -> why a notebook of theirs was not graded
-    phases: dict[str, float]  # wall seconds: prepare, grade, record, summarize
+    phases: dict[str, float]  # wall seconds: prepare, grade, record in N batches (overlapping the grading), summarize
 
 
 @dataclasses.dataclass(frozen=True)

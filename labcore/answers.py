@@ -199,8 +199,8 @@ def answer(question: str, inputs: Any, compute: Callable[[], Any]) -> Any:
     if role == "judge":
         return _read_back(path, key, question)
     try:
-        text = json.dumps(encode(compute()), separators=(",", ":"))
-        value = decode(json.loads(text))
+        encoded = json.loads(json.dumps(encode(compute())))  # what the file holds, and the checker reads
+        value = decode(encoded)
     except AnswerRaised:
         raise
     except Exception as exc:  # the student's code failed: the check fails on it, in every role
@@ -209,7 +209,7 @@ def answer(question: str, inputs: Any, compute: Callable[[], Any]) -> Any:
             _file(path, {"key": key, "raised": text})
         raise AnswerRaised(f"{question}: {_raised(text)}") from None
     if role == "collect":
-        _file(path, {"key": key, "value": json.loads(text)})
+        _file(path, {"key": key, "value": encoded})
     return value
 
 
