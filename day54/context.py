@@ -5,10 +5,20 @@ k in to buffer pair s, launch the kernel on pair s, and copy chunk k out of
 pair s; by default each pair has its own stream, and an explicit `stream`
 index (or LEGACY, the legacy default stream) overrides that, which is how the
 pitfalls are written. The same schedules run against RecordingContext.
+
+A student's schedule is never handed a context itself but a `Context`: the
+context interface and nothing else, the same class with the same attributes
+whether the calls behind it go to the GPU (the student's own recorded run) or
+are recorded for grading (day54.trace), so a schedule cannot tell the two
+apart by type, module or attributes. Trace recording builds its second
+recording on a genuine CupyContext instance with stand-in device state
+(`CupyContext.recorder`), so even a schedule that reaches behind the facade
+finds the class a real run has.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -19,6 +29,85 @@ from labcore.device import cupy_or_none
 
 LEGACY = -1  # stream index meaning the legacy default stream
 _H2D, _D2H = 1, 2  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
+INTERFACE = ("n_chunks", "n_buffers", "n_streams", "window_bytes")
+CALLS = ("copy_in", "launch", "copy_out", "synchronize", "stream_synchronize")
+
+
+class NotAFixedSchedule(AssertionError):
+    """The schedule is not a fixed sequence of context operations (an AssertionError: a check fails on it)."""
+
+
+def _integer(call: str, label: str, value: Any) -> int:
+    """An integer argument (NumPy's included), else the message a student can act on."""
+    if isinstance(value, bool):
+        raise NotAFixedSchedule(f"{call}: the {label} is {value!r}; chunks, pairs and streams are integers")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise NotAFixedSchedule(f"{call}: the {label} is {value!r}; chunks, pairs and streams are integers") from None
+
+
+def _backend(ctx: Context) -> Any:
+    return object.__getattribute__(ctx, "_backend")
+
+
+class Context:
+    """What a student's schedule is handed, live or recorded: n_chunks, n_buffers, n_streams, window_bytes,
+    copy_in / launch / copy_out (k, pair, stream=None), synchronize() and stream_synchronize(stream).
+
+    Anything else (the host arrays, the streams, setting an attribute) is refused the same way everywhere: a
+    graded schedule is the fixed sequence of calls it makes, and the grader replays that sequence.
+    """
+
+    __slots__ = ("_backend",)
+
+    def __init__(self, backend: Any) -> None:
+        object.__setattr__(self, "_backend", backend)
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in INTERFACE:
+            return getattr(_backend(self), name)
+        if name in CALLS or (name.startswith("__") and name.endswith("__") and name != "__slots__"):
+            return object.__getattribute__(self, name)
+        raise NotAFixedSchedule(
+            f"your schedule uses ctx.{name}, which schedules cannot: a schedule is the fixed sequence of "
+            f"ctx.copy_in / ctx.launch / ctx.copy_out / ctx.synchronize / ctx.stream_synchronize calls it makes, "
+            f"given only ctx.{', ctx.'.join(INTERFACE)}"
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise NotAFixedSchedule(f"your schedule sets ctx.{name}; a schedule only enqueues operations")
+
+    def __delattr__(self, name: str) -> None:
+        raise NotAFixedSchedule(f"your schedule deletes ctx.{name}; a schedule only enqueues operations")
+
+    def __repr__(self) -> str:
+        shape = [getattr(self, name) for name in INTERFACE]
+        return "<day54 context: {} chunks, {} buffer pairs, {} streams, {}-byte windows>".format(*shape)
+
+    def _op(self, call: str, k: Any, pair: Any, stream: Any) -> None:
+        values = [_integer(call, "chunk", k), _integer(call, "pair", pair)]
+        getattr(_backend(self), call)(*values, stream=None if stream is None else _integer(call, "stream", stream))
+
+    def copy_in(self, k: int, pair: int, stream: int | None = None) -> None:
+        """Copy host chunk k into d_in[pair] (on the pair's stream, or `stream`)."""
+        Context._op(self, "copy_in", k, pair, stream)
+
+    def launch(self, k: int, pair: int, stream: int | None = None) -> None:
+        """The kernel from d_in[pair] to d_out[pair] (k only labels it)."""
+        Context._op(self, "launch", k, pair, stream)
+
+    def copy_out(self, k: int, pair: int, stream: int | None = None) -> None:
+        """Copy d_out[pair] into host chunk k."""
+        Context._op(self, "copy_out", k, pair, stream)
+
+    def synchronize(self) -> None:
+        """The host waits for every stream."""
+        _backend(self).synchronize()
+
+    def stream_synchronize(self, stream: int) -> None:
+        """The host waits for one stream."""
+        _backend(self).stream_synchronize(_integer("stream_synchronize", "stream", stream))
 
 
 class HostArrays:
@@ -110,9 +199,13 @@ class CupyContext:
         return view
 
     def stream(self, pair: int, stream: int | None) -> Any:
-        """The CuPy stream an operation on `pair` goes to."""
+        """The CuPy stream an operation on `pair` goes to (IndexError for a stream the context does not have)."""
         index = pair if stream is None else stream
-        return self._cp.cuda.Stream.null if index == LEGACY else self.streams[index]
+        if index == LEGACY:
+            return self._cp.cuda.Stream.null
+        if not 0 <= index < self.n_streams:  # a negative index would pick another stream from the end of the list
+            raise IndexError(f"stream {index} does not exist; this context has streams 0..{self.n_streams - 1}")
+        return self.streams[index]
 
     def _host_ptr(self, array: np.ndarray, k: int) -> int:
         return array.ctypes.data + k * self.window_bytes
@@ -167,3 +260,52 @@ class CupyContext:
     def stream_synchronize(self, stream: int) -> None:
         """The host waits for one stream."""
         self.stream(0, stream).synchronize()
+
+    @classmethod
+    def recorder(cls, n_chunks: int, n_buffers: int, n_streams: int, window_bytes: int, tracer: Any) -> CupyContext:
+        """A genuine CupyContext whose device state is stand-ins and whose every call goes to `tracer` (as
+        tracer.around(op, chunk, stream, index, nbytes, pair, enqueue), tracer.sync(), tracer.stream_sync(index)),
+        not to a GPU: the second of the two recordings a graded trace needs (day54.trace.record)."""
+        ctx = object.__new__(cls)
+        stand_in = _StandIn(tracer)
+        ctx.__dict__.update(
+            _cp=stand_in,
+            host=stand_in,
+            h_in=stand_in,
+            h_out=stand_in,
+            window_bytes=window_bytes,
+            chunk_elems=window_bytes // 4,
+            n_chunks=n_chunks,
+            n_buffers=n_buffers,
+            fmas=512,
+            d_in=[stand_in] * n_buffers,
+            d_out=[stand_in] * n_buffers,
+            streams=[_StandInStream(i, tracer) for i in range(n_streams)],
+            n_streams=n_streams,
+            tracer=tracer,
+        )
+        return ctx
+
+
+class _StandIn:
+    """CuPy, the device and host memory as far as a recording CupyContext reaches them: waits go to the tracer."""
+
+    def __init__(self, tracer: Any) -> None:
+        self.cuda = self
+        self.Stream = self
+        self.null = _StandInStream(LEGACY, tracer)
+        self._tracer = tracer
+
+    def Device(self) -> _StandIn:
+        return self
+
+    def synchronize(self) -> None:
+        self._tracer.sync()
+
+
+class _StandInStream:
+    def __init__(self, index: int, tracer: Any) -> None:
+        self.index, self._tracer = index, tracer
+
+    def synchronize(self) -> None:
+        self._tracer.stream_sync(self.index)

@@ -4,13 +4,20 @@ It records every operation a schedule enqueues, with its chunk, buffer pair
 and stream, and works out which operations CUDA guarantees to be ordered
 (same stream, a device or stream synchronize, or the legacy default stream,
 which blocking streams wait on). From that it finds the two ways a schedule
-can be wrong: a data race on a device buffer, and a chunk whose output came
-from another chunk's input (or never arrived).
+can be wrong: a data race (two accesses to the same bytes, a device buffer or
+a host chunk, from different streams, at least one of them a write, with
+nothing ordering them), and a chunk whose output came from another chunk's
+input (or never arrived).
+
+The bytes an operation touches: a copy in reads host chunk k of the input and
+writes d_in[pair]; a launch reads d_in[pair] and writes d_out[pair]; a copy out
+reads d_out[pair] and writes host chunk k of the output.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -66,6 +73,11 @@ class RecordingContext:
         self.syncs.append((len(self.ops), "device"))
 
     def stream_synchronize(self, stream: int) -> None:
+        if stream != LEGACY and not 0 <= stream < self.n_streams:
+            raise IndexError(
+                f"stream_synchronize: stream {stream} does not exist; this context has streams "
+                f"0..{self.n_streams - 1} (ctx.n_streams)"
+            )
         _join(self._host, self._clock.get(stream, {}))
         self.syncs.append((len(self.ops), f"stream {stream}"))
 
@@ -78,13 +90,12 @@ class RecordingContext:
         if index == LEGACY:  # waits for every blocking stream's earlier work
             for other in self._clock.values():
                 _join(clock, other)
+        else:  # blocking streams wait for the legacy stream's last operation (streams first used later too)
+            _join(clock, self._clock.get(LEGACY, {}))
         n = len(self.ops)
         self.ops.append(Recorded(n, op, k, pair, index, dict(clock)))
         clock[index] = n
         self._clock[index] = clock
-        if index == LEGACY:  # and every blocking stream's later work waits for it
-            for other in self._clock.values():
-                _join(other, clock)
 
     def _check_args(self, op: str, k: int, pair: int, stream: int | None) -> None:
         if not 0 <= k < self.n_chunks:
@@ -109,39 +120,56 @@ class RecordingContext:
         return second.after.get(first.stream, -1) >= first.index
 
     # -- verdicts --------------------------------------------------------------
-    def races(self) -> list[Problem]:
-        """Conflicting accesses to one device buffer that nothing orders: for each access, the first earlier one
-        (in issue order) that conflicts with it (either writes) and is not ordered before it."""
+    def _unordered(self) -> Iterator[tuple[tuple[str, int], list[Recorded], np.ndarray, np.ndarray]]:
+        """For each place accessed (a buffer or host chunk) with a write among its accesses: its accesses in issue
+        order, and for RACE_ROWS of them at a time (rows) the matrix racing[row, early]: early comes first, either
+        writes, and nothing orders early before the row's access."""
         accesses: dict[tuple[str, int], list[tuple[Recorded, bool]]] = {}
         for rec in self.ops:
-            for buf, writes in _touches(rec):
-                accesses.setdefault((buf, rec.pair), []).append((rec, writes))
+            for place, writes in _touches(rec):
+                accesses.setdefault(place, []).append((rec, writes))
         column = {stream: n for n, stream in enumerate(sorted({rec.stream for rec in self.ops}))}
         waited = np.full((len(self.ops), len(column)), -1)  # waited[op, stream]: the op's vector clock
         for rec in self.ops:
             for stream, last in rec.after.items():
                 if stream in column:
                     waited[rec.index, column[stream]] = last
-        found = []
-        for (buf, pair), touches in accesses.items():
-            index = np.array([rec.index for rec, _ in touches])
-            where = np.array([column[rec.stream] for rec, _ in touches])
+        for place, touches in accesses.items():
+            if len(touches) < 2 or not any(w for _, w in touches):  # one access, or reads only: nothing can race
+                continue
+            recs = [rec for rec, _ in touches]
+            index = np.array([rec.index for rec in recs])
+            where = np.array([column[rec.stream] for rec in recs])
             writes = np.array([w for _, w in touches])
-            # racing[late, early]: early comes first, either writes, and ordered(early, late) does not hold;
             # RACE_ROWS lates at a time keep a long trace's matrix small
             for top in range(0, len(touches), RACE_ROWS):
                 rows = np.arange(top, min(top + RACE_ROWS, len(touches)))
                 unordered = waited[index[rows]][:, where] < index[None, :]
                 earlier = np.arange(len(touches))[None, :] < rows[:, None]
-                racing = unordered & earlier & (writes[rows][:, None] | writes[None, :])
-                for row in np.flatnonzero(racing.any(axis=1)):
-                    early, late = touches[int(np.argmax(racing[row]))][0], touches[int(rows[row])][0]
-                    found.append(
-                        Problem(
-                            min(early.chunk, late.chunk),
-                            f"race on {buf}[{pair}]: {late.describe()} is not ordered after {early.describe()}",
-                        )
+                yield place, recs, rows, unordered & earlier & (writes[rows][:, None] | writes[None, :])
+
+    def race_pairs(self) -> set[tuple[int, int, str, int]]:
+        """Every race: (early op index, late op index, place, its pair or chunk) for each two accesses to the same
+        bytes, at least one a write, that nothing orders."""
+        found = set()
+        for (place, slot), recs, rows, racing in self._unordered():
+            for row, early in zip(*np.nonzero(racing), strict=True):
+                found.add((recs[int(early)].index, recs[int(rows[row])].index, place, slot))
+        return found
+
+    def races(self) -> list[Problem]:
+        """Conflicting accesses to the same bytes that nothing orders: for each access, the first earlier one (in
+        issue order) that conflicts with it (either writes) and is not ordered before it."""
+        found = []
+        for place, recs, rows, racing in self._unordered():
+            for row in np.flatnonzero(racing.any(axis=1)):
+                early, late = recs[int(np.argmax(racing[row]))], recs[int(rows[row])]
+                found.append(
+                    Problem(
+                        min(early.chunk, late.chunk),
+                        f"race on {_place(place)}: {late.describe()} is not ordered after {early.describe()}",
                     )
+                )
         return found
 
     def dataflow_errors(self) -> list[Problem]:
@@ -196,10 +224,16 @@ def _join(into: dict[int, int], other: dict[int, int]) -> None:
             into[stream] = index
 
 
-def _touches(rec: Recorded) -> list[tuple[str, bool]]:
-    """(buffer, writes?) pairs an operation touches on the device."""
+def _touches(rec: Recorded) -> list[tuple[tuple[str, int], bool]]:
+    """((place, pair or chunk), writes?) for every place an operation touches: device buffers and host chunks."""
     if rec.op == "h2d":
-        return [("d_in", True)]
+        return [(("h_in", rec.chunk), False), (("d_in", rec.pair), True)]
     if rec.op == "kernel":
-        return [("d_in", False), ("d_out", True)]
-    return [("d_out", False)]
+        return [(("d_in", rec.pair), False), (("d_out", rec.pair), True)]
+    return [(("d_out", rec.pair), False), (("h_out", rec.chunk), True)]
+
+
+def _place(place: tuple[str, int]) -> str:
+    """A place as messages name it: d_in[1], or host chunk 3 of h_out."""
+    name, slot = place
+    return f"host chunk {slot} of {name}" if name.startswith("h_") else f"{name}[{slot}]"

@@ -3,10 +3,13 @@
 Run by the notebook (`session.record_my_run`) on a GPU machine: it imports the
 schedule FUNCTION from FILE, measures the lab at 4 and 64 MiB with that
 schedule as the extra pass 'student' (checked bit for bit against naive
-first), and writes the results record. The notebook runs it under Nsight
-Systems when nsys is available, so `day54_run_*.csv` exports land beside the
-notebook; graders without a GPU read those (nbgrader keeps them: no source
-file of the assignment is named day54_run*).
+first), and writes the results record. The schedule is handed the same
+`day54.context.Context` facade the grader records it behind. The notebook runs
+it under Nsight Systems when nsys is available, so `day54_run_*.csv` exports
+land beside the notebook; graders without a GPU compare those with the
+submitted schedule's trace and show what they measured, unverified: they
+never earn a point (nbgrader keeps them: no source file of the assignment is
+named day54_run*).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from day54.config import Config, MiB
+from day54.context import Context
 from day54.live import run_live
 from labcore.device import device_facts, gpu_available
 from labcore.errors import UsageError, run_cli
@@ -49,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     schedule = load_schedule(args.file, args.function)
     print(f"day54.student: live on {device_facts().summary()}", flush=True)
     cfg = Config(windows=[4 * MiB, 64 * MiB], buffers=[2, 3], repeats=args.repeats, pitfalls=False)
-    record = run_live(cfg, student=schedule)
+    record = run_live(cfg, student=lambda ctx: schedule(Context(ctx)))
     record.save(args.json)
     bad = [c for c in record.checks if not c.ok]
     for check in bad:

@@ -1,10 +1,10 @@
 """A schedule as data: the fixed sequence of context operations it enqueues, recorded once, replayed anywhere.
 
 Graded schedules are judged on their trace, not by calling the student's function again: the trace is
-recorded against a bare context that offers only the context interface, then replayed on the recording
+recorded behind day54.context.Context (the interface and nothing else, as in a real run), then replayed on the recording
 fake (ordering rules), the simulator, or the GPU (correctness and timing). What is timed is exactly what
 was checked, and a schedule cannot tell a check from a timed run. A schedule that reads anything beyond
-the interface, or enqueues something else when recorded twice, is not a fixed sequence of operations and
+the interface, or enqueues something else on its two recordings, is not a fixed sequence of operations and
 is refused with a message saying so.
 """
 
@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import operator
 from collections.abc import Callable
 from typing import Any
 
+from day54.context import INTERFACE, Context, CupyContext, NotAFixedSchedule
+
+__all__ = ["Event", "NotAFixedSchedule", "Trace", "record"]
+
 OPS = ("h2d", "kernel", "d2h")
 SYNCS = ("sync", "stream_sync")
-INTERFACE = ("n_chunks", "n_buffers", "n_streams", "window_bytes")
-CALLS = {"copy_in": "h2d", "launch": "kernel", "copy_out": "d2h"}
-
-
-class NotAFixedSchedule(AssertionError):
-    """The schedule is not a fixed sequence of context operations (an AssertionError: a check fails on it)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,45 +88,48 @@ def _event_problem(event: Event, trace: Trace) -> str | None:
 
 
 class _Recorder:
-    """The context interface and nothing else: every call becomes an Event."""
+    """The bare recorder: the interface's values, and every call an Event (checked for integers by Context)."""
 
     def __init__(self, n_chunks: int, n_buffers: int, n_streams: int, window_bytes: int) -> None:
-        object.__setattr__(self, "_shape", (n_chunks, n_buffers, n_streams, window_bytes))
-        object.__setattr__(self, "events", [])
+        self.n_chunks, self.n_buffers, self.n_streams, self.window_bytes = n_chunks, n_buffers, n_streams, window_bytes
+        self.events: list[Event] = []
 
-    def __getattr__(self, name: str) -> Any:
-        if name in INTERFACE:
-            return self._shape[INTERFACE.index(name)]
-        if name in CALLS:
-            return lambda k, pair, stream=None: self._op(CALLS[name], k, pair, stream)
-        raise NotAFixedSchedule(
-            f"your schedule uses ctx.{name}, which graded schedules cannot: a graded schedule is the fixed "
-            f"sequence of ctx.copy_in / ctx.launch / ctx.copy_out / ctx.synchronize / ctx.stream_synchronize "
-            f"calls it makes, given only ctx.{', ctx.'.join(INTERFACE)}"
-        )
+    def copy_in(self, k: int, pair: int, stream: int | None = None) -> None:
+        self.events.append(Event("h2d", k, pair, stream))
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise NotAFixedSchedule(f"your schedule sets ctx.{name}; a schedule only enqueues operations")
+    def launch(self, k: int, pair: int, stream: int | None = None) -> None:
+        self.events.append(Event("kernel", k, pair, stream))
 
-    def _op(self, kind: str, k: Any, pair: Any, stream: Any) -> None:
-        values = [_integer(kind, "chunk", k), _integer(kind, "pair", pair)]
-        self.events.append(Event(kind, *values, None if stream is None else _integer(kind, "stream", stream)))
+    def copy_out(self, k: int, pair: int, stream: int | None = None) -> None:
+        self.events.append(Event("d2h", k, pair, stream))
 
     def synchronize(self) -> None:
         self.events.append(Event("sync"))
 
     def stream_synchronize(self, stream: int) -> None:
-        self.events.append(Event("stream_sync", stream=_integer("stream_synchronize", "stream", stream)))
+        self.events.append(Event("stream_sync", stream=stream))
 
 
-def _integer(call: str, label: str, value: Any) -> int:
-    """An integer argument (NumPy's included), else the message a student can act on."""
-    if isinstance(value, bool):
-        raise NotAFixedSchedule(f"{call}: the {label} is {value!r}; chunks, pairs and streams are integers")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise NotAFixedSchedule(f"{call}: the {label} is {value!r}; chunks, pairs and streams are integers") from None
+class _Tracer:
+    """What a recording CupyContext (CupyContext.recorder) reports its calls to: the same Events, each operation's
+    stream as the index it resolved to."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def around(self, op: str, chunk: int, _stream: Any, index: int, _nbytes: int, pair: int, _enqueue: Any) -> None:
+        self.events.append(Event(op, chunk, pair, index))
+
+    def sync(self) -> None:
+        self.events.append(Event("sync"))
+
+    def stream_sync(self, index: int) -> None:
+        self.events.append(Event("stream_sync", stream=index))
+
+
+def _resolved(events: list[Event]) -> list[Event]:
+    """Events with an operation's default stream written out (stream=None is its pair's): what a context runs."""
+    return [dataclasses.replace(e, stream=e.pair) if e.kind in OPS and e.stream is None else e for e in events]
 
 
 def record(
@@ -140,17 +140,27 @@ def record(
     n_streams: int | None = None,
     window_bytes: int = 64 << 20,
 ) -> Trace:
-    """The schedule's calls at one configuration, recorded twice: both must be the same fixed sequence."""
+    """The schedule's calls at one configuration, recorded on two differently built contexts, each handed to it
+    behind the same Context facade: the bare recorder, then a CupyContext with stand-in device state. Both must be
+    the same fixed sequence of calls: a schedule whose calls depend on how often it ran, or on what is behind the
+    facade, is refused."""
     shape = (n_chunks, n_buffers, n_streams or n_buffers, window_bytes)
-    traces = []
-    for _ in range(2):
-        recorder = _Recorder(*shape)
-        schedule(recorder)
-        traces.append(Trace(*shape, events=tuple(recorder.events)))
-    if traces[0] != traces[1]:
-        raise NotAFixedSchedule(
-            f"{n_chunks} chunks, {n_buffers} buffers: your schedule enqueued {len(traces[0].events)} calls the "
-            f"first time and a different sequence of {len(traces[1].events)} the second; a graded schedule must "
-            f"make the same calls every time"
+    bare = _Recorder(*shape)
+    schedule(Context(bare))
+    tracer = _Tracer()
+    complete = True
+    try:
+        schedule(Context(CupyContext.recorder(*shape, tracer)))
+    except IndexError:  # a stream the context lacks: the bare recording holds that call, and the fake names it
+        complete = False
+    first, second = _resolved(bare.events), tracer.events
+    if (first if complete else first[: len(second)]) != second:
+        at = next(
+            (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), min(len(first), len(second))
         )
-    return traces[0]
+        raise NotAFixedSchedule(
+            f"{n_chunks} chunks, {n_buffers} buffers: your schedule made {len(first)} calls on one recording and "
+            f"{len(second)} on another of the same configuration, different from call {at} on; a graded schedule "
+            f"must make the same calls every time, whatever context it is handed and however often it runs"
+        )
+    return Trace(*shape, events=tuple(bare.events))
