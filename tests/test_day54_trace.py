@@ -104,7 +104,7 @@ class FakeCupy:
     def empty(self, n, dtype):
         return FakeDeviceArray()
 
-    def memcpyAsync(self, *args):  # noqa: N802 (CuPy's name)
+    def memcpyAsync(self, *args):  # CuPy's name
         self.calls.append(("memcpy", *args))
 
 
