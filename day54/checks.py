@@ -2,9 +2,16 @@
 
 Every check says how it decided: live on the GPU it measures (fresh random
 input, repeats and medians, events cross-checked against a host clock);
-without a GPU it reads the nsys exports the student's own run left beside the
-notebook (`day54_run_*.csv`, checked for consistency) or, failing those,
-simulates the schedule on the recorded H200 stage times, and says so.
+without a GPU it simulates the submitted trace on the course's recorded H200
+stage times (day54.simulate), and says so. The nsys exports a student's own
+run left beside the notebook (`day54_run_*.csv`) never earn a point: offline
+they are compared with the trace (a contradiction fails the check) and what
+they measured is shown as unverified.
+
+The configurations the correctness, reuse and practice checks record a
+schedule at (chunk counts, buffers, windows) are drawn for each grading run
+from the grading seed (labcore.answers.fresh_seed), fresh on every run in a
+student's own kernel; each check's docstring gives the ranges.
 
 A schedule is judged on its trace (day54.trace), and every call into the
 student's code goes through labcore.answers: while grading, the sandbox
@@ -16,6 +23,9 @@ anything, so the two ask the same ones whatever the checker's GPU.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
+import random
 import secrets
 import statistics
 from collections.abc import Callable
@@ -33,12 +43,14 @@ from day54.verify import bit_exact_check, check_bit_exact
 from labcore import answers
 from labcore.checking import assert_own_function, say
 from labcore.device import gpu_available
+from labcore.errors import UsageError
 from labcore.exports import Exports
 from labcore.gpulock import gpu_turn
 from labcore.record import Record
 from labcore.timing import time_pass
 
 RUN_PREFIX = "day54_run"
+KiB = 1 << 10
 HOST_CLOCK_SLACK = 1.25  # host clock after a device sync may exceed the events by launch latency, not more
 
 
@@ -60,15 +72,70 @@ def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
     )
 
 
-# -- correctness ------------------------------------------------------------------------------------
-
-# (chunks, buffer pairs) every schedule must get right: one chunk, an odd count, the lesson's 16, many.
-CORRECTNESS_CASES = tuple((n, b) for n in (1, 7, 16, 256) for b in (2, 3, 4))
-LIVE_CASES = ((1, 2), (7, 3), (16, 2), (16, 4), (256, 3))  # on the GPU, each with fresh random input
-LIVE_WINDOW = 1 * MiB
+# -- correctness ------------------------------------------------------------------------------------------------
 
 
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One configuration a schedule is recorded at: chunks, buffer pairs (one stream each) and the window."""
+
+    n_chunks: int
+    buffers: int
+    window: int
+
+    def describe(self) -> str:
+        return f"{self.n_chunks}x{self.buffers} at {format_window(self.window)}"
+
+
+CASES = 8  # configurations drawn for the correctness check, beside the cell's own
+LIVE_TOTAL_BYTES = 256 * MiB  # the most a live correctness case moves (each with fresh random input)
 MAX_CALLS_PER_CHUNK = 16  # a trace with more calls than this per chunk is refused before anything replays it
+
+
+def _draws(name: str) -> random.Random:
+    """The configurations' generator for one check: from the grading seed while grading (the sandbox and the
+    checker draw the same), fresh on every call in a student's own kernel; never a list in the package."""
+    return random.Random(answers.fresh_seed(f"day54 configurations: {name}"))
+
+
+def _window(rng: random.Random, low: int = 4 * KiB, high: int = 256 * MiB) -> int:
+    """A window log-uniform in [low, high], a whole number of 4 KiB pages (so not always a power of two)."""
+    return max(low, min(high, round(2 ** rng.uniform(math.log2(low), math.log2(high)) / (4 * KiB)) * 4 * KiB))
+
+
+def _not_divisible(rng: random.Random, buffers: int, low: int = 5, high: int = 60) -> int:
+    """A chunk count the buffers do not divide (the last round of pairs is partial)."""
+    return rng.choice([n for n in range(low, high + 1) if n % buffers])
+
+
+def drawn_cases(name: str, *, buffers: int | None = None, count: int = CASES, many: int = 400) -> list[Case]:
+    """`count` configurations for the check `name`, drawn anew every grading run (and every run in your kernel).
+
+    Ranges, every draw covering each edge: buffers 2, 3 and one of 4-6 always, the rest 2-6 (or all `buffers`);
+    chunk counts 1, an odd count 3-31, one the buffers do not divide (5-60), many (100-`many`), the rest 1-64;
+    windows 4 KiB to 256 MiB log-uniform in whole 4 KiB pages, always one of at most 4 MiB and one of 256 MiB.
+    """
+    rng = _draws(name)
+    depths = [2, 3, rng.randint(4, 6)] + [rng.randint(2, 6) for _ in range(count - 3)]
+    depths = [buffers] * count if buffers is not None else depths
+    rng.shuffle(depths)
+    counts = [1, rng.randrange(3, 32, 2), _not_divisible(rng, depths[2]), rng.randint(100, many)]
+    counts += [rng.randint(1, 64) for _ in range(count - 4)]
+    windows = [_window(rng, high=4 * MiB), 256 * MiB] + [_window(rng) for _ in range(count - 2)]
+    rng.shuffle(windows)
+    return [Case(n, b, w) for n, b, w in zip(counts[:count], depths, windows[:count], strict=True)]
+
+
+def live_cases(name: str) -> list[Case]:
+    """The configurations run on the GPU on fresh random input: 1 chunk, an odd count, one the buffers do not
+    divide and many (up to 256), buffers as drawn_cases draws them, windows 64 KiB-1 MiB (at most
+    LIVE_TOTAL_BYTES in all)."""
+    rng = _draws(f"{name} live")
+    found = []
+    for case in drawn_cases(f"{name} live", count=4, many=256):
+        window = _window(rng, 64 * KiB, 1 * MiB)
+        found.append(Case(case.n_chunks, case.buffers, min(window, LIVE_TOTAL_BYTES // case.n_chunks)))
+    return found
 
 
 def traced(
@@ -105,7 +172,16 @@ def traced(
 
 
 def format_window(window: int) -> str:
-    return f"{window // MiB} MiB" if window >= MiB else f"{window} B"
+    """64 MiB, 12 KiB, 1000 B."""
+    for unit, scale in (("MiB", MiB), ("KiB", KiB)):
+        if window >= scale and window % scale == 0:
+            return f"{window // scale} {unit}"
+    return f"{window} B"
+
+
+def _shape(recorded: trace.Trace) -> str:
+    """16 chunks, 2 buffers, 64 MiB windows."""
+    return f"{recorded.n_chunks} chunks, {recorded.n_buffers} buffers, {format_window(recorded.window_bytes)} windows"
 
 
 def _on_fake(recorded: trace.Trace) -> RecordingContext:
@@ -114,7 +190,7 @@ def _on_fake(recorded: trace.Trace) -> RecordingContext:
     try:
         recorded.replay(fake)
     except IndexError as exc:  # a chunk, pair or stream outside the context's range
-        raise AssertionError(f"{recorded.n_chunks} chunks, {recorded.n_buffers} buffers: {exc}") from None
+        raise AssertionError(f"{_shape(recorded)}: {exc}") from None
     return fake
 
 
@@ -127,10 +203,7 @@ def _fake_problems(recorded: trace.Trace) -> str | None:
     problems = fake.problems()
     if not problems:
         return None
-    return (
-        f"{recorded.n_chunks} chunks, {recorded.n_buffers} buffers: {len(problems)} problem(s); first bad chunk "
-        f"{problems[0].chunk}: {problems[0].message}"
-    )
+    return f"{_shape(recorded)}: {len(problems)} problem(s); first bad chunk {problems[0].chunk}: {problems[0].message}"
 
 
 def _expected_output(host: HostArrays, ctx: CupyContext) -> Any:
@@ -143,60 +216,74 @@ def _expected_output(host: HostArrays, ctx: CupyContext) -> Any:
 
 def _live_correct(recorded: trace.Trace) -> str:
     """Replay a trace on the GPU on fresh random input, output poisoned first, against naive bit for bit."""
-    n_chunks, buffers = recorded.n_chunks, recorded.n_buffers
-    host = HostArrays(LIVE_WINDOW * n_chunks)
+    n_chunks, buffers, window = recorded.n_chunks, recorded.n_buffers, recorded.window_bytes
+    host = HostArrays(window * n_chunks)
     host.fill_random(secrets.randbelow(2**31))
-    ctx = CupyContext(host, LIVE_WINDOW, buffers, 512)
+    ctx = CupyContext(host, window, buffers, 512)
     reference = _expected_output(host, ctx)
     with gpu_turn():
         recorded.replay(ctx)
         ctx.synchronize()
     check = check_bit_exact("your schedule", host.device_view(host.h_out), reference, ctx.chunk_elems)
-    assert check.ok, f"live, {n_chunks} chunks, {buffers} buffers: {check.detail}"
+    assert check.ok, f"live, {n_chunks} chunks, {buffers} buffers, {format_window(window)}: {check.detail}"
     return check.detail
 
 
 def check_schedule_correct(schedule: Callable[[Any], None], *, buffers: int = 2, n_chunks: int = 16) -> None:
-    """Right output at every chunk count and depth: by CUDA's ordering rules, and live on fresh input with a GPU."""
+    """Right output at every configuration: by CUDA's ordering rules, and live on fresh input with a GPU.
+
+    Judged at the cell's own configuration (n_chunks x buffers at 64 MiB) and at CASES more drawn for this grading
+    run (drawn_cases: 1 chunk, odd, not divisible by the buffers, many; 2 to 6 buffers; 4 KiB to 256 MiB windows);
+    with a GPU also run at four more (live_cases). Every unordered access to the same bytes fails it.
+    """
     assert_own_schedule(schedule)
-    cases = dict.fromkeys([(n_chunks, buffers), *CORRECTNESS_CASES])
-    recorded = [traced(schedule, n, b) for n, b in cases]
-    live_traces = [traced(schedule, n, b, LIVE_WINDOW) for n, b in LIVE_CASES]
+    cases = [Case(n_chunks, buffers, 64 * MiB), *drawn_cases("correct")]
+    recorded = [traced(schedule, c.n_chunks, c.buffers, c.window) for c in cases]
+    live = live_cases("correct")
+    live_traces = [traced(schedule, c.n_chunks, c.buffers, c.window) for c in live]
     if answers.collecting():
         return
     for one in recorded:
         problem = _fake_problems(one)
         assert problem is None, problem
-    shown = ", ".join(f"{n}x{b}" for n, b in cases)
+    shown = ", ".join(c.describe() for c in cases)
     if not gpu_available():
         say(
-            f"offline: every chunk's output comes from its own input and no buffer access is unordered at "
-            f"{shown} (chunks x buffers; recording fake, no GPU to run it on)"
+            f"offline: every chunk's output comes from its own input and no access to the same bytes is unordered "
+            f"at {shown} (chunks x buffers at a window; recording fake, no GPU to run it on)"
         )
         return
     for one in live_traces:
+        problem = _fake_problems(one)
+        assert problem is None, problem
         _live_correct(one)
-    live = ", ".join(f"{n}x{b}" for n, b in LIVE_CASES)
-    say(f"by the ordering rules at {shown}; live on fresh random input at {live}")
+    say(f"by the ordering rules at {shown}; live on fresh random input at {', '.join(c.describe() for c in live)}")
 
 
-def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2, n_chunks: int = 12) -> None:
-    """No buffer pair takes a new chunk before the copy out of its previous chunk is ordered before it."""
-    recorded = traced(schedule, n_chunks, buffers)
-    if answers.collecting():
-        return
-    problem = _fake_problems(recorded)
-    assert problem is None, problem
-    ctx = _on_fake(recorded)
-    last_out: dict[int, Any] = {}
-    for rec in ctx.ops:
-        if rec.op == "h2d" and rec.pair in last_out:
-            assert ctx.ordered(last_out[rec.pair], rec), (
-                f"chunk {rec.chunk} enters pair {rec.pair} before chunk {last_out[rec.pair].chunk} left it"
-            )
-        if rec.op == "d2h":
-            last_out[rec.pair] = rec
-    say(f"{buffers} buffers: every pair is reused only after its previous chunk was copied out")
+def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2) -> None:
+    """No buffer pair takes a new chunk before the copy out of its previous chunk is ordered before it.
+
+    At two configurations of `buffers` drawn for this grading run (drawn_cases): a chunk count the buffers do not
+    divide (5-60) and many (100-400), windows 4 KiB to 256 MiB.
+    """
+    for case in drawn_cases(f"reuse {buffers}", buffers=buffers, count=4)[2:4]:
+        recorded = traced(schedule, case.n_chunks, buffers, case.window)
+        if answers.collecting():
+            continue
+        problem = _fake_problems(recorded)
+        assert problem is None, problem
+        ctx = _on_fake(recorded)
+        last_out: dict[int, Any] = {}
+        for rec in ctx.ops:
+            if rec.op == "h2d" and rec.pair in last_out:
+                assert ctx.ordered(last_out[rec.pair], rec), (
+                    f"{case.describe()}: chunk {rec.chunk} enters pair {rec.pair} before chunk "
+                    f"{last_out[rec.pair].chunk} left it"
+                )
+            if rec.op == "d2h":
+                last_out[rec.pair] = rec
+    if not answers.collecting():
+        say(f"{buffers} buffers: every pair is reused only after its previous chunk was copied out")
 
 
 def practice_problems(recorded: trace.Trace) -> list[str]:
@@ -213,18 +300,24 @@ def practice_problems(recorded: trace.Trace) -> list[str]:
 
 def check_good_practice(schedule: Callable[[Any], None], *, buffers: int = 2) -> None:
     """No operation on the legacy default stream and no device-wide synchronize inside the loop, in a schedule that
-    works (an empty or wrong schedule keeps every practice trivially and earns nothing for it)."""
+    works (an empty or wrong schedule keeps every practice trivially and earns nothing for it).
+
+    At one configuration drawn for this grading run: 20 to 64 chunks (a loop longer than the lesson's 16, with a
+    middle for a mid-loop synchronize to show in) of a window from 64 to 256 MiB.
+    """
     assert_own_schedule(schedule)
-    recorded = traced(schedule, 16, buffers)
+    rng = _draws(f"practice {buffers}")
+    recorded = traced(schedule, rng.randint(20, 64), buffers, _window(rng, 64 * MiB))
     if answers.collecting():
         return
     problem = _fake_problems(recorded)
     assert problem is None, f"practices count only in a schedule that does the work, and this one does not: {problem}"
     found = practice_problems(recorded)
-    assert not found, f"{len(found)} practice problem(s), each of which serializes the streams: {found[0]}" + (
+    at = f"{recorded.n_chunks} chunks x {buffers} buffers"
+    assert not found, f"{at}: {len(found)} practice problem(s), each of which serializes the streams: {found[0]}" + (
         f" (and {len(found) - 1} more)" if len(found) > 1 else ""
     )
-    say(f"{buffers} buffers: worker streams only, and the host waits only after the loop")
+    say(f"{at}: worker streams only, and the host waits only after the loop")
 
 
 # -- timing -----------------------------------------------------------------------------------------
@@ -338,20 +431,24 @@ def _exported_sequences(ops: Any, window: int) -> list:
     return list(by_stream.values())
 
 
-def _exports_timing(recorded: trace.Trace, directory: Path) -> Timing | None:
-    """Times from the student's own recorded run, accepted only if they recorded the submitted schedule."""
+def _student_exports(recorded: trace.Trace, directory: Path) -> str | None:
+    """What your own run's nsys exports say about the trace being timed: a line of feedback, never a time that
+    counts. Exports that contradict the trace (per stream another sequence of operations than it enqueues) or
+    that are not one consistent run fail the check, saying so; exports of another configuration are only named."""
     if not any(directory.glob(f"{RUN_PREFIX}_*.csv")):
         return None
     window, buffers, n_chunks = recorded.window_bytes, recorded.n_buffers, recorded.n_chunks
-    exports = Exports(directory, DOMAIN)
-    record = from_exports(directory, exports=exports)
+    try:
+        exports = Exports(directory, DOMAIN)
+        record = from_exports(directory, exports=exports)
+    except UsageError as exc:  # NsysFormatError too: exports of two runs, or edited ones
+        raise AssertionError(
+            f"your run's exports ({RUN_PREFIX}_*.csv) are not one consistent run: {exc}; record your run again "
+            f"with the notebook's cell, or hand in none"
+        ) from None
     key = PassKey("student", window, buffers)
-    assert record.has_pass(key), f"your run's exports in {directory} have no '{key}' range"
-    moved = record.config["total_bytes"]
-    assert moved == window * n_chunks, (
-        f"your run's exports moved {moved} bytes per pass; the check times {window * n_chunks} "
-        f"({n_chunks} chunks of {format_window(window)}): record your run again with the notebook's cell"
-    )
+    if not record.has_pass(key) or record.config["total_bytes"] != window * n_chunks:
+        return f"your run's exports hold no '{key}' pass of {n_chunks} chunks: nothing of them compared here"
     exported = _exported_sequences(exports.by_key[str(key)][0], window)
     expected = _recorded_sequences(recorded)
     if exported != expected:
@@ -359,26 +456,35 @@ def _exports_timing(recorded: trace.Trace, directory: Path) -> Timing | None:
         raise AssertionError(
             f"your exports are not a run of the schedule in this notebook: per stream they hold "
             f"{counts[0]} operations in another order than the {counts[1]} your schedule enqueues "
-            f"({n_chunks} chunks, {buffers} buffers); record your run again with this schedule"
+            f"({n_chunks} chunks, {buffers} buffers); record your run again with this schedule, or hand in none"
         )
-    return Timing(
-        report.measured(record, "naive", window, 1),
-        report.measured(record, "pipelined", window, buffers),
-        record.pass_times(key).median_ms,
-        f"from your run's nsys exports ({RUN_PREFIX}_*.csv), the operation sequence checked against your schedule",
+    naive, reference = (
+        report.measured(record, name, window, depth) for name, depth in (("naive", 1), ("pipelined", buffers))
+    )
+    mine = record.pass_times(key).median_ms
+    return (
+        f"your run measured {mine:.2f} ms, pipelined/naive = {mine / naive:.3f}, {mine / reference:.3f}x the "
+        f"reference pipeline ({RUN_PREFIX}_*.csv; unverified: shown, not graded)"
+    )
+
+
+@functools.cache
+def _simulated_course(window: int, buffers: int, n_chunks: int, rates: Rates) -> tuple[float, float]:
+    """Naive and the reference pipeline simulated: the same for every submission a warm checker grades."""
+    return (
+        simulated_ms(schedules.naive, n_chunks, 1, rates),
+        simulated_ms(schedules.pipelined, n_chunks, buffers, rates),
     )
 
 
 def _simulated_timing(recorded: trace.Trace, record: Record) -> Timing:
+    """Naive, the reference and the submitted trace simulated on the record's stage times (day54.simulate)."""
     window, buffers = recorded.window_bytes, recorded.n_buffers
     stages = report.stages(record, window)
     assert stages.n_chunks == recorded.n_chunks, f"the record has {stages.n_chunks} chunks at this window"
     rates = Rates.from_stages(stages, report.link_floor_ms(record))
-    mine = recorded.replay
-    naive, reference, mine = (
-        simulated_ms(fn, stages.n_chunks, depth, rates)
-        for fn, depth in ((schedules.naive, 1), (schedules.pipelined, buffers), (mine, buffers))
-    )
+    naive, reference = _simulated_course(window, buffers, stages.n_chunks, rates)
+    mine = simulated_ms(recorded.replay, stages.n_chunks, buffers, rates)
     return Timing(
         naive,
         reference,
@@ -396,18 +502,21 @@ def measure_schedule(
     rounds: int = 3,
     directory: str | Path = ".",
 ) -> Timing:
-    """Naive, the reference pipeline and yours: live, from your run's exports, or simulated (in that order)."""
-    return _timing(traced(schedule, TIMED_TOTAL_BYTES // window, buffers, window), rounds, Path(directory))
+    """Naive, the reference pipeline and yours: live on a GPU, else simulated on the recorded stage times. Your own
+    run's exports in `directory` are only compared with the trace (a contradiction fails) and shown."""
+    recorded = traced(schedule, TIMED_TOTAL_BYTES // window, buffers, window)
+    return _timing(recorded, rounds, Path(directory))
 
 
 def _timing(
     recorded: trace.Trace, rounds: int, directory: Path, clear: Callable[[Timing], bool] | None = None
 ) -> Timing:
+    """Live, or offline: the simulator on the course's recorded stage times, never the student's own exports."""
     if gpu_available():
         return _live_timing(recorded, rounds, clear)
-    found = _exports_timing(recorded, directory)
-    if found is not None:
-        return found
+    said = _student_exports(recorded, directory)
+    if said is not None:
+        say(said)
     return _simulated_timing(recorded, shipped_profile())
 
 
@@ -598,8 +707,9 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
     """Optional: your fastest correct schedule's time over the link floor measured in the same run.
 
     Met at CHALLENGE_FACTOR or less. Correct first: the schedule is judged by the ordering rules at the timed
-    configuration and at 1, 7 and 16 chunks with the same buffers and streams, and live its timed runs of the
-    first and the last round are verified. Prints the ratio and returns nothing (a value shown by a graded cell
+    configuration and at three chunk counts drawn for this grading run with the same buffers, streams and window
+    (1, an odd count 3-31, one the buffers do not divide 5-60), and live its timed runs of the first and the last
+    round are verified. Prints the ratio and returns nothing (a value shown by a graded cell
     would be nbgrader's partial credit, and this cell is worth no points).
     """
     assert_own_schedule(schedule)
@@ -612,7 +722,8 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
     else:
         picked = challenge_settings(chosen)
     timed = traced(schedule, picked.n_chunks, picked.buffers, picked.window, picked.streams)
-    others = [traced(schedule, n, picked.buffers, picked.window, picked.streams) for n in (1, 7, 16)]
+    counts = [case.n_chunks for case in drawn_cases("challenge", buffers=picked.buffers, count=4)[:3]]
+    others = [traced(schedule, n, picked.buffers, picked.window, picked.streams) for n in counts]
     if answers.collecting():
         return
     for one in [timed, *others]:

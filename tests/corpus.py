@@ -769,6 +769,168 @@ def gather_launch(n_rows):
 def order_ids(ids):
     return _order(ids)"""
 
+# -- day54, verified: exports that would earn points if they were believed, and schedules made to fool the fake ----
+
+SHIPPED_PROFILE = ROOT / "profiles" / "h200" / "day54"
+
+
+def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def _write_rows(path: Path, fields: list[str], rows: list[dict[str, str]]) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _copy_summary(folder: Path) -> None:
+    """cuda_gpu_mem_time_sum recomputed from the folder's cuda_gpu_trace, as nsys stats would: a forger's summary
+    that agrees with the forged trace."""
+    _, trace_rows = _rows(folder / "day54_run_cuda_gpu_trace.csv")
+    fields, rows = _rows(folder / "day54_run_cuda_gpu_mem_time_sum.csv")
+    for row in rows:
+        durations = sorted(int(r["Duration (ns)"]) for r in trace_rows if r["Name"] == row["Operation"])
+        row.update(
+            {
+                "Total Time (ns)": str(sum(durations)),
+                "Count": str(len(durations)),
+                "Avg (ns)": f"{sum(durations) / len(durations):.1f}",
+                "Med (ns)": f"{durations[len(durations) // 2]:.1f}",
+                "Min (ns)": str(durations[0]),
+                "Max (ns)": str(durations[-1]),
+            }
+        )
+    _write_rows(folder / "day54_run_cuda_gpu_mem_time_sum.csv", fields, rows)
+
+
+def forged_one_stream_exports(folder: Path) -> None:
+    """The real export set forged to be a one-stream schedule's run, op for op: each of the student's timed passes
+    with 2 buffers (the ones the checks time) laid out again one operation after another on one stream, in issue
+    order, its copies at twice the link's rate (the run's own copies moved 4.194 MB in 79 us, 53 GB/s), and the
+    copy summary recomputed to agree: consistent, and faster than any link."""
+    real_exports(folder)
+    _, ranges = _rows(STUDENT_RUN / "day54_run_nvtx_pushpop_trace.csv")
+    graded = [r for r in ranges if r["Name"].startswith("day54:student ") and r["Name"].endswith(" b=2")]
+    fields, rows = _rows(STUDENT_RUN / "day54_run_cuda_gpu_trace.csv")
+    for start, end in ((int(r["Start (ns)"]), int(r["End (ns)"])) for r in graded):
+        inside = sorted((r for r in rows if start <= int(r["Start (ns)"]) <= end), key=lambda r: int(r["CorrId"]))
+        at = int(inside[0]["Start (ns)"])
+        for row in inside:
+            copy = row["Name"].startswith("[CUDA memcpy")
+            duration = round(float(row["Bytes (MB)"]) * 1e6 / (2 * 53.0)) if copy else int(row["Duration (ns)"])
+            row.update({"Start (ns)": str(at), "Duration (ns)": str(duration), "Strm": "13"})
+            at += duration + 1000  # a microsecond between operations, as one stream has
+    rows.sort(key=lambda r: int(r["Start (ns)"]))
+    _write_rows(folder / "day54_run_cuda_gpu_trace.csv", fields, rows)
+    _copy_summary(folder)
+
+
+def shipped_profile_exports(folder: Path) -> None:
+    """The course's shipped H200 profile (in every student's bundle) renamed as a run of mine: each reference
+    pipeline range also named a 'student' range over the same operations, the range summary to match."""
+    for path in SHIPPED_PROFILE.glob("day54_*.csv"):
+        shutil.copy(path, folder / path.name.replace("day54_", "day54_run_", 1))
+    ranges = folder / "day54_run_nvtx_pushpop_trace.csv"
+    fields, rows = _rows(ranges)
+    top = max(int(r["RangeId"]) for r in rows)
+    for row in [r for r in rows if r["Name"].startswith("day54:pipelined ")]:
+        top += 1
+        name = row["Name"].replace("day54:pipelined ", "day54:student ", 1)
+        rows.append({**row, "Name": name, "NameTree": name, "RangeId": str(top), "RangeStack": f":{top}"})
+    _write_rows(ranges, fields, rows)
+    summary = folder / "day54_run_nvtx_sum.csv"
+    fields, rows = _rows(summary)
+    rows += [
+        {**r, "Range": r["Range"].replace("day54:pipelined ", "day54:student ", 1)}
+        for r in rows
+        if r["Range"].startswith("day54:pipelined ")
+    ]
+    _write_rows(summary, fields, rows)
+
+
+# Each stream's operations are the reference pipeline's, but the host waits for every chunk before it enqueues the
+# next: nothing overlaps. Waits leave no operation in an export, so a real pipelined run's exports fit it.
+STREAM_WAITS_EVERY_CHUNK = """def my_pipelined(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        ctx.stream_synchronize(pair)"""
+
+# Two pairs compute chunk 0, and both copy it out, from two streams, with nothing ordering the two writes of the
+# same host chunk; every other chunk as the reference pipeline. The output is right whichever write lands last.
+HOST_CHUNK_RACE = """def my_pipelined(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        if k == 0 and ctx.n_buffers > 1:
+            ctx.copy_in(0, 1)
+            ctx.launch(0, 1)
+            ctx.copy_out(0, 1)"""
+
+# The reference pipeline at 64 MiB windows and above (the lesson's window, which the correctness and practice
+# checks used to record at); below 64 MiB a pair's next chunk goes to another stream.
+RACES_BELOW_64_MIB = """def my_pipelined(ctx):
+    small = ctx.window_bytes < 64 * 2**20
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        stream = (k // ctx.n_buffers) % ctx.n_buffers if small else pair
+        ctx.copy_in(k, pair, stream=stream)
+        ctx.launch(k, pair, stream=stream)
+        ctx.copy_out(k, pair, stream=stream)"""
+
+# Correct at exactly the chunk counts and buffers the checks used to record (1, 7, 16 and 256 chunks; 2, 3 and 4
+# buffers; 12 chunks for the reuse check), racing anywhere else.
+TODAYS_CHUNK_COUNTS = """def my_pipelined(ctx):
+    known = ctx.n_chunks in (1, 7, 12, 16, 256) and ctx.n_buffers in (2, 3, 4)
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        stream = pair if known else (k // ctx.n_buffers) % ctx.n_buffers
+        ctx.copy_in(k, pair, stream=stream)
+        ctx.launch(k, pair, stream=stream)
+        ctx.copy_out(k, pair, stream=stream)"""
+
+# Correct only while it believes it is being recorded, told by the recorder's type name (as the bare recorder and
+# the recording fake are called); racing otherwise (in a real run, it hopes).
+DETECTS_RECORDING = """def my_pipelined(ctx):
+    good = type(ctx).__name__ in ("_Recorder", "RecordingContext")
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        stream = pair if good else (k // ctx.n_buffers) % ctx.n_buffers
+        ctx.copy_in(k, pair, stream=stream)
+        ctx.launch(k, pair, stream=stream)
+        ctx.copy_out(k, pair, stream=stream)"""
+
+# The same, reaching behind the facade for what it wraps
+PEEKS_BEHIND_FACADE = """def my_pipelined(ctx):
+    good = type(object.__getattribute__(ctx, "_backend")).__name__ != "CupyContext"
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        stream = pair if good else (k // ctx.n_buffers) % ctx.n_buffers
+        ctx.copy_in(k, pair, stream=stream)
+        ctx.launch(k, pair, stream=stream)
+        ctx.copy_out(k, pair, stream=stream)"""
+
+# Correct: the chunks in reverse order, dealt to the pairs as the reference does, one wait for each stream and one
+# device-wide synchronize after the loop.
+REVERSED_WITH_WAITS = """def my_pipelined(ctx):
+    for k in reversed(range(ctx.n_chunks)):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+    for stream in range(ctx.n_streams):
+        ctx.stream_synchronize(stream)
+    ctx.synchronize()"""
+
+
 # -- the corpus ---------------------------------------------------------------------------------------------------
 
 D, Z = "day54", "zero_copy"
