@@ -962,7 +962,8 @@ CORPUS: tuple[Submission, ...] = (
     Submission(
         "d54-own-exports-stderr",
         D,
-        "the reference schedule with the exports of its own real H200 run beside it (timed from them), and "
+        "the reference schedule with the exports of its own real H200 run beside it (they fit its trace and are "
+        "shown, unverified; the ratio is simulated), and "
         "progress bars and a warning on stderr, also inside graded cells: no cell is zeroed for its stderr",
         full(D),
         edits={"my_pipelined": PROGRESS_SCHEDULE, "sweep_ratios": PROGRESS_SWEEP},
@@ -980,9 +981,10 @@ CORPUS: tuple[Submission, ...] = (
     Submission(
         "d54-only-16-chunks",
         D,
-        "range(16) hard-coded: wrong at 1, 7 and 256 chunks (correct 0); the hidden 4 MiB ratio has 256 chunks "
-        "(ratio 0); its 16-chunk practice is fine",
-        full(D, test_pipelined_correct=0, test_pipelined_ratio=0),
+        "range(16) hard-coded: wrong at the drawn chunk counts (correct 0); the hidden 4 MiB ratio has 256 chunks "
+        "(ratio 0); the practice check's drawn 20-64 chunks leave the last ones undone (a practice counts in a "
+        "working schedule only: 0)",
+        full(D, **SCHEDULE_CELLS_ZERO),
         edits={"my_pipelined": ONLY_16_CHUNKS},
     ),
     Submission(
@@ -1055,11 +1057,89 @@ CORPUS: tuple[Submission, ...] = (
         "d54-edited-exports",
         D,
         "the reference schedule's real exports with its timed GPU operations shortened by 30%: the summaries "
-        "contradict the trace, the exports are refused (NsysFormatError) and the ratio check fails on that; "
+        "contradict the trace, so they are not one consistent run, and handed in they fail the ratio check; "
         "with a GPU the checker measures the (correct) schedule itself and never reads exports: full marks",
         full(D, test_pipelined_ratio=0),
         run_files=faster_exports,
         live={"test_pipelined_ratio": 2},
+    ),
+    # day54 verified: only trusted code earns a point (the simulator offline, never a student's exports), and the
+    # correctness check has no blind spot (host chunks, drawn configurations, a context a schedule cannot tell apart)
+    Submission(
+        "d54-forged-exports-one-stream",
+        D,
+        "a one-stream schedule (as slow as naive) beside exports forged to match it op for op, its copies at twice "
+        "the link's rate, summaries recomputed: consistent and fast, and never believed (ratio simulated: 0)",
+        full(D, test_pipelined_ratio=0),
+        edits={"my_pipelined": ONE_STREAM},
+        run_files=forged_one_stream_exports,
+    ),
+    Submission(
+        "d54-shipped-profile-exports",
+        D,
+        "the bundle's own H200 profile renamed as my run, beside a schedule that synchronizes the device after "
+        "every chunk (whose calls per stream are the pipeline's): ratio simulated 0, the synchronizes cost practice",
+        full(D, test_pipelined_ratio=0, test_pipelined_practice=0),
+        edits={"my_pipelined": DEVICE_SYNC},
+        run_files=shipped_profile_exports,
+    ),
+    Submission(
+        "d54-real-exports-stream-waits",
+        D,
+        "a correct run's real exports beside a schedule whose host waits for each chunk's stream before the next: "
+        "waits leave no operation, so the exports fit; the simulator serializes it (ratio 0); stream waits are no "
+        "device synchronize (practice kept)",
+        full(D, test_pipelined_ratio=0),
+        edits={"my_pipelined": STREAM_WAITS_EVERY_CHUNK},
+        run_files=real_exports,
+    ),
+    Submission(
+        "d54-host-chunk-race",
+        D,
+        "chunk 0 computed on two pairs and copied out from two streams with nothing ordering the two writes of its "
+        "host chunk (right whichever lands last): a race, so no schedule cell counts",
+        full(D, **SCHEDULE_CELLS_ZERO),
+        edits={"my_pipelined": HOST_CHUNK_RACE},
+    ),
+    Submission(
+        "d54-races-below-64mib",
+        D,
+        "the pipeline at 64 MiB windows and above, a race below: the drawn windows include one of 4 MiB or less "
+        "(correct 0) and the hidden ratio times 4 MiB (0); practice is drawn at 64-256 MiB (kept)",
+        full(D, test_pipelined_correct=0, test_pipelined_ratio=0),
+        edits={"my_pipelined": RACES_BELOW_64_MIB},
+    ),
+    Submission(
+        "d54-todays-chunk-counts",
+        D,
+        "correct at exactly the chunk counts and buffers the checks used to record at, racing elsewhere: the drawn "
+        "ones catch it (correct 0, practice 0 at 20-64 chunks); the ratio's 16 and 256 chunks are among them (2)",
+        full(D, test_pipelined_correct=0, test_pipelined_practice=0),
+        edits={"my_pipelined": TODAYS_CHUNK_COUNTS},
+    ),
+    Submission(
+        "d54-detects-recording",
+        D,
+        "correct only when the context's type is the recorder's: it is handed the same Context class as a real run, "
+        "so it races wherever it runs",
+        full(D, **SCHEDULE_CELLS_ZERO),
+        edits={"my_pipelined": DETECTS_RECORDING},
+    ),
+    Submission(
+        "d54-peeks-behind-facade",
+        D,
+        "reaches behind the Context facade for the context it wraps and races unless that is no CupyContext: its "
+        "two recordings (bare, then a CupyContext) differ, and it is refused",
+        full(D, **SCHEDULE_CELLS_ZERO),
+        edits={"my_pipelined": PEEKS_BEHIND_FACADE},
+    ),
+    Submission(
+        "d54-reversed-with-waits",
+        D,
+        "correct but unusual: the chunks in reverse order, a wait for each stream and a device synchronize after "
+        "the loop",
+        full(D),
+        edits={"my_pipelined": REVERSED_WITH_WAITS},
     ),
     # day54: the reference under another name
     Submission(
