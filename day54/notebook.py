@@ -255,8 +255,10 @@ RUN_REPORTS = "nvtx_sum,nvtx_pushpop_trace,cuda_gpu_mem_time_sum,cuda_api_sum,cu
 def record_my_run(schedule, directory: str | Path = ".") -> list[Path]:
     """On a GPU, measure your schedule under Nsight Systems and leave day54_run_*.csv beside the notebook.
 
-    Graders without a GPU read those exports. Without nsys only day54_run.json is written; without a GPU
-    nothing is (the grader then simulates your schedule and says so).
+    Graders without a GPU compare those exports with your schedule's trace (exports of another schedule, or not
+    of one run, fail the timing check) and show what they measured, unverified: the points come from simulating
+    your schedule on the course's recorded stage times. Without nsys only day54_run.json is written; without a
+    GPU nothing is.
     """
     if not is_written(schedule, RecordingContext(16, 2)):  # an unwritten exercise stops here, before any subprocess
         return []
