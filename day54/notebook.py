@@ -14,6 +14,7 @@ from typing import Any
 
 from day54 import LESSON, multi_gpu, report
 from day54.config import Config, MiB, PassKey
+from day54.context import Context
 from day54.live import run_live
 from day54.plots import multi_gpus
 from day54.recording import RecordingContext
@@ -260,7 +261,7 @@ def record_my_run(schedule, directory: str | Path = ".") -> list[Path]:
     your schedule on the course's recorded stage times. Without nsys only day54_run.json is written; without a
     GPU nothing is.
     """
-    if not is_written(schedule, RecordingContext(16, 2)):  # an unwritten exercise stops here, before any subprocess
+    if not is_written(schedule, Context(RecordingContext(16, 2))):  # an unwritten exercise stops here, before any run
         return []
     if not gpu_available():
         print("no GPU here: nothing to record; graders will simulate your schedule on the recorded stage times")
