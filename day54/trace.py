@@ -147,13 +147,14 @@ def record(
     shape = (n_chunks, n_buffers, n_streams or n_buffers, window_bytes)
     bare = _Recorder(*shape)
     schedule(Context(bare))
+    recorded = tuple(bare.events)  # now: calls a schedule makes later on a context it kept are not its trace
     tracer = _Tracer()
     complete = True
     try:
         schedule(Context(CupyContext.recorder(*shape, tracer)))
     except IndexError:  # a stream the context lacks: the bare recording holds that call, and the fake names it
         complete = False
-    first, second = _resolved(bare.events), tracer.events
+    first, second = _resolved(list(recorded)), list(tracer.events)
     if (first if complete else first[: len(second)]) != second:
         at = next(
             (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), min(len(first), len(second))
@@ -163,4 +164,4 @@ def record(
             f"{len(second)} on another of the same configuration, different from call {at} on; a graded schedule "
             f"must make the same calls every time, whatever context it is handed and however often it runs"
         )
-    return Trace(*shape, events=tuple(bare.events))
+    return Trace(*shape, events=recorded)

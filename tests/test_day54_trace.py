@@ -234,3 +234,18 @@ def test_a_schedule_that_detects_the_recording_gains_nothing(schedule, message):
     else:
         with pytest.raises(AssertionError, match=message):
             checks.check_schedule_correct(schedule)
+
+
+def test_calls_on_a_kept_context_are_not_the_trace():
+    """A schedule that keeps the first context it was handed and makes its calls on it only the second time: its
+    first recording is what it did then (nothing), so the two differ."""
+    kept = []
+
+    def later(ctx):
+        kept.append(ctx)
+        if len(kept) % 2 == 0:
+            schedules.naive(kept[-2])
+            schedules.naive(ctx)
+
+    with pytest.raises(trace.NotAFixedSchedule, match="made 0 calls on one recording and 48 on another"):
+        trace.record(later, 16, 2)
