@@ -88,7 +88,6 @@ class Case:
 
 
 CASES = 8  # configurations drawn for the correctness check, beside the cell's own
-LIVE_TOTAL_BYTES = 256 * MiB  # the most a live correctness case moves (each with fresh random input)
 MAX_CALLS_PER_CHUNK = 16  # a trace with more calls than this per chunk is refused before anything replays it
 
 
@@ -128,14 +127,13 @@ def drawn_cases(name: str, *, buffers: int | None = None, count: int = CASES, ma
 
 def live_cases(name: str) -> list[Case]:
     """The configurations run on the GPU on fresh random input: 1 chunk, an odd count, one the buffers do not
-    divide and many (up to 256), buffers as drawn_cases draws them, windows 64 KiB-1 MiB (at most
-    LIVE_TOTAL_BYTES in all)."""
+    divide and many (100-256), buffers as drawn_cases draws them, windows 64 KiB-1 MiB in whole 4 KiB pages (so
+    at most 256 MiB of pinned input and as much output)."""
     rng = _draws(f"{name} live")
-    found = []
-    for case in drawn_cases(f"{name} live", count=4, many=256):
-        window = _window(rng, 64 * KiB, 1 * MiB)
-        found.append(Case(case.n_chunks, case.buffers, min(window, LIVE_TOTAL_BYTES // case.n_chunks)))
-    return found
+    return [
+        Case(case.n_chunks, case.buffers, _window(rng, 64 * KiB, 1 * MiB))
+        for case in drawn_cases(f"{name} live", count=4, many=256)
+    ]
 
 
 def traced(
