@@ -228,6 +228,7 @@ def split_operands(text: str) -> tuple[str, ...]:
 def _statements(body: str, files: dict[int, str]) -> list[Instruction | str]:
     """Instructions and label names in order; `.loc` sets each instruction's source, other directives vanish."""
     out: list[Instruction | str] = []
+    named: set[str] = set()
     source: tuple[str, int] | None = None
     pos, n = 0, len(body)
     while pos < n:
@@ -250,14 +251,24 @@ def _statements(body: str, files: dict[int, str]) -> list[Instruction | str]:
         end = n if end == -1 else end
         statement = " ".join(body[pos:end].split())
         pos = end + 1
+        if statement.startswith(".reg "):
+            named.update(_plain_registers(statement))
         if statement.startswith("."):
             continue  # .reg, .local, .pragma ...: declarations, not instructions
+        if named:  # registers inline asm declares without a %: named as the others are, so they are followed
+            statement = re.sub(rf"(?<![\w$%.])({'|'.join(map(re.escape, named))})(?![\w$])", r"%\1", statement)
         guard = _GUARD.match(statement)
         if guard:
             statement = statement[guard.end() :]
         opcode, _, rest = statement.partition(" ")
         out.append(Instruction(opcode, split_operands(rest), guard.group(1) if guard else None, source))
     return out
+
+
+def _plain_registers(declaration: str) -> set[str]:
+    """'.reg .b32 t, u;' -> {'t', 'u'}: the names a .reg declares without a leading %."""
+    names = declaration.split(None, 2)[2] if len(declaration.split(None, 2)) == 3 else ""
+    return {n.strip() for n in names.split(",") if re.fullmatch(r"[A-Za-z_$][\w$]*", n.strip())}
 
 
 def _blocks(statements: list[Instruction | str]) -> list[Block]:
@@ -656,7 +667,7 @@ class Event:
     memory has `start` (bytes from the base) or None when its address cannot be told; `values` holds each word's
     value after a store (None: not known)."""
 
-    kind: str  # "store", "load", "fence", "end"
+    kind: str  # "store", "load", "fence", "end", "loop" (a loop came back to a state it had: it may not end)
     instruction: Instruction
     start: int | None = None
     nbytes: int = 0
@@ -714,9 +725,10 @@ class _Path(Generic[F]):
     memory: dict[int, Value]  # the base's words this path stored
     facts: F
     escaped: bool = False  # the base pointer was stored into memory the analysis does not follow
+    trail: frozenset[tuple] = frozenset()  # the states this path had at loop heads: a repeat is a cycle
 
     def copy(self) -> _Path[F]:
-        return _Path([f.copy() for f in self.frames], dict(self.memory), self.facts, self.escaped)
+        return _Path([f.copy() for f in self.frames], dict(self.memory), self.facts, self.escaped, self.trail)
 
     def key(self) -> tuple:
         return (tuple(f.key() for f in self.frames), frozenset(self.memory.items()), self.facts, self.escaped)
@@ -752,6 +764,7 @@ class _Explorer(Generic[F]):
         self.text, self.entry, self.machine, self.step = text, entry, machine, step
         self.functions: dict[str, Function] = {}
         self.labels: dict[str, dict[str, int]] = {}
+        self.heads: dict[str, set[int]] = {}  # loop heads: blocks a later (or the same) block branches back to
         self.defined = set(function_names(text))
         self.seen: set[tuple] = set()
         self.visits: dict[tuple, int] = {}
@@ -763,6 +776,7 @@ class _Explorer(Generic[F]):
             function = parse_function(self.text, name)
             self.functions[name] = function
             self.labels[name] = {label: b for b, block in enumerate(function.blocks) for label in block.labels}
+            self.heads[name] = {t for b, block in enumerate(function.blocks) for t in block.successors if t <= b}
         return self.functions[name]
 
     def run(self, facts: F) -> int:
@@ -789,7 +803,7 @@ class _Explorer(Generic[F]):
             frame = path.frames[-1]
             blocks = frame.function.blocks
             if frame.index == 0 and not self.first_visit(path):
-                return 0
+                return self.again(path)
             if frame.index >= len(blocks[frame.block].instructions):  # fell off the block's end
                 if frame.block + 1 >= len(blocks):
                     if self.leave(path):
@@ -808,13 +822,23 @@ class _Explorer(Generic[F]):
                 negate = instruction.guard.startswith("!")
                 truth = frame.regs.get(instruction.guard.lstrip("!"))
                 truth = _not(truth) if negate else truth
-                if truth is None:
+                if truth is None:  # both ways, each knowing its predicate from here on
+                    register = instruction.guard.lstrip("!")
                     other = path.copy()
                     other.frames[-1].index += 1  # the way on which the guard is false: skip it
+                    other.frames[-1].regs[register] = negate
                     work.append(other)
+                    frame.regs[register] = not negate
                 elif truth is False:
                     frame.index += 1
                     continue
+            if instruction.parts[0] == "selp" and len(instruction.operands) == 4:
+                chooser = instruction.operands[3]
+                if chooser.startswith("%") and frame.regs.get(chooser) is None:  # a choice not known: both ways
+                    other = path.copy()
+                    other.frames[-1].regs[chooser] = False
+                    work.append(other)
+                    frame.regs[chooser] = True
             if self.execute(path, instruction):
                 return 1
 
@@ -828,7 +852,18 @@ class _Explorer(Generic[F]):
         if key in self.seen:
             return False
         self.seen.add(key)
+        if path.frames[-1].block in self.heads[path.frames[-1].function.name]:
+            path.trail = path.trail | {key}
         return True
+
+    def again(self, path: _Path[F]) -> int:
+        """A state already followed: joined from another path (nothing new), or this path's own loop come round
+        to the same state (an event: with nothing changed the loop can run for ever)."""
+        frame = path.frames[-1]
+        if frame.block in self.heads[frame.function.name] and path.key() in path.trail:
+            first = frame.function.blocks[frame.block].instructions
+            self.emit(path, Event("loop", first[0] if first else Instruction("bra")))
+        return 0
 
     def widen(self, point: tuple, path: _Path[F]) -> None:
         frame = path.frames[-1]

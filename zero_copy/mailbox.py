@@ -294,8 +294,8 @@ class _Judge:
         ins = event.instruction
         if event.kind == "fence":
             return facts.fence(ins, event.order) if event.order is not None and event.order.releases else facts
-        if event.kind == "end":
-            return self.stop(_Wrong("ends", facts, ins)) if facts.flag is None else facts
+        if event.kind in {"end", "loop"}:
+            return self.stop(_Wrong(event.kind, facts, ins)) if facts.flag is None else facts
         words = list(event.words(WORD.itemsize))
         if event.kind == "load":
             return (
@@ -356,8 +356,10 @@ class _Judge:
         at = f"the flag store at {_where(ins)}"
         head = f"the host can see the flag (box[MB_FLAG]) before payload word {k} (box[MB_PAYLOAD + {k}])"
         simple = {
-            "ends": "on some path the kernel ends without storing the flag (box[MB_FLAG]): the host would wait for "
+            "end": "on some path the kernel ends without storing the flag (box[MB_FLAG]): the host would wait for "
             "it in vain; store the flag on every path through publish",
+            "loop": f"the loop at {_where(ins)} comes back to the same state before the flag is stored, so on "
+            f"some path it may never end: the host would wait for the flag in vain; {EXPECTED}",
             "waits": "on some path the kernel waits for the host's release (box[MB_RELEASE]) without having stored "
             "the flag: the host would wait for it in vain; store the flag on every path through publish",
             "address": f"cannot tell which word of the mailbox {_where(ins)} writes: its address is not box plus a "
@@ -410,13 +412,13 @@ class _Judge:
 
 
 def _same(value: ptx.Value, want: ptx.Sym) -> bool | None:
-    """Whether a 32-bit word holds `want` for every round: True, False, or None when it cannot be told."""
-    if not isinstance(value, ptx.Sym):
+    """Whether a 32-bit word holds `want` for every round: True, False (two different forms of the round differ
+    for some round), or None when the value cannot be told (e.g. through an instruction the analysis does not
+    compute: a GPU run can still check it)."""
+    if not isinstance(value, ptx.Sym) or value.bits < 32:
         return None
     diff = ptx.affine((*value.terms, *((n, -c) for n, c in want.terms)), value.const - want.const, 32)
-    if value.bits < 32 or not diff.constant:
-        return None  # e.g. round * round: not an affine form of the round (a GPU run can still check it)
-    return diff.const == 0
+    return diff.constant and diff.const == 0
 
 
 def publish_ptx(publish_source: str) -> str:
@@ -454,7 +456,7 @@ def ptx_verdict(text: str, kernel: str) -> PublishVerdict:
         return PublishVerdict(f"cannot analyse the compiled kernel: {exc}", [])
     if judge.wrong and not judge.flags and not any(w.path.flag for w in judge.wrong):
         first = judge.wrong[0]
-        if first.kind in {"ends", "waits"}:
+        if first.kind in {"end", "waits"}:
             return PublishVerdict(
                 "the compiled kernel never stores the flag: raise it with box[MB_FLAG] = round after the fence",
                 [],
