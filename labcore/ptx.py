@@ -1,4 +1,4 @@
-"""PTX, the code NVRTC compiles CUDA C++ to: compile it, split a kernel into basic blocks, follow its addresses.
+"""PTX, the code NVRTC compiles CUDA C++ to: compile it, split a kernel into basic blocks, follow every path.
 
 Memory-ordering answers are judged on the compiled code, not on the source text: what the compiler kept,
 removed, merged or put on a branch is what runs (solutions/zero_copy/zero_copy.ipynb, section 8, through
@@ -6,10 +6,13 @@ zero_copy/mailbox.py). This module knows PTX and no lesson:
 
 - `compile_ptx`: CUDA source to PTX with NVIDIA's NVRTC through cuda-bindings; no GPU and no CuPy needed.
 - `parse_function`: one `.entry`/`.func` as basic blocks with their successors; `@%p` guards kept.
-- `pointer_values`, `memory_accesses` and `escapes`: which registers hold a pointer parameter plus a constant
-  number of bytes, so the byte range each load and store touches relative to that pointer (or that it cannot be
-  told), and where the pointer itself is stored away beyond tracking (a call's parameters, local memory).
-- `forward`: a forward dataflow over the control-flow graph, for facts that hold on every (or some) path.
+- `explore`: every path through a kernel, calls of the functions the PTX defines followed into them. Registers
+  hold `Sym`s, affine forms of named inputs (the mailbox pointer, the round) modulo 2**bits, so an address is the
+  pointer plus a number and a stored value is, say, round * 1000003 + 2, for every round at once. A branch whose
+  predicate the constants decide takes its one way (a loop with constant bounds runs turn by turn, rolled or
+  not); one they do not takes both. Each path's loads, stores (with the value each word holds after), fences and
+  end go to the caller's `step` in order; states already followed are not followed again, and a loop that keeps
+  making new states has what changes made unknown (a fixed point), so every exploration ends.
 - `ordering`: the semantics and scope by which a fence, `membar` or release store orders earlier accesses.
 """
 
@@ -574,10 +577,16 @@ def _bitwise(op: str, a: Value, b: Value, bits: int, kind: str) -> Value:
         "shr": lambda: (sx >> min(y, bits)) if kind == "s" else (x >> min(y, bits)),
         "min": lambda: min(sx, sy),
         "max": lambda: max(sx, sy),
-        "div": lambda: int(sx / sy),
-        "rem": lambda: sx - int(sx / sy) * sy,
+        "div": lambda: _quotient(sx, sy),
+        "rem": lambda: sx - _quotient(sx, sy) * sy,
     }.get(op)
     return known(result(), bits) if result else None
+
+
+def _quotient(x: int, y: int) -> int:
+    """x / y rounded toward zero, as PTX's div does (exact for 64-bit operands, unlike a float division)."""
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
 
 
 def _value_of(instruction: Instruction, get: Callable[[str, int], Value]) -> dict[str, Value]:
@@ -806,7 +815,7 @@ class _Explorer(Generic[F]):
                 return self.again(path)
             if frame.index >= len(blocks[frame.block].instructions):  # fell off the block's end
                 if frame.block + 1 >= len(blocks):
-                    if self.leave(path):
+                    if self.leave(path, Instruction("ret")):  # the function's end, without a ret
                         return 1
                     continue
                 frame.block, frame.index = frame.block + 1, 0
@@ -878,11 +887,11 @@ class _Explorer(Generic[F]):
         }
         self.widened[point] = (dict(frame.regs), dict(path.memory))
 
-    def leave(self, path: _Path[F]) -> bool:
+    def leave(self, path: _Path[F], instruction: Instruction) -> bool:
         """Return from the current function; True when that ends the kernel (and the path)."""
         done = path.frames.pop()
         if not path.frames:
-            self.emit(path, Event("end", Instruction("ret")))
+            self.emit(path, Event("end", instruction))
             return True
         caller = path.frames[-1]
         for name, own in zip(done.results, done.function.returns, strict=False):
@@ -901,7 +910,7 @@ class _Explorer(Generic[F]):
             frame.block, frame.index = self.labels[frame.function.name][target], 0
             return False
         if base == "ret":
-            return self.leave(path)
+            return self.leave(path, instruction)
         if base in {"exit", "trap"}:
             self.emit(path, Event("end", instruction))
             return True

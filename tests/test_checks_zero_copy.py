@@ -551,7 +551,23 @@ WRONG = {
     ),
     "spins-for-ever-before-the-flag": (
         publish(f"{PAYLOAD_LOOP}\n{FENCE}\n    if (round == 123457) for (;;) {{}}\n{FLAG}"),
-        r"^the loop at your line 5 \(bra\.uni \$L__BB\d+_\d+\) comes back to the same state before the flag is stored",
+        r"^the loop at your line 5 \(bra\.uni \$L__BB\d+_\d+\) comes back to the same state before the kernel waits",
+    ),
+    "spins-for-ever-after-the-flag": (
+        publish(f"{PAYLOAD_LOOP}\n{FENCE}\n{FLAG}\n    while (round > 0) {{}}"),
+        r"^the loop at your line 6 \(.*\) comes back to the same state before the kernel waits for the host's release",
+    ),
+    "exits-after-the-flag": (
+        publish(f'{PAYLOAD_LOOP}\n{FENCE}\n{FLAG}\n    asm volatile("exit;");'),
+        r"^your line 6 \(exit\) ends the kernel before the host has read the payload and released it",
+    ),
+    "returns-from-the-kernel-after-the-flag": (
+        publish(f'{PAYLOAD_LOOP}\n{FENCE}\n{FLAG}\n    asm volatile("ret;");'),
+        r"^your line 6 \(ret\) ends the kernel before the host has read the payload and released it",
+    ),
+    "traps-after-the-flag": (
+        publish(f"{PAYLOAD_LOOP}\n{FENCE}\n{FLAG}\n    __trap();"),
+        r"^your line 6 \(trap\) ends the kernel before the host has read the payload",
     ),
     "pointer-handed-to-printf": (
         publish(f'{PAYLOAD_LOOP}\n{FENCE}\n    printf("%p", box);\n{FLAG}'),

@@ -12,11 +12,14 @@ only then releases the kernel and waits for the stream.
 
 The graded exercise: the student writes the `publish` step (payload, fence,
 flag) in CUDA C++; `mailbox_rounds` compiles it inside the lesson's
-wait-for-release kernel and runs the same rounds, and `publish_problem` judges
-the order of its stores on the PTX that NVRTC compiles from it (labcore.ptx),
-the same way with or without a GPU: which word each store writes, and whether
-on every path to the flag store each payload word is stored and then fenced at
-system scope.
+wait-for-release kernel and runs the same rounds, and `publish_verdict` judges
+the PTX that NVRTC compiles from it (labcore.ptx.explore), the same way with or
+without a GPU: on every path of the kernel (calls followed, loops turned, the
+round a symbol, so for every round), every payload word is stored, then a
+system-scope fence, then the flag, and nothing stores the payload or the flag
+after it; the flag holds round and word k round * 1000003 + k when it is
+raised. A path it cannot follow is a problem; a stored value it cannot compute
+is `unverified` (offline that is "pending a GPU", labcore.pending).
 """
 
 from __future__ import annotations
@@ -234,6 +237,7 @@ class _Path:
     fences: tuple[ptx.Instruction, ...] = ()  # system-scope fences, in order
     narrow_fences: tuple[ptx.Instruction, ...] = ()
     flag: ptx.Instruction | None = None  # the flag store, once made
+    waited: bool = False  # the release word read after the flag: in the lesson's wait for the host
 
     def fence(self, instruction: ptx.Instruction, order: ptx.Order) -> _Path:
         if order.reaches("sys"):
@@ -242,9 +246,9 @@ class _Path:
                 unfenced=frozenset(),
                 narrow=frozenset(),
                 covered=self.covered | self.unfenced,
-                fences=(*self.fences, instruction),
+                fences=_added(self.fences, instruction),
             )
-        return replace(self, narrow=self.narrow | self.unfenced, narrow_fences=(*self.narrow_fences, instruction))
+        return replace(self, narrow=self.narrow | self.unfenced, narrow_fences=_added(self.narrow_fences, instruction))
 
     def store(self, instruction: ptx.Instruction, words: dict[int, ptx.Value]) -> _Path:
         ks = {w - PAYLOAD.start: v for w, v in words.items() if w in PAYLOAD}
@@ -256,6 +260,11 @@ class _Path:
             narrow=self.narrow - set(ks),
             flag=self.flag or (instruction if MAILBOX["FLAG"] in words else None),
         )
+
+
+def _added(found: tuple[ptx.Instruction, ...], instruction: ptx.Instruction) -> tuple[ptx.Instruction, ...]:
+    """`found` with `instruction` once (a fence in a loop adds nothing new: the facts stay finite)."""
+    return found if instruction in found else (*found, instruction)
 
 
 @dataclass(frozen=True)
@@ -294,13 +303,19 @@ class _Judge:
         ins = event.instruction
         if event.kind == "fence":
             return facts.fence(ins, event.order) if event.order is not None and event.order.releases else facts
-        if event.kind in {"end", "loop"}:
-            return self.stop(_Wrong(event.kind, facts, ins)) if facts.flag is None else facts
+        if event.kind == "end" and ins.parts[0] in {"exit", "trap"}:  # not the kernel's own return
+            return self.stop(_Wrong("stops", facts, ins))
+        if event.kind == "end" and facts.flag is None:
+            return self.stop(_Wrong("end", facts, ins))
+        if event.kind == "end":  # the kernel returns: only after the wait for the release
+            return facts if facts.waited else self.stop(_Wrong("stops", facts, ins))
+        if event.kind == "loop":  # may run for ever: fine only in the lesson's wait for the release
+            return self.stop(_Wrong("loop", facts, ins)) if not facts.waited else facts
         words = list(event.words(WORD.itemsize))
         if event.kind == "load":
-            return (
-                self.stop(_Wrong("waits", facts, ins)) if facts.flag is None and MAILBOX["RELEASE"] in words else facts
-            )
+            if MAILBOX["RELEASE"] not in words:
+                return facts
+            return self.stop(_Wrong("waits", facts, ins)) if facts.flag is None else replace(facts, waited=True)
         if event.start is None:
             return self.stop(_Wrong("address", facts, ins))
         foreign = [w for w in words if w not in OWNED]
@@ -358,8 +373,11 @@ class _Judge:
         simple = {
             "end": "on some path the kernel ends without storing the flag (box[MB_FLAG]): the host would wait for "
             "it in vain; store the flag on every path through publish",
-            "loop": f"the loop at {_where(ins)} comes back to the same state before the flag is stored, so on "
-            f"some path it may never end: the host would wait for the flag in vain; {EXPECTED}",
+            "loop": f"the loop at {_where(ins)} comes back to the same state before the kernel waits for the host's "
+            f"release, so on some path it may never end: the host would wait for the flag, or the stream, in vain; "
+            f"{EXPECTED}",
+            "stops": f"{_where(ins)} ends the kernel before the host has read the payload and released it: the "
+            f"host must find the kernel still running, waiting for the release; let publish return",
             "waits": "on some path the kernel waits for the host's release (box[MB_RELEASE]) without having stored "
             "the flag: the host would wait for it in vain; store the flag on every path through publish",
             "address": f"cannot tell which word of the mailbox {_where(ins)} writes: its address is not box plus a "
