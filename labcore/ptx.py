@@ -562,6 +562,13 @@ def _not(a: Value) -> Value:
     return (not a) if isinstance(a, bool) else None
 
 
+def _truth(a: Value) -> bool | None:
+    """A predicate's value: a bool, or a constant moved into a predicate register (mov.pred %p, 1)."""
+    if isinstance(a, Sym):
+        return bool(a.const) if a.constant else None
+    return a
+
+
 def _bitwise(op: str, a: Value, b: Value, bits: int, kind: str) -> Value:
     """and, or, xor, shr, min, max, div, rem of constants (None for anything else)."""
     x, y = _number(a, bits), _number(b, 32 if op in {"shr", "shl"} else bits)
@@ -735,12 +742,16 @@ class _Path(Generic[F]):
     facts: F
     escaped: bool = False  # the base pointer was stored into memory the analysis does not follow
     trail: frozenset[tuple] = frozenset()  # the states this path had at loop heads: a repeat is a cycle
+    clobbered: bool = False  # a store whose address cannot be told: the initial values are no longer known
 
     def copy(self) -> _Path[F]:
-        return _Path([f.copy() for f in self.frames], dict(self.memory), self.facts, self.escaped, self.trail)
+        return _Path(
+            [f.copy() for f in self.frames], dict(self.memory), self.facts, self.escaped, self.trail, self.clobbered
+        )
 
     def key(self) -> tuple:
-        return (tuple(f.key() for f in self.frames), frozenset(self.memory.items()), self.facts, self.escaped)
+        memory = frozenset(self.memory.items())
+        return (tuple(f.key() for f in self.frames), memory, self.facts, self.escaped, self.clobbered)
 
 
 @dataclass(frozen=True)
@@ -829,7 +840,7 @@ class _Explorer(Generic[F]):
                 )
             if instruction.guard:
                 negate = instruction.guard.startswith("!")
-                truth = frame.regs.get(instruction.guard.lstrip("!"))
+                truth = _truth(frame.regs.get(instruction.guard.lstrip("!")))
                 truth = _not(truth) if negate else truth
                 if truth is None:  # both ways, each knowing its predicate from here on
                     register = instruction.guard.lstrip("!")
@@ -843,7 +854,7 @@ class _Explorer(Generic[F]):
                     continue
             if instruction.parts[0] == "selp" and len(instruction.operands) == 4:
                 chooser = instruction.operands[3]
-                if chooser.startswith("%") and frame.regs.get(chooser) is None:  # a choice not known: both ways
+                if chooser.startswith("%") and _truth(frame.regs.get(chooser)) is None:  # not known: both ways
                     other = path.copy()
                     other.frames[-1].regs[chooser] = False
                     work.append(other)
@@ -972,8 +983,7 @@ class _Explorer(Generic[F]):
             raise Unfollowed(f"calls nested deeper than {MAX_DEPTH} ({name}: recursion?)")
         callee = self.function(name)
         if len(args) != len(callee.params):
-            raise Unfollowed(f"{instruction.text} passes {len(args)} parameters to {name}, which takes "
-                             f"{len(callee.params)}")  # fmt: skip
+            raise Unfollowed(f"{instruction.text} passes {len(args)} parameters to {name}, of {len(callee.params)}")
         params = {}
         for own, arg in zip(callee.params, args, strict=True):
             params.update({(own, offset): v for (n, offset), v in passed.items() if n == arg})
@@ -1013,7 +1023,10 @@ class _Explorer(Generic[F]):
         values, old = self.stored_words(path, instruction, start, nbytes, stored)
         if parts[0] == "atom" and targets:
             frame.regs[targets[0]] = old
-        if start is not None:
+        if start is None:  # it may have written any word: none holds a known value from here on
+            path.clobbered = True
+            path.memory = dict.fromkeys(path.memory)
+        else:
             for w, v in zip(range(start // self.machine.word_bytes, 1 << 62), values, strict=False):
                 path.memory[w] = v
         event = Event("store", instruction, start, nbytes, tuple(values), ordering(instruction))
@@ -1046,7 +1059,9 @@ class _Explorer(Generic[F]):
             frame.staged[address] = stored[0] if len(stored) == 1 else None
 
     def word(self, path: _Path[F], w: int) -> Value:
-        return path.memory[w] if w in path.memory else self.machine.initial(w)
+        if w in path.memory:
+            return path.memory[w]
+        return None if path.clobbered else self.machine.initial(w)
 
     def load(self, path, instruction, start, nbytes, targets) -> dict[str, Value]:
         """What a load of the base's memory reads: this path's own stores (or the initial value) of whole words;

@@ -194,6 +194,41 @@ def test_a_rolled_loop_runs_turn_by_turn_and_calls_are_followed_with_their_retur
     ]
 
 
+MEMORY = """
+.visible .entry k(.param .u64 k_param_0)
+{
+	ld.param.u64 %rd1, [k_param_0];
+	mov.u32 %r1, 5;
+	st.global.u32 [%rd1], %r1;
+	ld.global.u32 %r2, [%rd1];
+	st.global.u32 [%rd1+4], %r2;
+	mov.pred %p1, 0;
+	@%p1 st.global.u32 [%rd1+8], %r1;
+	ld.global.u32 %r3, [%rd1+12];
+	ld.global.nc.u32 %r5, [%rd1+12];
+	st.global.v2.u32 [%rd1+16], {%r3, %r5};
+	st.global.u32 [%rd9], %r1;
+	ld.global.u32 %r4, [%rd1+12];
+	st.global.u32 [%rd1+24], %r4;
+	ret;
+}
+"""
+
+
+def test_loads_read_the_paths_own_stores_until_a_store_it_cannot_place():
+    """A load reads what this path stored there, or the initial value; not through .nc; a constant predicate decides
+    its guard; after a store to an unknown address no word's value is known."""
+    count, ended = paths_of(MEMORY, "k", (BOX,), initial=lambda w: ptx.known(7, 32))
+    assert count == 1
+    assert [(start, values) for kind, start, values in ended[0] if kind == "store"] == [
+        (0, ("5",)),
+        (4, ("5",)),
+        (16, ("7", "None")),
+        (None, ()),
+        (24, ("None",)),
+    ]
+
+
 def test_affine_forms_wrap_at_their_width():
     big = ptx.affine((("r", 1000003),), 5, 32)
     assert str(big) == "r * 1000003 + 5"

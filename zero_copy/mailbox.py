@@ -193,7 +193,8 @@ EXPECTED = (
     "expected on every path through the compiled kernel: all payload words stored, then a system-scope fence "
     "(__threadfence_system()), then the flag, and no store to the payload or the flag after it"
 )
-ROUND = ptx.symbol("round", 32)  # the kernel's round: one symbol, so a verdict holds for every round
+ROUND_NAME = "round"
+ROUND = ptx.symbol(ROUND_NAME, 32)  # the kernel's round: one symbol, so a verdict holds for every round
 # The one thread that publishes (kernel.launch_publish_and_wait: one block of PUBLISH_THREADS; thread 0 of block 0).
 _THREAD = {
     **{f"%tid.{d}": ptx.known(0, 32) for d in "xyz"},
@@ -208,7 +209,7 @@ _THREAD = {
 
 def expected_word(k: int) -> ptx.Sym:
     """What payload word k must hold for every round: round * 1000003 + k (expected_payload), as 32-bit ints."""
-    return ptx.affine(((ROUND.terms[0][0], 1000003),), k, 32)
+    return ptx.affine(((ROUND_NAME, 1000003),), k, 32)
 
 
 def _initial(word: int) -> ptx.Value:
