@@ -804,6 +804,24 @@ def test_live_publish_is_judged_on_its_ptx_before_any_round(monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize(
+    "name", ["rolled-loop", "rolled-loop-through-a-noinline-helper", "payload-split-across-two-helpers",
+             "atomics-at-system-scope", "red-add-onto-the-cleared-mailbox", "inline-asm-fence-sc-sys", "not-inlined"],
+)  # fmt: skip
+def test_live_every_form_the_analysis_passes_is_read_right_by_the_host(name, capsys):
+    """What the PTX analysis proves, the live rounds confirm: the host reads the exact payload while it runs."""
+    checks.check_mailbox_publish(RIGHT[name], rounds=5)
+    assert "in 5 of 5 rounds the host saw the flag" in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+def test_live_values_the_analysis_cannot_compute_are_decided_by_the_rounds(capsys):
+    """Offline pending a GPU; live the rounds read the values: the cell passes (the corpus's zc-values-pending)."""
+    checks.check_mailbox_publish(OPAQUE_VALUES, rounds=5)
+    assert "in 5 of 5 rounds the host saw the flag" in capsys.readouterr().out
+
+
+@pytest.mark.gpu
 def test_live_publish_that_does_not_compile_is_one_message():
     source = REFERENCE_PUBLISH.replace("box[MB_FLAG] = round;", "box[MB_FLAG] = round; undefined_name = 1;")
     line = next(n for n, text in enumerate(source.split("\n"), 1) if "undefined_name" in text)
