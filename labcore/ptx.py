@@ -18,13 +18,14 @@ zero_copy/mailbox.py). This module knows PTX and no lesson:
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from labcore.errors import UsageError
 
@@ -414,12 +415,12 @@ def ordering(instruction: Instruction) -> Order | None:
 # -- values ---------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Sym:
+class Sym(NamedTuple):
     """An integer as an affine form of named inputs modulo 2**bits: const + the sum of coefficient * input.
 
     An input is a kernel parameter (the mailbox pointer, the round) or the address of a PTX symbol (a __device__
-    variable, the local stack); a constant has no terms. Only the low `bits` bits are known. Build with `affine`."""
+    variable, the local stack); a constant has no terms. Only the low `bits` bits are known. Build with `affine`.
+    (A named tuple: states of many registers are hashed at every join of paths.)"""
 
     terms: tuple[tuple[str, int], ...] = ()
     const: int = 0
@@ -707,7 +708,7 @@ class Unfollowed(PtxError):
 
 MAX_STEPS = 200_000  # instructions over all paths; the lesson's kernel with a publish step takes a few hundred
 MAX_DEPTH = 32  # calls nested deeper than this are taken for recursion
-WIDEN_AFTER = 64  # distinct states at one point before registers that differ there become unknown (a loop)
+WIDEN_AFTER = 64  # turns of a loop on one path before what changes from turn to turn becomes unknown
 F = TypeVar("F")
 
 
@@ -743,10 +744,19 @@ class _Path(Generic[F]):
     escaped: bool = False  # the base pointer was stored into memory the analysis does not follow
     trail: frozenset[tuple] = frozenset()  # the states this path had at loop heads: a repeat is a cycle
     clobbered: bool = False  # a store whose address cannot be told: the initial values are no longer known
+    turns: dict[tuple, int] = dataclasses.field(default_factory=dict)  # how often it passed each loop head
+    widened: dict[tuple, tuple[dict[str, Value], dict[int, Value]]] = dataclasses.field(default_factory=dict)
 
     def copy(self) -> _Path[F]:
         return _Path(
-            [f.copy() for f in self.frames], dict(self.memory), self.facts, self.escaped, self.trail, self.clobbered
+            [f.copy() for f in self.frames],
+            dict(self.memory),
+            self.facts,
+            self.escaped,
+            self.trail,
+            self.clobbered,
+            dict(self.turns),
+            dict(self.widened),
         )
 
     def key(self) -> tuple:
@@ -774,8 +784,9 @@ def explore(text: str, entry: str, machine: Machine, facts: F, step: Callable[[F
 
     A branch or guard whose predicate is known from constants takes its one way, one that is not known takes
     both. Paths that reach the same instruction in the same state are followed once, so loops whose condition
-    cannot be known end; a loop that keeps making new states has the registers that change made unknown after
-    WIDEN_AFTER states (a fixed point). Raises Unfollowed for what cannot be followed soundly."""
+    cannot be known end; a loop that keeps making new states has what changes made unknown after WIDEN_AFTER
+    turns (a fixed point), and a loop that comes back to a state it had is a "loop" event. Raises Unfollowed for
+    what cannot be followed soundly."""
     return _Explorer(text, entry, machine, step).run(facts)
 
 
@@ -785,10 +796,9 @@ class _Explorer(Generic[F]):
         self.functions: dict[str, Function] = {}
         self.labels: dict[str, dict[str, int]] = {}
         self.heads: dict[str, set[int]] = {}  # loop heads: blocks a later (or the same) block branches back to
+        self.joins: dict[str, set[int]] = {}  # blocks more than one block leads to
         self.defined = set(function_names(text))
         self.seen: set[tuple] = set()
-        self.visits: dict[tuple, int] = {}
-        self.widened: dict[tuple, tuple[dict[str, Value], dict[int, Value]]] = {}
         self.steps = 0
 
     def function(self, name: str) -> Function:
@@ -797,6 +807,8 @@ class _Explorer(Generic[F]):
             self.functions[name] = function
             self.labels[name] = {label: b for b, block in enumerate(function.blocks) for label in block.labels}
             self.heads[name] = {t for b, block in enumerate(function.blocks) for t in block.successors if t <= b}
+            ways = collections.Counter(t for block in function.blocks for t in block.successors)
+            self.joins[name] = {b for b, n in ways.items() if n > 1}
         return self.functions[name]
 
     def run(self, facts: F) -> int:
@@ -835,8 +847,8 @@ class _Explorer(Generic[F]):
             self.steps += 1
             if self.steps > self.machine.max_steps:
                 raise Unfollowed(
-                    f"more than {self.machine.max_steps:,} instructions on the paths of {self.entry}: a loop whose "
-                    f"exit depends on values the analysis cannot know"
+                    f"more than {self.machine.max_steps:,} instructions on the paths of {self.entry}: too many "
+                    f"paths (branches on values the analysis cannot know), or loops too long to follow"
                 )
             if instruction.guard:
                 negate = instruction.guard.startswith("!")
@@ -863,16 +875,23 @@ class _Explorer(Generic[F]):
                 return 1
 
     def first_visit(self, path: _Path[F]) -> bool:
-        """Whether this state at this block's start is new; a loop's registers widen after WIDEN_AFTER states."""
-        point = tuple((f.function.name, f.block, f.index) for f in path.frames)
-        count = self.visits[point] = self.visits.get(point, 0) + 1
-        if count > WIDEN_AFTER:
-            self.widen(point, path)
+        """Whether this state at this block's start is new (asked where paths join and at loop heads); a path's
+        loop widens after WIDEN_AFTER turns."""
+        frame = path.frames[-1]
+        name = frame.function.name
+        head = frame.block in self.heads[name]
+        if not head and frame.block not in self.joins[name]:
+            return True  # one way in: a state here repeats only if it did where that way came from
+        if head:
+            point = tuple((f.function.name, f.block, f.index) for f in path.frames)
+            path.turns[point] = path.turns.get(point, 0) + 1
+            if path.turns[point] > WIDEN_AFTER:
+                self.widen(point, path)
         key = path.key()
         if key in self.seen:
             return False
         self.seen.add(key)
-        if path.frames[-1].block in self.heads[path.frames[-1].function.name]:
+        if head:
             path.trail = path.trail | {key}
         return True
 
@@ -886,17 +905,18 @@ class _Explorer(Generic[F]):
         return 0
 
     def widen(self, point: tuple, path: _Path[F]) -> None:
+        """Registers and words that changed since the path's first turn past WIDEN_AFTER become unknown."""
         frame = path.frames[-1]
-        if point not in self.widened:
-            self.widened[point] = (dict(frame.regs), dict(path.memory))
+        if point not in path.widened:
+            path.widened[point] = (dict(frame.regs), dict(path.memory))
             return
-        regs, memory = self.widened[point]
+        regs, memory = path.widened[point]
         frame.regs = {r: v if r in regs and regs[r] == v else None for r, v in frame.regs.items()}
         path.memory = {
             w: self.word(path, w) if self.word(path, w) == memory.get(w, self.machine.initial(w)) else None
             for w in set(memory) | set(path.memory)
         }
-        self.widened[point] = (dict(frame.regs), dict(path.memory))
+        path.widened[point] = (dict(frame.regs), dict(path.memory))
 
     def leave(self, path: _Path[F], instruction: Instruction) -> bool:
         """Return from the current function; True when that ends the kernel (and the path)."""

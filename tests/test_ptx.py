@@ -257,7 +257,7 @@ def test_what_cannot_be_followed_is_an_error(instruction, message):
 
 
 def test_a_step_limit_ends_what_cannot_be_decided():
-    with pytest.raises(ptx.Unfollowed, match=r"more than 50 instructions on the paths of k"):
+    with pytest.raises(ptx.Unfollowed, match=r"more than 50 instructions on the paths of k: too many paths"):
         paths_of(BRANCHY, "k", (BOX, N), max_steps=50)
 
 

@@ -375,8 +375,8 @@ class _Judge:
             "end": "on some path the kernel ends without storing the flag (box[MB_FLAG]): the host would wait for "
             "it in vain; store the flag on every path through publish",
             "loop": f"the loop at {_where(ins)} comes back to the same state before the kernel waits for the host's "
-            f"release, so on some path it may never end: the host would wait for the flag, or the stream, in vain; "
-            f"{EXPECTED}",
+            f"release (or, after {ptx.WIDEN_AFTER} turns, to one the analysis cannot tell apart), so on some path "
+            f"it may never end: the host would wait for the flag, or the stream, in vain; {EXPECTED}",
             "stops": f"{_where(ins)} ends the kernel before the host has read the payload and released it: the "
             f"host must find the kernel still running, waiting for the release; let publish return",
             "waits": "on some path the kernel waits for the host's release (box[MB_RELEASE]) without having stored "
