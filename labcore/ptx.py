@@ -739,13 +739,15 @@ class _Frame:
 @dataclass
 class _Path(Generic[F]):
     frames: list[_Frame]
-    memory: dict[int, Value]  # the base's words this path stored
+    memory: dict[tuple[str, int], Value]  # (object, word index): the words this path stored
     facts: F
     escaped: bool = False  # the base pointer was stored into memory the analysis does not follow
     trail: frozenset[tuple] = frozenset()  # the states this path had at loop heads: a repeat is a cycle
     clobbered: bool = False  # a store whose address cannot be told: the initial values are no longer known
     turns: dict[tuple, int] = dataclasses.field(default_factory=dict)  # how often it passed each loop head
-    widened: dict[tuple, tuple[dict[str, Value], dict[int, Value]]] = dataclasses.field(default_factory=dict)
+    widened: dict[tuple, tuple[dict[str, Value], dict[tuple[str, int], Value]]] = dataclasses.field(
+        default_factory=dict
+    )
 
     def copy(self) -> _Path[F]:
         return _Path(
@@ -913,8 +915,8 @@ class _Explorer(Generic[F]):
         regs, memory = path.widened[point]
         frame.regs = {r: v if r in regs and regs[r] == v else None for r, v in frame.regs.items()}
         path.memory = {
-            w: self.word(path, w) if self.word(path, w) == memory.get(w, self.machine.initial(w)) else None
-            for w in set(memory) | set(path.memory)
+            k: self.word(path, k) if k in memory and self.word(path, k) == memory[k] else None
+            for k in set(memory) | set(path.memory)
         }
         path.widened[point] = (dict(frame.regs), dict(path.memory))
 
@@ -1013,7 +1015,8 @@ class _Explorer(Generic[F]):
         return isinstance(value, Sym) and any(name == self.machine.base for name, _c in value.terms)
 
     def memory(self, path: _Path[F], instruction: Instruction) -> None:
-        """ld, st, atom, red: parameters, other state spaces, and the base's memory (an event)."""
+        """ld, st, atom, red: parameters; the words of every object whose address is known (the base's, the
+        stack's, a variable's); an event for each access of the base's memory."""
         frame = path.frames[-1]
         parts, ops = instruction.parts, instruction.operands
         targets = destinations(instruction)
@@ -1024,46 +1027,44 @@ class _Explorer(Generic[F]):
         if "param" in spaces:
             self.param(frame, instruction, address, targets, stored)
             return
-        if spaces - {"global"}:  # local, shared, const...: memory that is not the base's
-            if parts[0] != "ld" and any(self.based(v) for v in stored):
-                path.escaped = True
-            frame.regs.update(dict.fromkeys(targets))
-            return
-        start = self.start(frame, address)
         if parts[0] != "ld" and any(self.based(v) for v in stored):
             path.escaped = True  # the pointer itself kept in memory: whoever loads it back is not followed
-        if start is False:  # another object's memory (a variable, the stack)
-            frame.regs.update(dict.fromkeys(targets))
-            return
+        place = self.locate(frame, address)
+        other_space = bool(spaces - {"global"})  # local, shared, const: never the base's memory
+        if other_space and place is not None and place[0] == self.machine.base:
+            place = None
+        base = place is not None and place[0] == self.machine.base
         nbytes = access_bytes(instruction)
         if parts[0] == "ld":
-            frame.regs.update(self.load(path, instruction, start, nbytes, targets))
-            self.emit(path, Event("load", instruction, start, nbytes))
+            frame.regs.update(self.load(path, instruction, place, nbytes, targets))
+            if base or (place is None and not other_space):
+                self.emit(path, Event("load", instruction, place[1] if place else None, nbytes))
             return
-        values, old = self.stored_words(path, instruction, start, nbytes, stored)
+        values, old = self.stored_words(path, instruction, place, nbytes, stored)
         if parts[0] == "atom" and targets:
             frame.regs[targets[0]] = old
-        if start is None:  # it may have written any word: none holds a known value from here on
+        if place is None and other_space:  # any local or shared word: none of those is known from here on
+            path.memory = {k: v for k, v in path.memory.items() if k[0] == self.machine.base}
+        elif place is None:  # any word at all, the base's too
+            path.memory = {k: None for k in path.memory if k[0] == self.machine.base}
             path.clobbered = True
-            path.memory = dict.fromkeys(path.memory)
         else:
-            for w, v in zip(range(start // self.machine.word_bytes, 1 << 62), values, strict=False):
-                path.memory[w] = v
-        event = Event("store", instruction, start, nbytes, tuple(values), ordering(instruction))
-        self.emit(path, event)
+            size = self.machine.word_bytes
+            for w, v in zip(range(place[1] // size, 1 << 62), values, strict=False):
+                path.memory[(place[0], w)] = v
+        if base or (place is None and not other_space):
+            start = place[1] if place else None
+            self.emit(path, Event("store", instruction, start, nbytes, tuple(values), ordering(instruction)))
 
-    def start(self, frame: _Frame, address: tuple[str, int] | None) -> int | bool | None:
-        """Bytes from the base of an address; None if it cannot be told; False if it is another object's."""
+    def locate(self, frame: _Frame, address: tuple[str, int] | None) -> tuple[str, int] | None:
+        """(object, bytes from its start) of an address: the base pointer's, or a symbol's (a variable, the local
+        stack) plus a number; None when it cannot be told."""
         if address is None:
             return None
         value = self.get(frame, address[0], 64)
-        if not isinstance(value, Sym):
+        if not isinstance(value, Sym) or len(value.terms) != 1 or value.terms[0][1] != 1 or value.bits < 64:
             return None
-        if not self.based(value):
-            return False
-        if value.terms != ((self.machine.base, 1),) or value.bits < 64:
-            return None
-        return value.signed() + address[1]
+        return value.terms[0][0], value.signed() + address[1]
 
     def param(self, frame, instruction, address, targets, stored) -> None:
         """ld.param and st.param: a function's own parameters, a call's arguments and return values."""
@@ -1078,35 +1079,38 @@ class _Explorer(Generic[F]):
         else:
             frame.staged[address] = stored[0] if len(stored) == 1 else None
 
-    def word(self, path: _Path[F], w: int) -> Value:
-        if w in path.memory:
-            return path.memory[w]
-        return None if path.clobbered else self.machine.initial(w)
+    def word(self, path: _Path[F], place: tuple[str, int]) -> Value:
+        """What word `place` (object, word index) holds on this path."""
+        if place in path.memory:
+            return path.memory[place]
+        if place[0] != self.machine.base or path.clobbered:
+            return None  # another object's words are not known before this path stores them
+        return self.machine.initial(place[1])
 
-    def load(self, path, instruction, start, nbytes, targets) -> dict[str, Value]:
-        """What a load of the base's memory reads: this path's own stores (or the initial value) of whole words;
-        unknown for a non-coherent (.nc) load, one that is not word-aligned, or one of a word it cannot tell."""
+    def load(self, path, instruction, place, nbytes, targets) -> dict[str, Value]:
+        """What a load reads: this path's own stores (or the base's initial value) of whole words; unknown for a
+        non-coherent (.nc) load, one that is not word-aligned, or one whose address cannot be told."""
         size = self.machine.word_bytes
-        if start is None or "nc" in instruction.parts or start % size or len(targets) == 0:
+        if place is None or "nc" in instruction.parts or place[1] % size or len(targets) == 0:
             return dict.fromkeys(targets)
+        name, first = place[0], place[1] // size
         each = nbytes // len(targets)
         if each == size:
-            return {t: self.word(path, start // size + i) for i, t in enumerate(targets)}
+            return {t: self.word(path, (name, first + i)) for i, t in enumerate(targets)}
         if each == 2 * size and len(targets) == 1:
-            low, high = self.word(path, start // size), self.word(path, start // size + 1)
-            lo, hi = _number(low, 8 * size), _number(high, 8 * size)
+            lo, hi = (_number(self.word(path, (name, first + i)), 8 * size) for i in range(2))
             return {targets[0]: None if lo is None or hi is None else known(lo | hi << (8 * size))}
         return dict.fromkeys(targets)
 
-    def stored_words(self, path, instruction, start, nbytes, stored) -> tuple[list[Value], Value]:
+    def stored_words(self, path, instruction, place, nbytes, stored) -> tuple[list[Value], Value]:
         """Each touched word's value after a st, atom or red, and (atom) the value the word held before."""
         size, bits = self.machine.word_bytes, 8 * self.machine.word_bytes
-        if start is None:
+        if place is None:
             return [], None
-        count = (start % size + nbytes + size - 1) // size
-        if start % size:
+        count = (place[1] % size + nbytes + size - 1) // size
+        if place[1] % size:
             return [None] * count, None
-        old = self.word(path, start // size)
+        old = self.word(path, (place[0], place[1] // size))
         base = instruction.parts[0]
         if base in {"atom", "red"}:
             if nbytes != size:

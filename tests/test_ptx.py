@@ -207,25 +207,33 @@ MEMORY = """
 	ld.global.u32 %r3, [%rd1+12];
 	ld.global.nc.u32 %r5, [%rd1+12];
 	st.global.v2.u32 [%rd1+16], {%r3, %r5};
+	mov.u64 %SPL, __local_depot0;
+	st.local.u32 [%SPL+8], %r1;
+	ld.local.u32 %r6, [%SPL+8];
+	st.global.u32 [%rd1+28], %r6;
 	st.global.u32 [%rd9], %r1;
 	ld.global.u32 %r4, [%rd1+12];
 	st.global.u32 [%rd1+24], %r4;
+	ld.local.u32 %r7, [%SPL+8];
+	st.global.u32 [%rd1+32], %r7;
 	ret;
 }
 """
 
 
 def test_loads_read_the_paths_own_stores_until_a_store_it_cannot_place():
-    """A load reads what this path stored there, or the initial value; not through .nc; a constant predicate decides
-    its guard; after a store to an unknown address no word's value is known."""
+    """A load reads what this path stored there (the mailbox's words or the local stack's), or the initial value; not
+    through .nc; a constant predicate decides its guard; after a store to an unknown address no word is known."""
     count, ended = paths_of(MEMORY, "k", (BOX,), initial=lambda w: ptx.known(7, 32))
     assert count == 1
     assert [(start, values) for kind, start, values in ended[0] if kind == "store"] == [
         (0, ("5",)),
         (4, ("5",)),
         (16, ("7", "None")),
+        (28, ("5",)),  # through the local stack
         (None, ()),
         (24, ("None",)),
+        (32, ("None",)),  # the unknown store may have hit the stack too
     ]
 
 
