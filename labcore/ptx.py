@@ -708,7 +708,7 @@ class Unfollowed(PtxError):
 
 MAX_STEPS = 200_000  # instructions over all paths; the lesson's kernel with a publish step takes a few hundred
 MAX_DEPTH = 32  # calls nested deeper than this are taken for recursion
-WIDEN_AFTER = 64  # turns of a loop on one path before what changes from turn to turn becomes unknown
+WIDEN_AFTER = 256  # turns of a loop on one path before what changes from turn to turn becomes unknown
 F = TypeVar("F")
 
 
