@@ -200,8 +200,8 @@ def test_a_sandbox_killed_mid_notebook_keeps_the_earlier_cells_in_the_table_and_
     assert done.rc == 0, done.out[-3000:] + done.err[-3000:]
     row = next(line for line in done.lines if line.startswith("killer "))
     assert row.split()[1:4] == ["3", "/", "4"], row
-    assert "the sandbox was killed in cell test_chunk_count (the sandbox ended (exit status 137)" in row, row
-    assert "earlier cells kept" in row, row
+    # the reason in the brackets is the sandbox's own words (grader.warm): how it ended
+    assert re.search(r"the sandbox was killed in cell test_chunk_count \(.+\); earlier cells kept", row), row
     assert _scores(root) == {"killer": 3.0, "a": FULL}
     csv_path = tmp_path / "grades.csv"
     assert grader("export", str(root), "--to", str(csv_path)).rc == 0
