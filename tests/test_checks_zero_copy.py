@@ -822,7 +822,7 @@ def test_live_publish_is_judged_on_its_ptx_before_any_round(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize(
     "name", ["rolled-loop", "rolled-loop-through-a-noinline-helper", "payload-split-across-two-helpers",
-             "atomics-at-system-scope", "red-add-onto-the-cleared-mailbox", "inline-asm-fence-sc-sys", "not-inlined"],
+             "atomics-at-system-scope", "inline-asm-fence-sc-sys", "not-inlined", "values-kept-in-a-local-array"],
 )  # fmt: skip
 def test_live_every_form_the_analysis_passes_is_read_right_by_the_host(name, capsys):
     """What the PTX analysis proves, the live rounds confirm: the host reads the exact payload while it runs."""

@@ -108,3 +108,24 @@ def test_the_class_report_counts_them_apart_from_full_marks_and_zeros():
     assert '<table id="pending-gpu-zc">' in page and "<h3>Pending a GPU</h3>" in page
     pending_table = page.split('<table id="pending-gpu-zc">', 1)[1].split("</table>", 1)[0]
     assert "<code>test_publish</code>" in pending_table and "ann" in pending_table and "bob" not in pending_table
+
+
+def test_each_feedback_page_names_its_cells_pending_a_gpu_at_the_top(autograded, monkeypatch):
+    """finish_pages puts the line right after <body>, beside the written answers' line, from the autograded notebook."""
+    import contextlib
+
+    import nbgrader.api
+
+    monkeypatch.setattr(nbgrader.api, "Gradebook", lambda *args: contextlib.nullcontext(None))
+    monkeypatch.setattr(feedback, "pending", lambda *args: {"why_two_buffers": 2.0})
+    page = autograded.root / "feedback" / "ann" / "zc" / "zc.html"
+    page.parent.mkdir(parents=True)
+    page.write_text("<html><body class='x'><p>the page</p></body></html>")
+    feedback.finish_pages(autograded, "zc")
+    text = page.read_text()
+    written = feedback.pending_line({"why_two_buffers": 2.0})
+    gpu = feedback.pending_gpu_line({"test_publish": 3.0})
+    assert text.startswith(
+        f'<html><body class=\'x\'><p class="pending-written" style="font-weight:bold">{written}</p>'
+        f'<p class="pending-gpu" style="font-weight:bold">{gpu}</p><p>the page</p>'
+    ), text
