@@ -47,7 +47,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.grading import GradingDir, skipped_at_collect, source_notebooks
-from grader.layout import COURSE_ID, GRADEBOOK, KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
+from grader.layout import (
+    COURSE_ID,
+    GRADEBOOK,
+    KERNEL_DIED,
+    KERNEL_STUCK,
+    NOT_GRADED,
+    NOT_RUN,
+    PENDING_GPU,
+    TIMED_OUT,
+    TIMES_KEY,
+)
+from grader.report import pending_gpu
 from grader.runner import KILLED, REPO, last_error, nbgrader
 from grader.status import pending, state
 from grader.withhold import sandbox_library
@@ -80,6 +91,7 @@ class Outcome:
     checker_cold: bool = False  # its checker process started for it (imports, compiles, first allocations)
     state: str = "graded"  # grader.status's words: graded, graded with written answers pending, not submitted, ...
     pending: dict[str, float] = dataclasses.field(default_factory=dict)  # written answers to grade by hand: points
+    pending_gpu: dict[str, float] = dataclasses.field(default_factory=dict)  # cells left to a GPU (0 until): points
 
 
 def _notebooks(folder: Path) -> list[tuple[str, NotebookNode]]:
@@ -240,7 +252,8 @@ def scores(grading: GradingDir, assignment: str, student: str, gb: Any = None) -
 def _cell_notes(autograded: list[tuple[str, NotebookNode]]) -> tuple[list[str], list[str], list[str]]:
     """(test cells that timed out, test cells that failed otherwise, notes on lost kernels) of the autograded notebooks.
 
-    A cell the kernel was lost in, and the cells after it, are named in the notes rather than among the failures.
+    A cell the kernel was lost in, and the cells after it, are named in the notes rather than among the failures;
+    a cell pending a GPU is not a failure either (Outcome.pending_gpu names it).
     """
     timed_out, failed, notes = [], [], []
     for _, nb in autograded:
@@ -255,7 +268,7 @@ def _cell_notes(autograded: list[tuple[str, NotebookNode]]) -> tuple[list[str], 
                 timed_out.append(meta["grade_id"])
             elif NOT_RUN in errors:
                 not_run.append(meta["grade_id"])
-            elif errors and not errors.keys() & {KERNEL_DIED, KERNEL_STUCK, NOT_GRADED}:
+            elif errors and not errors.keys() & {KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, PENDING_GPU}:
                 failed.append(meta["grade_id"])
         if lost:
             notes.append(f"{lost}; not run: {', '.join(not_run)}" if not_run else lost)
@@ -292,6 +305,7 @@ def outcome(
         checker_cold=any(t.get("checker_cold") for t in times),
         state=found_state,
         pending=waiting,
+        pending_gpu=pending_gpu(grading, assignment, [name for name, _ in autograded], student),
     )
 
 

@@ -116,6 +116,21 @@ def store(where: Path, key: str, one: cluster.Done) -> None:
 # -- the autograded notebook from the two results ---------------------------------------------------------------
 
 
+def _sandbox_lost(nb: NotebookNode, extracted: dict[str, Any]) -> dict[str, Any] | None:
+    """Where a run whose sandbox itself was lost (killed, or past its budget: `reason`, no `lost` cell) stopped:
+    the first cell of the program that filed no outputs; the cells before it keep what they answered. None when
+    no cell filed any (the sandbox never ran the notebook: it is not graded, and says why)."""
+    trouble = extracted.get("reason")
+    if not trouble or not isinstance(trouble, str):
+        return None
+    filed = {str(key) for key in extracted.get("cells", {})}
+    program = [index for index, _, _ in answers_program(nb).cells]
+    missing = [index for index in program if str(index) not in filed]
+    if not missing or missing[0] == program[0]:
+        return None
+    return {"cell": missing[0], "why": "sandbox", "status": trouble}
+
+
 def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
     """The autograded notebook: the sandbox's outputs for the cells it ran, the checker's verdicts for test cells."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
@@ -126,6 +141,7 @@ def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
     counts = {i: n for i, _, n in answers_program(nb).cells}
     limit = result.get("timeout_s")
     lost = extracted.get("lost") if isinstance(extracted.get("lost"), dict) else None
+    lost = lost or _sandbox_lost(nb, extracted)
     reason = ""  # once the run was lost, why: the later cells say it (the words of grader.preprocessors)
     for index, cell in enumerate(ran.cells):
         if cell.cell_type != "code":
@@ -140,7 +156,12 @@ def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
         name = cell_name(cell, index)
         outputs = [nbformat.from_dict(o) for o in extracted.get("cells", {}).get(str(index), [])]
         if lost is not None and index == lost.get("cell"):
-            if lost.get("why") == "stuck":
+            if lost.get("why") == "sandbox":
+                ename, reason = (
+                    KERNEL_DIED,
+                    f"the sandbox was killed in cell {name} ({lost['status']}); earlier cells kept",
+                )
+            elif lost.get("why") == "stuck":
                 ename, reason = (
                     KERNEL_STUCK,
                     f"cell {name} ran past the {limit} s limit and did not stop when interrupted",

@@ -302,6 +302,10 @@ def _notes(outcome: Outcome) -> str:
     if outcome.pending:
         cells = ", ".join(outcome.pending)
         notes.append(f"written answers pending: {cells} ({sum(outcome.pending.values()):g} points, by hand)")
+    if outcome.pending_gpu:
+        cells = ", ".join(outcome.pending_gpu)
+        points = sum(outcome.pending_gpu.values())
+        notes.append(f"pending a GPU: {cells} ({points:g} points, 0 until graded on a GPU)")
     return "; ".join(notes)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from grader.grading import GradingDir
 from grader.layout import COURSE_ID
+from grader.report import pending_gpu
 from grader.runner import nbgrader_or_fail
 from grader.status import machine_paths, pending, strip_paths
 
@@ -86,17 +87,35 @@ def pending_line(cells: dict[str, float]) -> str:
     )
 
 
+def pending_gpu_line(cells: dict[str, float]) -> str:
+    """The line atop a page with cells a check could not verify without a GPU ('' when none)."""
+    if not cells:
+        return ""
+    n, points = len(cells), sum(cells.values())
+    return (
+        f"Pending a GPU: {n} cell{'s' * (n != 1)} ({', '.join(cells)}; {points:g} points) could not be verified on "
+        "the grading machine, which has no GPU; until graded on a GPU they count 0 in the score below."
+    )
+
+
 def finish_pages(grading: GradingDir, assignment: str) -> None:
-    """Each page: the written answers still waiting named at the top, no path of the grading machine."""
+    """Each page: the written answers still waiting and the cells pending a GPU named at the top, no path of the
+    grading machine."""
     from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
 
     paths = machine_paths(grading)
     with Gradebook(grading.db_url, COURSE_ID) as gb:
         for page in sorted((grading.root / "feedback").glob(f"*/{assignment}/*.html")):
             text = strip_paths(page.read_text(errors="replace"), paths)
-            line = pending_line(pending(gb, grading, assignment, page.parent.parent.name, page.stem))
-            if line:
-                note = f'<p class="pending-written" style="font-weight:bold">{html.escape(line)}</p>'
+            student = page.parent.parent.name
+            lines = [
+                ("pending-written", pending_line(pending(gb, grading, assignment, student, page.stem))),
+                ("pending-gpu", pending_gpu_line(pending_gpu(grading, assignment, [page.stem], student))),
+            ]
+            note = "".join(
+                f'<p class="{kind}" style="font-weight:bold">{html.escape(line)}</p>' for kind, line in lines if line
+            )
+            if note:
                 text = re.sub(r"(<body[^>]*>)", lambda m, note=note: m.group(1) + note, text, count=1)
             page.write_text(text)
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# A check's "pending a GPU" (labcore.pending raises it; its one home): 0 until graded live, said so everywhere.
+from labcore.pending import PENDING_GPU as PENDING_GPU
+
 SOURCE_DIR = "solutions"  # in the checkout: nbgrader source notebooks
 RELEASE_DIR = "course"  # in the checkout: the generated student release
 COURSE_ID = "datamove"

@@ -26,7 +26,7 @@ traceback quoting it. In every cell with a `### BEGIN HIDDEN TESTS` region this 
 by one comment line and all the cell's outputs (streams, tracebacks, values: any could quote hidden code or
 inputs) by one line:
 
-    hidden tests: passed | failed | not run (...) | not passed (...) -- score 0 / 2
+    hidden tests: passed | failed | not run (...) | not passed (...) | not decided without a GPU (...) -- score 0 / 2
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from traitlets import Integer, Unicode
 
 from grader.feedback import split_hidden
 from grader.judge import grade
-from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
+from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, PENDING_GPU, TIMED_OUT, TIMES_KEY
 from grader.outputs import error_output
 from grader.program import cell_name
 from grader.runner import ANSI, REPO
@@ -259,6 +259,8 @@ def verdict(cell: NotebookNode, first_hidden: int) -> str:
     error = errors[0]
     if error.ename in (NOT_GRADED, NOT_RUN):
         return f"not run ({error.evalue})"
+    if error.ename == PENDING_GPU:  # its message says what is left; it says nothing of the hidden tests' code
+        return f"not decided without a GPU ({error.evalue})"
     line = failing_line(error, cell.get("execution_count"))
     if line is not None and line < first_hidden:
         detail = f"{error.ename}: {error.evalue[:200]}" if error.get("evalue") else error.ename

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.grading import GradingDir
-from grader.layout import COURSE_ID, GRADEBOOK, NOT_GRADED, TIMED_OUT
+from grader.layout import COURSE_ID, GRADEBOOK, NOT_GRADED, PENDING_GPU, TIMED_OUT
 from grader.runner import REPO
 from labcore.errors import UsageError
 
@@ -233,7 +233,7 @@ class ClassData:
     """What the report shows, read from the gradebook and the autograded notebooks."""
 
     cells: pd.DataFrame  # the Specs: assignment, notebook, cell, points, written, order
-    grades: pd.DataFrame  # assignment, notebook, cell, student, score, by_hand, unanswered, failed
+    grades: pd.DataFrame  # assignment, notebook, cell, student, score, by_hand, unanswered, failed, gpu (pending)
     states: pd.DataFrame  # assignment, student, state ('graded', 'not submitted', 'not graded (...)')
     failures: pd.DataFrame  # assignment, cell, student, reason, example
     measured: list[tuple[str, Measured]]  # (student, number), in the order of the cells that print them
@@ -257,6 +257,31 @@ def submission_state(
             if error and error[0] == NOT_GRADED:
                 return f"not graded ({first_line(error[1], student)})"
     return "graded"
+
+
+def pending_gpu(grading: GradingDir, assignment: str, notebooks: list[str], student: str) -> dict[str, float]:
+    """{grade_id: points} of the test cells a check left pending a GPU (labcore.pending: PendingGPU in the
+    autograded notebook's error output): 0 until graded on a GPU."""
+    import nbformat  # seconds to import: see above
+
+    found = {}
+    for name in notebooks:
+        path = grading.root / "autograded" / student / assignment / f"{name}.ipynb"
+        if not path.is_file():
+            continue
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            error = cell_error(cell) if cell.cell_type == "code" and meta.get("grade") else None
+            if error and error[0] == PENDING_GPU:
+                found[meta["grade_id"]] = float(meta.get("points") or 0)
+    return found
+
+
+def pending_gpu_words(cells: dict[str, float]) -> str:
+    """'pending a GPU: test_publish (3 points)': how every surface names such cells ('' when none)."""
+    if not cells:
+        return ""
+    return f"pending a GPU: {', '.join(cells)} ({sum(cells.values()):g} points)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,8 +323,10 @@ def _graded(gb: Any, grading: GradingDir, student: str, specs: list[Spec]) -> tu
             by_hand = grade.manual_score is not None
             unanswered = spec.written and not by_hand and not grade.needs_manual_grade  # nbgrader's 0 for no answer
             error = cell_error(cell) if cell is not None and not spec.written else None
-            failed = not spec.written and (error is not None or (grade.score or 0) < spec.points)
-            grades.append((assignment, notebook, spec.cell, student, grade.score, by_hand, unanswered, failed))
+            waiting = error is not None and error[0] == PENDING_GPU  # neither passed nor failed: not decided
+            failed = not spec.written and not waiting and (error is not None or (grade.score or 0) < spec.points)
+            row = (assignment, notebook, spec.cell, student, grade.score, by_hand, unanswered, failed, waiting)
+            grades.append(row)
             if failed:
                 ename, evalue = error or ("no error shown", f"scored {grade.score or 0:g} of {spec.points:g}")
                 example = scrub(f"{ename}: {evalue.strip()}" if evalue.strip() else ename)
@@ -340,7 +367,8 @@ def read_class(grading: GradingDir) -> ClassData:
     return ClassData(
         pd.DataFrame([dataclasses.astuple(s) for s in specs], columns=[f.name for f in dataclasses.fields(Spec)]),
         pd.DataFrame(
-            grades, columns=["assignment", "notebook", "cell", "student", "score", "by_hand", "unanswered", "failed"]
+            grades,
+            columns=["assignment", "notebook", "cell", "student", "score", "by_hand", "unanswered", "failed", "gpu"],
         ),
         pd.DataFrame(states, columns=["assignment", "student", "state"]),
         pd.DataFrame(failures, columns=["assignment", "cell", "student", "reason", "example"]),
@@ -503,17 +531,21 @@ def _score_rows(data: ClassData, assignment: str) -> list[list[str]]:
             )
             if blank:
                 note += f"; {blank} left unanswered (0 from nbgrader)"
-            rows.append([f"<code>{_e(cell.cell)}</code>", f"#{cell.points:g}", f"#{graded_n}", _e(note), "", "", ""])
+            label = f"<code>{_e(cell.cell)}</code>"
+            rows.append([label, f"#{cell.points:g}", f"#{graded_n}", _e(note), "", "", "", ""])
             continue
-        score = mine.score.fillna(0)
+        waiting = int(mine.gpu.sum())
+        decided = mine[~mine.gpu]
+        score = decided.score.fillna(0)
         if cell.points:
             full, zero = int((score >= cell.points).sum()), int((score == 0).sum())
         else:
-            full, zero = int((~mine.failed).sum()), int(mine.failed.sum())
-        partial = len(mine) - full - zero
+            full, zero = int((~decided.failed).sum()), int(decided.failed.sum())
+        partial = len(decided) - full - zero
         label = f"<code>{_e(cell.cell)}</code>" + ("" if cell.points else " (optional: passed / failed)")
-        mean = f"#{score.mean():.2f}" if len(mine) else ""
-        rows.append([label, f"#{cell.points:g}", f"#{len(mine)}", f"#{full}", f"#{zero}", f"#{partial}", mean])
+        mean = f"#{mine.score.fillna(0).mean():.2f}" if len(mine) else ""
+        cells_row = [label, f"#{cell.points:g}", f"#{len(mine)}", f"#{full}", f"#{zero}", f"#{partial}", f"#{waiting}"]
+        rows.append([*cells_row, mean])
     auto = cells[~cells.written]
     totals = grades.merge(auto[["notebook", "cell"]], on=["notebook", "cell"]).groupby("student").score.sum()
     top = float(auto.points.sum())
@@ -525,6 +557,7 @@ def _score_rows(data: ClassData, assignment: str) -> list[list[str]]:
             f"#{int((totals >= top).sum())}",
             f"#{int((totals == 0).sum())}",
             f"#{int(((totals > 0) & (totals < top)).sum())}",
+            f"#{int(grades[grades.gpu].student.nunique())}",
             f"#{totals.mean():.2f}" if totals.size else "",
         ]
     )
@@ -617,17 +650,29 @@ def render(grading_name: str, data: ClassData, figures: dict[str, str]) -> str:
         parts.append(f"<h2>{_e(assignment)}</h2><h3>Scores</h3>")
         parts.append(
             "<p>Graded submissions only; full marks, 0 and in between count students. Written answers are graded "
-            "by hand in the formgrader and are not in the autograded total.</p>"
+            "by hand in the formgrader and are not in the autograded total. Pending a GPU: cells a check could not "
+            "verify without a GPU; they count 0 (in the mean and the total) until graded on a GPU, and are neither "
+            "full marks, 0 nor in between here (the total row: students with any such cell).</p>"
         )
         parts.append(
             _table(
                 f"scores-{assignment}",
-                ["cell", "points", "graded", "full marks", "0", "in between", "mean"],
+                ["cell", "points", "graded", "full marks", "0", "in between", "pending a GPU", "mean"],
                 _score_rows(data, assignment),
             )
         )
         if f"scores-{assignment}" in figures:
             parts.append(f'<img src="{_e(figures[f"scores-{assignment}"])}" alt="scores of {_e(assignment)}">')
+        waiting = data.grades[(data.grades.assignment == assignment) & data.grades.gpu]
+        if not waiting.empty:
+            parts.append("<h3>Pending a GPU</h3>")
+            parts.append(
+                "<p>Cells a check could not verify without a GPU (neither passed nor failed): 0 until the class is "
+                "graded again on a GPU machine.</p>"
+            )
+            by_cell = waiting.groupby("cell", sort=False).student.agg(list)
+            rows = [[f"<code>{_e(c)}</code>", f"#{len(names)}", _students(names)] for c, names in by_cell.items()]
+            parts.append(_table(f"pending-gpu-{assignment}", ["cell", "students", "who"], rows))
         parts.append("<h3>Why cells failed</h3>")
         parts.append(
             "<p>Each failing test cell's error, its first line with numbers as # and paths as &lt;path&gt;, counted "

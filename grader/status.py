@@ -1,6 +1,6 @@
-"""What each student's grade of an assignment is: graded, graded with written answers pending, not submitted,
-or not graded and why. The CSV export, the autograde table and the feedback pages say it in these words, so
-that a real 0 never looks like a missing one.
+"""What each student's grade of an assignment is: graded, graded with written answers pending, graded with cells
+pending a GPU, not submitted, or not graded and why. The CSV export, the autograde table and the feedback pages
+say it in these words, so that a real 0 never looks like a missing one, nor a 0 pending a GPU like a failure.
 
 The state of a submission is the class report's (grader.report.submission_state); a student whose folder
 collect took no notebook from (misnamed, nested) is "not graded: skipped at collect: ..." (DIR/collect_skipped.json,
@@ -18,11 +18,12 @@ from typing import Any
 
 from grader.grading import GradingDir, export, skipped_at_collect, source_notebooks
 from grader.layout import COURSE_ID
-from grader.report import submission_state
+from grader.report import pending_gpu, pending_gpu_words, submission_state
 from grader.runner import REPO
 
 GRADED = "graded"
 PENDING = "graded, written answers pending"
+# then, where a check could not verify a cell offline: "; pending a GPU: test_publish (3 points)" (grader.report)
 NOT_SUBMITTED = "not submitted"
 SKIPPED = "skipped at collect"
 
@@ -56,7 +57,8 @@ def pending(gb: Any, grading: GradingDir, assignment: str, student: str, noteboo
 
 
 def state(gb: Any, grading: GradingDir, assignment: str, student: str) -> str:
-    """One of: graded / graded, written answers pending / not submitted / not graded: why."""
+    """One of: graded / graded, written answers pending / not submitted / not graded: why; a graded one ends with
+    '; pending a GPU: CELLS (N points)' when a check left cells pending a GPU (0 until graded live)."""
     from nbgrader.api import MissingEntry  # seconds to import: only once there is a gradebook to read
 
     skipped = skipped_at_collect(grading)
@@ -70,9 +72,11 @@ def state(gb: Any, grading: GradingDir, assignment: str, student: str) -> str:
     found = submission_state(grading, assignment, notebooks, student, in_gradebook)
     if found.startswith("not graded ("):
         return f"not graded: {found[len('not graded (') : -1]}"
-    if found == GRADED and pending(gb, grading, assignment, student):
-        return PENDING
-    return found
+    if found != GRADED:
+        return found
+    words = PENDING if pending(gb, grading, assignment, student) else GRADED
+    gpu = pending_gpu_words(pending_gpu(grading, assignment, notebooks, student))
+    return f"{words}; {gpu}" if gpu else words
 
 
 def export_with_status(grading: GradingDir, to: Path) -> Path:

@@ -70,10 +70,13 @@ class Submission:
     # cells whose points differ when the checker has a GPU (it measures instead of reading exports or the profile),
     # as measured on the H200 (profiles/h200/grading-2026-12-01/)
     live: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    # cells that offline are "pending a GPU" (labcore.pending: 0, said so everywhere; a GPU decides them)
+    pending: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         assert set(self.points) == set(POINTS[self.assignment]), f"{self.name}: points for every graded cell"
         assert set(self.live) <= set(self.points), f"{self.name}: live points only for graded cells"
+        assert all(self.points[c] == 0 for c in self.pending), f"{self.name}: a cell pending a GPU scores 0 offline"
 
     def expected(self, *, gpu: bool) -> dict[str, float]:
         """The points of every graded cell offline, or with a GPU."""
@@ -628,6 +631,61 @@ RELEASE_STORE = _publish("""#pragma unroll
     // the fence and the flag in one instruction: a release store at system scope
     int* flag = const_cast<int*>(box + MB_FLAG);
     asm volatile("st.release.sys.global.s32 [%0], %1;" :: "l"(flag), "r"(round) : "memory");""")
+
+# ptx-pending: the publish step judged on every path of its compiled kernel (calls followed, loops turned), with
+# the values it stores verified for every round; what the analysis cannot compute offline is pending a GPU.
+ROLLED_LOOP = _publish("""#pragma unroll 1
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;
+    __threadfence_system();
+    box[MB_FLAG] = round;""")
+
+NOINLINE_HELPER = _publish("""#pragma unroll 1
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) put(box + MB_PAYLOAD + w, round * 1000003 + w);
+    __threadfence_system();
+    box[MB_FLAG] = round;""").replace(
+    "__device__ void publish",
+    "__device__ __noinline__ void put(volatile int* p, int v) { *p = v; }\n__device__ void publish",
+)
+
+ATOMICS_INLINE_ASM = _publish("""    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w)
+        atomicExch_system(const_cast<int*>(box) + MB_PAYLOAD + w, round * 1000003 + w);
+    asm volatile("fence.sc.sys;" ::: "memory");
+    atomicExch_system(const_cast<int*>(box) + MB_FLAG, round);""")
+
+FLAG_RAISED_THEN_LOWERED = _publish("""    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w)
+        box[MB_PAYLOAD + w] = round * 1000003 + w;
+    __threadfence_system();
+    box[MB_FLAG] = round;
+    box[MB_FLAG] = 0;  // the host may have seen it, or not""")
+
+PAYLOAD_CLEARED = _publish("""    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w)
+        box[MB_PAYLOAD + w] = round * 1000003 + w;
+    __threadfence_system();
+    box[MB_FLAG] = round;
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = 0;  // while the host may be reading""")
+
+WRONG_PAYLOAD = _publish("""    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w)
+        box[MB_PAYLOAD + w] = round * 1000003 - w;
+    __threadfence_system();
+    box[MB_FLAG] = round;""")
+
+FLAG_BEFORE_FENCE_ON_ONE_BRANCH = _publish("""    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w)
+        box[MB_PAYLOAD + w] = round * 1000003 + w;
+    if (round % 2) {
+        box[MB_FLAG] = round;  // odd rounds: the flag before the fence
+        __threadfence_system();
+    } else {
+        __threadfence_system();
+        box[MB_FLAG] = round;
+    }""")
+
+VALUES_THROUGH_ASM = _publish("""    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) {
+        int v;
+        asm volatile("xor.b32 %0, %1, 0;" : "=r"(v) : "r"(round * 1000003 + w));  // v = the value, opaquely
+        box[MB_PAYLOAD + w] = v;
+    }
+    __threadfence_system();
+    box[MB_FLAG] = round;""")
 
 UNUSUAL_BREAK_EVEN = """def break_even_reads(link_gbps, hbm_gbps):
     link, hbm = np.float64(link_gbps), np.float64(hbm_gbps)
@@ -1376,6 +1434,69 @@ CORPUS: tuple[Submission, ...] = (
         zero(Z),
         solved=False,
         edits={"break_even_reads": CUSTOM_EXC},
+    ),
+)
+
+CORPUS += (
+    # ptx-pending: the publish step on every path of its compiled kernel, and its values, offline as live
+    Submission(
+        "zc-rolled-loop",
+        Z,
+        "correct, the payload loop kept rolled (#pragma unroll 1): one store instruction, four turns followed",
+        full(Z),
+        edits={"my_publish": ROLLED_LOOP},
+    ),
+    Submission(
+        "zc-noinline-helper",
+        Z,
+        "correct, each payload word stored by a __noinline__ helper in a rolled loop: the call is followed",
+        full(Z),
+        edits={"my_publish": NOINLINE_HELPER},
+    ),
+    Submission(
+        "zc-atomics-inline-asm",
+        Z,
+        "correct, payload and flag by atomicExch_system, ordered by an inline-asm fence.sc.sys",
+        full(Z),
+        edits={"my_publish": ATOMICS_INLINE_ASM},
+    ),
+    Submission(
+        "zc-flag-raised-then-lowered",
+        Z,
+        "raises the flag after the fence, then stores 0 to it: a store to the flag after the flag store",
+        full(Z, test_publish=0),
+        edits={"my_publish": FLAG_RAISED_THEN_LOWERED},
+    ),
+    Submission(
+        "zc-payload-cleared-after-flag",
+        Z,
+        "clears the payload after raising the flag: stores to the payload after the flag store",
+        full(Z, test_publish=0),
+        edits={"my_publish": PAYLOAD_CLEARED},
+    ),
+    Submission(
+        "zc-wrong-payload-value",
+        Z,
+        "the right order, the wrong values (round * 1000003 - w): verified offline from the compiled stores",
+        full(Z, test_publish=0),
+        edits={"my_publish": WRONG_PAYLOAD},
+    ),
+    Submission(
+        "zc-flag-before-fence-one-branch",
+        Z,
+        "on odd rounds the flag before the fence, on even ones after: one path is wrong, so the cell is 0",
+        full(Z, test_publish=0),
+        edits={"my_publish": FLAG_BEFORE_FENCE_ON_ONE_BRANCH},
+    ),
+    Submission(
+        "zc-values-pending",
+        Z,
+        "correct, but its values go through an inline-asm xor the analysis does not compute: the order is "
+        "proved, the values are not, so offline the cell is pending a GPU (0); live the rounds read them (3)",
+        full(Z, test_publish=0),
+        edits={"my_publish": VALUES_THROUGH_ASM},
+        live={"test_publish": 3},
+        pending=("test_publish",),
     ),
 )
 

@@ -563,13 +563,13 @@ def test_the_kernels_reference_region_is_the_publish_step_and_the_rest_compiles_
     assert "MB_PAYLOAD + w" in regions[0] and "wait_for_release" not in regions[0]
     withheld = REGION.sub("    // (withheld while grading)\n", text)
     options = [*compile_options(), "-lineinfo"]
-    lesson = ptx.parse_function(ptx.compile_ptx(text, options, name=KERNEL_PATH.name), "publish_and_wait")
-    assert mailbox.ptx_problem(lesson) is None
-    sandbox = ptx.parse_function(ptx.compile_ptx(withheld, options, name=KERNEL_PATH.name), "publish_and_wait")
-    assert "never stores the flag" in mailbox.ptx_problem(sandbox)
+    lesson = ptx.compile_ptx(text, options, name=KERNEL_PATH.name)
+    assert mailbox.ptx_verdict(lesson, "publish_and_wait").problem is None
+    sandbox = ptx.compile_ptx(withheld, options, name=KERNEL_PATH.name)
+    assert "never stores the flag" in mailbox.ptx_verdict(sandbox, "publish_and_wait").problem
     exercise = withheld + mailbox.mailbox_source(MY_PUBLISH)[len(text) :]
-    compiled = ptx.parse_function(ptx.compile_ptx(exercise, options, name=KERNEL_PATH.name), mailbox.EXERCISE_KERNEL)
-    assert mailbox.ptx_problem(compiled) is None
+    compiled = ptx.compile_ptx(exercise, options, name=KERNEL_PATH.name)
+    assert mailbox.ptx_verdict(compiled, mailbox.EXERCISE_KERNEL).problem is None
 
 
 def test_a_record_passed_outside_grading_is_still_the_notebooks(monkeypatch, capsys):

@@ -187,6 +187,31 @@ def test_a_notebook_nbgrader_cannot_read_is_named_in_the_table(checkout, tmp_pat
     assert "1 submission(s) not graded: see the reasons above" in done.err
 
 
+def test_a_sandbox_killed_mid_notebook_keeps_the_earlier_cells_in_the_table_and_the_export(checkout, tmp_path):
+    """A cell SIGKILLs its sandbox's parent (the warm sandbox): the cells before keep their points, and the table and
+    the CSV say so, with the cell and the reason, not "not graded" with a blank score."""
+    root = class_dir(checkout, tmp_path, {"killer": "quits", "a": "correct"})
+    path = root / "submitted" / "killer" / "toy" / "toy.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "chunk_count")
+    cell.source = cell.source.replace("os.kill(os.getpid(), signal.SIGKILL)", "os.kill(os.getppid(), signal.SIGKILL)")
+    nbformat.write(nb, path)
+    done = grader("autograde", str(root), "--jobs", "1", "--timeout", str(TIMEOUT_S))
+    assert done.rc == 0, done.out[-3000:] + done.err[-3000:]
+    row = next(line for line in done.lines if line.startswith("killer "))
+    assert row.split()[1:4] == ["3", "/", "4"], row
+    # the reason in the brackets is the sandbox's own words (grader.warm): how it ended
+    assert re.search(r"the sandbox was killed in cell test_chunk_count \(.+\); earlier cells kept", row), row
+    assert _scores(root) == {"killer": 3.0, "a": FULL}
+    csv_path = tmp_path / "grades.csv"
+    assert grader("export", str(root), "--to", str(csv_path)).rc == 0
+    import csv
+
+    exported = {r["student_id"]: r for r in csv.DictReader(csv_path.open()) if r["assignment"] == "toy"}
+    assert exported["killer"]["status"] == "graded, written answers pending", exported["killer"]
+    assert float(exported["killer"]["raw_score"]) == 3.0
+
+
 def _job(student: str) -> Job:
     return Job("toy", student, {}, {"cells": [], "placeholders": []}, {"cells": [], "placeholders": []}, 7, 5, (), "c")
 

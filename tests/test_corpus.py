@@ -21,7 +21,7 @@ import nbformat
 import pytest
 from corpus import CORPUS, POINTS, Submission
 
-from grader.layout import COURSE_ID, KERNEL_DIED, NOT_RUN, TIMED_OUT, db_url
+from grader.layout import COURSE_ID, KERNEL_DIED, NOT_RUN, PENDING_GPU, TIMED_OUT, db_url
 from labcore.device import gpu_available
 from labcore.errors import UsageError
 
@@ -38,8 +38,9 @@ REFERENCES = {s.assignment: s for s in CORPUS if s.name.endswith("-reference")}
 # Errors that are the grader's verdict on a cell rather than its crash, besides every AssertionError (a failed
 # check: labcore.answers' NoAnswer and AnswerRaised, day54.trace's NotAFixedSchedule, ...) and every UsageError
 # (a student's file the grader refuses, naming what is wrong with it: an NsysFormatError).
-VERDICTS = {"NameError", "NotImplementedError", "ReferenceWithheld", TIMED_OUT, KERNEL_DIED, NOT_RUN}
+VERDICTS = {"NameError", "NotImplementedError", "ReferenceWithheld", TIMED_OUT, KERNEL_DIED, NOT_RUN, PENDING_GPU}
 COURSE = ("labcore", "day54", "zero_copy", "grader")  # the packages whose errors are the course's own
+STATUS: dict[tuple[str, str], str] = {}  # the export's status column, by (student, assignment), once graded
 DECLARING = ("labcore.answers", "labcore.nsys", "day54.trace", "day54.checks", "zero_copy.checks", "zero_copy.mailbox")
 
 
@@ -99,7 +100,9 @@ def graded(tmp_path_factory):
                 except MissingEntry:
                     points[(name, assignment, cell)] = None
     with open(base / "grades.csv") as fh:
-        totals = {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in csv.DictReader(fh)}
+        exported = list(csv.DictReader(fh))
+    totals = {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in exported}
+    STATUS.update({(r["student_id"], r["assignment"]): r["status"] for r in exported})
     return root, points, totals
 
 
@@ -141,6 +144,26 @@ def test_every_zero_shows_a_verdict(graded, sub):
         if not errors or not names <= accepted:
             bad[cell] = errors or "scored 0 with no error shown"
     assert not bad, f"{sub.name}: zeros whose reason is a crash or missing: {bad}"
+
+
+@pytest.mark.parametrize("sub", CORPUS, ids=[s.name for s in CORPUS])
+def test_cells_pending_a_gpu_say_so_and_no_others(graded, sub):
+    """Offline, exactly the cells the corpus names pending show PendingGPU (0, neither passed nor failed); live,
+    none."""
+    root, _, _ = graded
+    shown = {
+        cell.metadata["nbgrader"]["grade_id"]
+        for cell in _autograded(root, sub).cells
+        if cell.metadata.get("nbgrader", {}).get("grade_id") in POINTS[sub.assignment]
+        and any(name == PENDING_GPU for name, _ in _errors(cell))
+    }
+    assert shown == (set() if LIVE else set(sub.pending)), f"{sub.name}: pending a GPU {sorted(shown)}"
+    status = STATUS[(sub.name, sub.assignment)]
+    if shown:  # the export says it too, with the cells and their points
+        points = sum(POINTS[sub.assignment][c] for c in sorted(shown))
+        assert status.endswith(f"; pending a GPU: {', '.join(sorted(shown))} ({points:g} points)"), status
+    else:
+        assert "pending a GPU" not in status, status
 
 
 @pytest.mark.parametrize("assignment", sorted(REFERENCES))

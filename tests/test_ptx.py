@@ -113,45 +113,160 @@ def test_declarations_are_not_functions():
         ptx.parse_function(BRANCHY, "vprintf")
 
 
-def test_pointer_values_follow_mov_cvta_mul_wide_add_and_shl(branchy):
-    values = ptx.pointer_values(branchy, "k_param_0")
-    assert values["%rd1"] == values["%rd2"] == ptx.Value(True, 0)
-    assert values["%rd3"] == ptx.Value(False, 12)
-    assert values["%rd4"] == ptx.Value(True, 12)
-    assert values["%rd6"] == ptx.Value(False, 24)
-    assert values["%rd5"] is None  # box, then box + 4, box + 8...: no one value
-    assert values["%r1"] is None  # a parameter's value, not the pointer
+BOX, N = ptx.symbol("box"), ptx.symbol("n", 32)
 
 
-def test_memory_accesses_resolve_or_say_they_cannot(branchy):
-    """Byte ranges from the pointer parameter; the moving pointer's store cannot be told (start None)."""
-    accesses = ptx.memory_accesses(branchy, ptx.pointer_values(branchy, "k_param_0"))
-    found = [(a.instruction.opcode, a.start, a.nbytes, list(a.words(4))) for a in accesses]
-    assert found == [
-        ("st.volatile.global.u32", 16, 4, [4]),
-        ("st.global.u32", None, 4, []),
-        ("st.global.v4.u32", 16, 16, [4, 5, 6, 7]),
-        ("st.release.sys.global.u32", 0, 4, [0]),
+def paths_of(text, name, inputs, *, initial=lambda w: None, **machine):
+    """(paths ended, [each ended path's events as (kind, start, values as text)]) of ptx.explore."""
+    ended = []
+
+    def step(facts, event):
+        facts = (*facts, (event.kind, event.start, tuple(str(v) for v in event.values)))
+        if event.kind == "end":
+            ended.append(facts)
+        return facts
+
+    count = ptx.explore(text, name, ptx.Machine("box", inputs, {}, initial, **machine), (), step)
+    return count, ended
+
+
+def test_known_branches_take_their_one_way_and_every_event_comes_in_order():
+    """n = 3: the early exit is not taken, the loop runs once (3 < 8), the guarded vector store runs."""
+    count, ended = paths_of(BRANCHY, "k", (BOX, ptx.known(3, 32)))
+    assert count == 1
+    assert ended == [
+        (
+            ("store", 16, ("3",)),
+            ("store", 0, ("3",)),
+            ("store", 16, ("3", "3", "3", "3")),
+            ("store", 0, ("3",)),  # st.release.sys in inline asm: its own register scope, the value kept
+            ("fence", None, ()),
+            ("end", None, ()),
+        )
     ]
-    assert all(a.writes for a in accesses)
 
 
-def test_a_guarded_store_counts_on_some_paths_only(branchy):
-    """Forward must/may sets: the @%p2 vector store of word 5 is 'may' at the release store, word 4's is 'must'."""
-    values = ptx.pointer_values(branchy, "k_param_0")
-    words = {a.instruction: set(a.words(4)) for a in ptx.memory_accesses(branchy, values)}
+def test_unknown_branches_take_both_ways_and_a_loop_that_moves_its_pointer_widens():
+    """n unknown: the early exit; the loop left after one turn (its guard then known: the vector store runs);
+    the loop kept going, its pointer advancing by 4 until widening makes it unknown (a store it cannot place)."""
+    events = []
 
-    def transfer(instruction, state):
-        stored = words.get(instruction, set())
-        return (state[0] | stored, state[1] | stored)
+    def step(facts, event):
+        events.append((event.kind, event.start))
+        return facts
 
-    def meet(a, b):
-        return (a[0] & b[0], a[1] | b[1])
+    ptx.explore(BRANCHY, "k", ptx.Machine("box", (BOX, N), {}, lambda w: None), (), step)
+    stores = [start for kind, start in events if kind == "store"]
+    assert stores[:2] == [16, 0]
+    assert set(range(0, 4 * ptx.WIDEN_AFTER, 4)) <= set(stores)
+    assert None in stores  # the widened pointer
+    assert ("loop", None) in events  # the widened loop came back to a state it had
+    assert events.count(("end", None)) >= 2  # the early exit, and the way out of the loop
 
-    before = ptx.forward(branchy, (frozenset(), frozenset()), transfer, meet)
-    must, may = before[(3, 4)]  # at st.release.sys
-    assert must == {4} and may == {4, 5, 6, 7}
-    assert before[(4, 0)] == (set(), {0, 4, 5, 6, 7})  # at ret: the entry's early exit stored nothing
+
+LOOPS = r"""
+__device__ __noinline__ int twice(int x) { return 2 * x; }
+__device__ __noinline__ void put(volatile int* p, int v) { *p = v; }
+extern "C" __global__ void k(volatile int* box, int n) {
+#pragma unroll 1
+    for (int w = 0; w < 4; ++w) box[w] = n * 1000003 + w;
+#pragma unroll 1
+    for (int w = 7; w >= 5; --w) put(box + w, twice(n) - w);
+}
+"""
+
+
+def test_a_rolled_loop_runs_turn_by_turn_and_calls_are_followed_with_their_return_values():
+    """NVRTC keeps both loops rolled and both helpers out of line; each store's word and value is known."""
+    text = ptx.compile_ptx(LOOPS)
+    assert '.pragma "nounroll"' in text and "call.uni" in text
+    count, ended = paths_of(text, "k", (BOX, N))
+    assert count == 1
+    stores = [(start, values) for kind, start, values in ended[0] if kind == "store"]
+    assert stores == [
+        (0, ("n * 1000003",)),
+        (4, ("n * 1000003 + 1",)),
+        (8, ("n * 1000003 + 2",)),
+        (12, ("n * 1000003 + 3",)),
+        (28, ("n * 2 - 7",)),
+        (24, ("n * 2 - 6",)),
+        (20, ("n * 2 - 5",)),
+    ]
+
+
+MEMORY = """
+.visible .entry k(.param .u64 k_param_0)
+{
+	ld.param.u64 %rd1, [k_param_0];
+	mov.u32 %r1, 5;
+	st.global.u32 [%rd1], %r1;
+	ld.global.u32 %r2, [%rd1];
+	st.global.u32 [%rd1+4], %r2;
+	mov.pred %p1, 0;
+	@%p1 st.global.u32 [%rd1+8], %r1;
+	ld.global.u32 %r3, [%rd1+12];
+	ld.global.nc.u32 %r5, [%rd1+12];
+	st.global.v2.u32 [%rd1+16], {%r3, %r5};
+	mov.u64 %SPL, __local_depot0;
+	st.local.u32 [%SPL+8], %r1;
+	ld.local.u32 %r6, [%SPL+8];
+	st.global.u32 [%rd1+28], %r6;
+	st.global.u32 [%rd9], %r1;
+	ld.global.u32 %r4, [%rd1+12];
+	st.global.u32 [%rd1+24], %r4;
+	ld.local.u32 %r7, [%SPL+8];
+	st.global.u32 [%rd1+32], %r7;
+	ret;
+}
+"""
+
+
+def test_loads_read_the_paths_own_stores_until_a_store_it_cannot_place():
+    """A load reads what this path stored there (the mailbox's words or the local stack's), or the initial value; not
+    through .nc; a constant predicate decides its guard; after a store to an unknown address no word is known."""
+    count, ended = paths_of(MEMORY, "k", (BOX,), initial=lambda w: ptx.known(7, 32))
+    assert count == 1
+    assert [(start, values) for kind, start, values in ended[0] if kind == "store"] == [
+        (0, ("5",)),
+        (4, ("5",)),
+        (16, ("7", "None")),
+        (28, ("5",)),  # through the local stack
+        (None, ()),
+        (24, ("None",)),
+        (32, ("None",)),  # the unknown store may have hit the stack too
+    ]
+
+
+def test_affine_forms_wrap_at_their_width():
+    big = ptx.affine((("r", 1000003),), 5, 32)
+    assert str(big) == "r * 1000003 + 5"
+    assert ptx.affine((("r", -1),), -2, 32) == ptx.affine((("r", 2**32 - 1),), 2**32 - 2, 32)
+    assert str(ptx.affine((("r", -1),), -2, 32)) == "r * -1 - 2"
+    assert ptx.affine((("r", 1), ("r", -1)), 7) == ptx.known(7)
+
+
+@pytest.mark.parametrize(
+    ("instruction", "message"),
+    [
+        ("call.uni (retval0), mystery, (param0);", r"the box pointer reaches mystery, a function the PTX does not"),
+        ("call %rd1, (param0);", r"an indirect call \(call %rd1, \(param0\)\)"),
+        ("discard.global.L2 [%rd1], 128;", r"does not model reaches memory \(discard\.global\.L2 \[%rd1\], 128\)"),
+    ],
+)
+def test_what_cannot_be_followed_is_an_error(instruction, message):
+    """The pointer handed to a function the PTX only declares, an indirect call, memory the analysis cannot model."""
+    text = (
+        ".extern .func (.param .b32 func_retval0) mystery(.param .b64 p);\n"
+        ".visible .entry k(.param .u64 k_param_0)\n{\n\tld.param.u64 %rd1, [k_param_0];\n"
+        f"\tst.param.b64 [param0+0], %rd1;\n\t{instruction}\n\tret;\n}}\n"
+    )
+    with pytest.raises(ptx.Unfollowed, match=message):
+        paths_of(text, "k", (BOX,))
+
+
+def test_a_step_limit_ends_what_cannot_be_decided():
+    with pytest.raises(ptx.Unfollowed, match=r"more than 50 instructions on the paths of k: too many paths"):
+        paths_of(BRANCHY, "k", (BOX, N), max_steps=50)
 
 
 def test_ordering_of_fences_and_release_stores():
@@ -204,14 +319,6 @@ def test_an_indirect_branch_or_an_unknown_label_is_an_error():
         ptx.parse_function(body.replace("{instr}", "bra.uni $L__nowhere;"), "k")
 
 
-def test_the_pointer_stored_away_escapes(branchy):
-    """Passing the pointer to a call (st.param) or keeping it in local memory: the analysis loses it."""
-    text = BRANCHY.replace("membar.sys;", "st.param.b64 [param0+0], %rd4;\n\tst.local.u64 [%rd9], %r1;")
-    function = ptx.parse_function(text, "k")
-    escaped = ptx.escapes(function, ptx.pointer_values(function, "k_param_0"))
-    assert [i.text for i in escaped] == ["st.param.b64 [param0+0], %rd4"]
-
-
 # -- NVRTC: real CUDA, compiled without a GPU -------------------------------------------------------------------
 
 PUBLISH = r"""
@@ -231,8 +338,9 @@ def test_nvrtc_compiles_for_sm_90_and_names_its_fences():
     function = ptx.parse_function(text, "publish")
     opcodes = [i.opcode for _pos, i in function.positions()]
     assert "membar.sys" in opcodes and "membar.gl" in opcodes
-    accesses = ptx.memory_accesses(function, ptx.pointer_values(function, function.params[0]))
-    assert sorted(a.start for a in accesses) == [0, 16]
+    count, ended = paths_of(text, "publish", (BOX, N, ptx.symbol("m", 32)))
+    assert count == 2
+    assert [[start for kind, start, _v in path if kind in {"store", "fence"}] for path in ended] == [[16, None, 0]] * 2
     assert ptx.nvrtc_version().startswith("NVRTC ")
 
 
@@ -260,12 +368,11 @@ def test_compile_errors_carry_the_error_lines():
 
 
 def test_analysis_takes_milliseconds():
-    """Parsing and resolving a kernel of the lesson's size: well under 50 ms (the compile itself takes ~0.2 s)."""
+    """Following every path of a kernel of the lesson's size: well under 50 ms (the compile itself takes ~0.2 s)."""
     text = ptx.compile_ptx(PUBLISH, ["-lineinfo"])
     start = time.perf_counter()
     for _ in range(10):
-        function = ptx.parse_function(text, "publish")
-        ptx.memory_accesses(function, ptx.pointer_values(function, function.params[0]))
+        paths_of(text, "publish", (BOX, N, N))
     assert (time.perf_counter() - start) / 10 < 0.05
 
 

@@ -10,9 +10,10 @@ thread through `zero_copy.gather.simulate_gather`, on the rows of the same
 table the live run fills) and takes timings and mailbox rounds from the
 recorded H200 profile (`profiles/h200/zero_copy`), and says so. The publish
 step is judged on its PTX either way: NVRTC compiles it, with no GPU needed,
-and `zero_copy.mailbox.publish_problem` follows its stores and fences on every
-path. Checks return nothing: a number a test cell displays would count as
-partial credit.
+and `zero_copy.mailbox.publish_verdict` follows its stores, fences and stored
+values on every path, for every round; offline, a value it cannot compute makes
+the cell pending a GPU (labcore.pending), never a pass. Checks return nothing:
+a number a test cell displays would count as partial credit.
 
 Every call into the student's code goes through labcore.answers: while
 grading, the sandbox records what the student's functions return (and the
@@ -37,6 +38,7 @@ import numpy as np
 from labcore import answers, ptx
 from labcore.checking import assert_own_function, say
 from labcore.device import gpu_available
+from labcore.pending import PendingGPU, pending_message
 from labcore.record import Record
 from labcore.sizes import format_size
 from zero_copy import gather, mailbox, model, replay
@@ -451,21 +453,29 @@ def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) 
         "MY_PUBLISH still holds the exercise's stub, a publish() that stores nothing: inside it, store the payload "
         "words (box[MB_PAYLOAD + w]), then fence at system scope, then store the flag (box[MB_FLAG])"
     )
-    problem = mailbox.publish_problem(source)
-    assert problem is None, problem
+    verdict = mailbox.publish_verdict(source)
+    assert verdict.problem is None, verdict.problem
     order = (
         f"on every path of your compiled kernel (PTX for {ptx.DEFAULT_ARCH} from {ptx.nvrtc_version()}) the payload "
-        f"words are stored, then fenced at system scope, then the flag is stored"
+        f"words are stored, then fenced at system scope, then the flag is stored, and nothing after it"
     )
     if not gpu_available():
+        if verdict.unverified:
+            raise PendingGPU(
+                pending_message(
+                    f"offline, {order}, but the analysis could not compute "
+                    f"{'; '.join(verdict.unverified[:2])}: a GPU run reads what your kernel stores"
+                )
+            )
         record = replay.load_profile()
-        verdict = mailbox_verdict(record)
-        failed = verdict["rounds"] - verdict["good_rounds"]
-        assert verdict["passed"], f"offline: the recorded mailbox failed in {failed} of {verdict['rounds']} rounds"
+        recorded = mailbox_verdict(record)
+        failed = recorded["rounds"] - recorded["good_rounds"]
+        assert recorded["passed"], f"offline: the recorded mailbox failed in {failed} of {recorded['rounds']} rounds"
         say(
-            f"offline: {order} (no GPU to run it); the recorded {record.device.name} run ({record.recorded_at}), "
-            f"whose kernel does the same, read the exact payload while the kernel ran in {verdict['good_rounds']} "
-            f"of {verdict['rounds']} rounds"
+            f"offline: {order}, and for every round the flag holds round and payload word k round * 1000003 + k "
+            f"when it is raised (no GPU to run it); the recorded {record.device.name} run ({record.recorded_at}), "
+            f"whose kernel does the same, read the exact payload while the kernel ran in {recorded['good_rounds']} "
+            f"of {recorded['rounds']} rounds"
         )
         return
     try:

@@ -12,11 +12,14 @@ only then releases the kernel and waits for the stream.
 
 The graded exercise: the student writes the `publish` step (payload, fence,
 flag) in CUDA C++; `mailbox_rounds` compiles it inside the lesson's
-wait-for-release kernel and runs the same rounds, and `publish_problem` judges
-the order of its stores on the PTX that NVRTC compiles from it (labcore.ptx),
-the same way with or without a GPU: which word each store writes, and whether
-on every path to the flag store each payload word is stored and then fenced at
-system scope.
+wait-for-release kernel and runs the same rounds, and `publish_verdict` judges
+the PTX that NVRTC compiles from it (labcore.ptx.explore), the same way with or
+without a GPU: on every path of the kernel (calls followed, loops turned, the
+round a symbol, so for every round), every payload word is stored, then a
+system-scope fence, then the flag, and nothing stores the payload or the flag
+after it; the flag holds round and word k round * 1000003 + k when it is
+raised. A path it cannot follow is a problem; a stored value it cannot compute
+is `unverified` (offline that is "pending a GPU", labcore.pending).
 """
 
 from __future__ import annotations
@@ -33,7 +36,14 @@ from labcore.record import PassTimes
 from zero_copy import model
 from zero_copy.config import as_json
 from zero_copy.harness import Lab
-from zero_copy.kernel import KERNEL_PATH, MAILBOX, MAILBOX_WORDS, compile_options, launch_publish_and_wait
+from zero_copy.kernel import (
+    KERNEL_PATH,
+    MAILBOX,
+    MAILBOX_WORDS,
+    PUBLISH_THREADS,
+    compile_options,
+    launch_publish_and_wait,
+)
 from zero_copy.mapped import MappedBuffer, MappingSupport, alloc_mapped
 from zero_copy.verify import round_ok
 
@@ -178,54 +188,256 @@ def mailbox_rounds(publish_source: str, rounds: int) -> list[dict[str, Any]]:
 # -- the publish step judged on its compiled code (PTX) ----------------------------------------------------------
 
 PAYLOAD = range(MAILBOX["PAYLOAD"], MAILBOX["PAYLOAD"] + MAILBOX["PAYLOAD_WORDS"])
+OWNED = frozenset({MAILBOX["FLAG"], *PAYLOAD})  # the words publish may store
 EXPECTED = (
     "expected on every path through the compiled kernel: all payload words stored, then a system-scope fence "
-    "(__threadfence_system()), then the flag"
+    "(__threadfence_system()), then the flag, and no store to the payload or the flag after it"
+)
+ROUND_NAME = "round"
+ROUND = ptx.symbol(ROUND_NAME, 32)  # the kernel's round: one symbol, so a verdict holds for every round
+# The one thread that publishes (kernel.launch_publish_and_wait: one block of PUBLISH_THREADS; thread 0 of block 0).
+_THREAD = {
+    **{f"%tid.{d}": ptx.known(0, 32) for d in "xyz"},
+    **{f"%ctaid.{d}": ptx.known(0, 32) for d in "xyz"},
+    **{f"%nctaid.{d}": ptx.known(1, 32) for d in "xyz"},
+    "%ntid.x": ptx.known(PUBLISH_THREADS, 32),
+    "%ntid.y": ptx.known(1, 32),
+    "%ntid.z": ptx.known(1, 32),
+    "%laneid": ptx.known(0, 32),
+}
+
+
+def expected_word(k: int) -> ptx.Sym:
+    """What payload word k must hold for every round: round * 1000003 + k (expected_payload), as 32-bit ints."""
+    return ptx.affine(((ROUND_NAME, 1000003),), k, 32)
+
+
+def _initial(word: int) -> ptx.Value:
+    """The mailbox before the kernel: zeros (one_round clears it), but the release word is the host's to write."""
+    return ptx.known(0, 32) if 0 <= word < MAILBOX_WORDS and word != MAILBOX["RELEASE"] else None
+
+
+MACHINE = ptx.Machine(
+    base="box",
+    inputs=(ptx.symbol("box"), ROUND, None),  # (box, round, timeout_ns): the timeout is not known
+    specials=_THREAD,
+    initial=_initial,
+    word_bytes=WORD.itemsize,
 )
 
 
 @dataclass(frozen=True)
-class _Facts:
-    """What holds before an instruction over every path from the kernel's entry (must) or over some path (may).
-    Word sets hold payload words (box indices)."""
+class _Path:
+    """What one path has done so far (payload words by index k = 0 .. MB_PAYLOAD_WORDS - 1)."""
 
-    stored_must: frozenset[int] = frozenset()
-    stored_may: frozenset[int] = frozenset()
-    fenced_must: frozenset[int] = frozenset()  # a system-scope fence follows the word's last store
-    fenced_may: frozenset[int] = frozenset()
-    narrow_may: frozenset[int] = frozenset()  # a fence of GPU or block scope follows the word's last store
-    again_may: frozenset[int] = frozenset()  # stored again after a system-scope fence had covered it
-    flag_must: bool = False
+    last: tuple[ptx.Instruction | None, ...] = (None,) * len(PAYLOAD)  # each word's last store
+    values: tuple[ptx.Value, ...] = (ptx.known(0, 32),) * len(PAYLOAD)  # each word's value now
+    unfenced: frozenset[int] = frozenset()  # stored since the last system-scope fence
+    narrow: frozenset[int] = frozenset()  # of those, followed by a GPU- or block-scope fence
+    covered: frozenset[int] = frozenset()  # a system-scope fence has followed a store of the word
+    fences: tuple[ptx.Instruction, ...] = ()  # system-scope fences, in order
+    narrow_fences: tuple[ptx.Instruction, ...] = ()
+    flag: ptx.Instruction | None = None  # the flag store, once made
+    waited: bool = False  # the release word read after the flag: in the lesson's wait for the host
 
-    def meet(self, other: _Facts) -> _Facts:
-        return _Facts(
-            self.stored_must & other.stored_must,
-            self.stored_may | other.stored_may,
-            self.fenced_must & other.fenced_must,
-            self.fenced_may | other.fenced_may,
-            self.narrow_may | other.narrow_may,
-            self.again_may | other.again_may,
-            self.flag_must and other.flag_must,
-        )
-
-    def fence(self, order: ptx.Order) -> _Facts:
-        """After a fence (or a release) that orders the stores so far for observers at order.scope."""
+    def fence(self, instruction: ptx.Instruction, order: ptx.Order) -> _Path:
         if order.reaches("sys"):
-            return replace(self, fenced_must=self.stored_must, fenced_may=self.stored_may)
-        return replace(self, narrow_may=self.narrow_may | self.stored_may)
+            return replace(
+                self,
+                unfenced=frozenset(),
+                narrow=frozenset(),
+                covered=self.covered | self.unfenced,
+                fences=_added(self.fences, instruction),
+            )
+        return replace(self, narrow=self.narrow | self.unfenced, narrow_fences=_added(self.narrow_fences, instruction))
 
-    def store(self, words: frozenset[int]) -> _Facts:
-        payload = words & frozenset(PAYLOAD)
+    def store(self, instruction: ptx.Instruction, words: dict[int, ptx.Value]) -> _Path:
+        ks = {w - PAYLOAD.start: v for w, v in words.items() if w in PAYLOAD}
         return replace(
             self,
-            stored_must=self.stored_must | payload,
-            stored_may=self.stored_may | payload,
-            fenced_must=self.fenced_must - payload,
-            fenced_may=self.fenced_may - payload,
-            narrow_may=self.narrow_may - payload,
-            again_may=self.again_may | (payload & self.fenced_may),
-            flag_must=self.flag_must or MAILBOX["FLAG"] in words,
+            last=tuple(instruction if k in ks else s for k, s in enumerate(self.last)),
+            values=tuple(ks.get(k, v) for k, v in enumerate(self.values)),
+            unfenced=self.unfenced | set(ks),
+            narrow=self.narrow - set(ks),
+            flag=self.flag or (instruction if MAILBOX["FLAG"] in words else None),
         )
+
+
+def _added(found: tuple[ptx.Instruction, ...], instruction: ptx.Instruction) -> tuple[ptx.Instruction, ...]:
+    """`found` with `instruction` once (a fence in a loop adds nothing new: the facts stay finite)."""
+    return found if instruction in found else (*found, instruction)
+
+
+@dataclass(frozen=True)
+class _Wrong:
+    """A path that breaks the rule: at `flag` (or at `at`), payload word `k`, of this `kind`."""
+
+    kind: str
+    path: _Path
+    at: ptx.Instruction
+    k: int = 0
+    detail: str = ""
+
+
+@dataclass
+class PublishVerdict:
+    """The compiled publish step judged on every path: `problem` (None if none), what could not be verified of the
+    stored values (`unverified`: empty when every value was), and how many paths were followed."""
+
+    problem: str | None
+    unverified: list[str]
+    paths: int = 0
+
+
+class _Judge:
+    """The rule, path by path (ptx.explore's step), and what other paths did before each flag store (messages)."""
+
+    def __init__(self) -> None:
+        self.wrong: list[_Wrong] = []
+        self.unverified: dict[str, None] = {}
+        self.stored_before: dict[ptx.Instruction, dict[int, list[ptx.Instruction]]] = {}
+        self.fenced_before: dict[ptx.Instruction, list[ptx.Instruction]] = {}
+        self.flags = 0
+
+    def step(self, facts: _Path, event: ptx.Event) -> _Path | None:
+        """The path's facts after `event`, or None (recorded in self.wrong) once it breaks the rule."""
+        ins = event.instruction
+        if event.kind == "fence":
+            return facts.fence(ins, event.order) if event.order is not None and event.order.releases else facts
+        if event.kind == "end" and ins.parts[0] in {"exit", "trap"}:  # not the kernel's own return
+            return self.stop(_Wrong("stops", facts, ins))
+        if event.kind == "end" and facts.flag is None:
+            return self.stop(_Wrong("end", facts, ins))
+        if event.kind == "end":  # the kernel returns: only after the wait for the release
+            return facts if facts.waited else self.stop(_Wrong("stops", facts, ins))
+        if event.kind == "loop":  # may run for ever: fine only in the lesson's wait for the release
+            return self.stop(_Wrong("loop", facts, ins)) if not facts.waited else facts
+        words = list(event.words(WORD.itemsize))
+        if event.kind == "load":
+            if MAILBOX["RELEASE"] not in words:
+                return facts
+            return self.stop(_Wrong("waits", facts, ins)) if facts.flag is None else replace(facts, waited=True)
+        if event.start is None:
+            return self.stop(_Wrong("address", facts, ins))
+        foreign = [w for w in words if w not in OWNED]
+        if MAILBOX["RELEASE"] in words or (foreign and _is_students(ins)):
+            return self.stop(_Wrong("foreign", facts, ins, detail=str(foreign[0])))
+        mine = [w for w in words if w in OWNED]
+        if mine and facts.flag is not None:
+            return self.stop(_Wrong("after", facts, ins, detail=str(mine[0])))
+        if event.order is not None and event.order.releases:  # a release store: the fence and the store in one
+            facts = facts.fence(ins, event.order)
+        if MAILBOX["FLAG"] in words:
+            problem = self.flag(facts, ins, event.values[words.index(MAILBOX["FLAG"])])
+            if problem:
+                return self.stop(problem)
+        return facts.store(ins, dict(zip(words, event.values, strict=False)))
+
+    def stop(self, wrong: _Wrong) -> None:
+        self.wrong.append(wrong)
+        return None
+
+    def flag(self, facts: _Path, ins: ptx.Instruction, value: ptx.Value) -> _Wrong | None:
+        """Whether the flag stored here may be raised: every word stored, then fenced; the values they hold."""
+        self.flags += 1
+        before = self.stored_before.setdefault(ins, {})
+        for k, store in enumerate(facts.last):
+            if store is not None:
+                before.setdefault(k, []).append(store)
+        fenced = [k for k in range(len(PAYLOAD)) if facts.last[k] is not None and k not in facts.unfenced]
+        if fenced and facts.fences:
+            self.fenced_before.setdefault(ins, []).append(facts.fences[-1])
+        for k in range(len(PAYLOAD)):
+            if facts.last[k] is None:
+                return _Wrong("unstored", facts, ins, k)
+        for k in range(len(PAYLOAD)):
+            if k in facts.unfenced:
+                return _Wrong("unfenced", facts, ins, k)
+        same = _same(value, ROUND)
+        if same is False:
+            return _Wrong("flag value", facts, ins, detail=str(value))
+        if same is None:
+            self.unverified[f"the value the flag store at {_where(ins)} stores"] = None
+        for k, held in enumerate(facts.values):
+            same = _same(held, expected_word(k))
+            if same is False:
+                return _Wrong("value", facts, ins, k, str(held))
+            if same is None:
+                self.unverified[f"payload word {k}'s value when {_where(ins)} stores the flag"] = None
+        return None
+
+    def message(self, wrong: _Wrong) -> str:
+        """One line: what the path did, where, and what was expected."""
+        ins, k, path = wrong.at, wrong.k, wrong.path
+        at = f"the flag store at {_where(ins)}"
+        head = f"the host can see the flag (box[MB_FLAG]) before payload word {k} (box[MB_PAYLOAD + {k}])"
+        simple = {
+            "end": "on some path the kernel ends without storing the flag (box[MB_FLAG]): the host would wait for "
+            "it in vain; store the flag on every path through publish",
+            "loop": f"the loop at {_where(ins)} comes back to the same state before the kernel waits for the host's "
+            f"release (or, after {ptx.WIDEN_AFTER} turns, to one the analysis cannot tell apart), so on some path "
+            f"it may never end: the host would wait for the flag, or the stream, in vain; {EXPECTED}",
+            "stops": f"{_where(ins)} ends the kernel before the host has read the payload and released it: the "
+            f"host must find the kernel still running, waiting for the release; let publish return",
+            "waits": "on some path the kernel waits for the host's release (box[MB_RELEASE]) without having stored "
+            "the flag: the host would wait for it in vain; store the flag on every path through publish",
+            "address": f"cannot tell which word of the mailbox {_where(ins)} writes: its address is not box plus a "
+            f"number known at compile time; write box[MB_PAYLOAD + w] with w a constant or the counter of a loop "
+            f"with constant bounds (for (int w = 0; w < MB_PAYLOAD_WORDS; ++w))",
+            "foreign": f"{_where(ins)} stores box[{wrong.detail}]: publish stores only the payload "
+            f"(box[MB_PAYLOAD .. MB_PAYLOAD + {len(PAYLOAD) - 1}]) and the flag (box[MB_FLAG])",
+            "after": f"{_where(ins)} stores box[{wrong.detail}] after the flag store at {_where(path.flag)} "
+            f"(once the flag is up the host may read the payload at any moment); {EXPECTED}"
+            if path.flag
+            else "",
+            "flag value": f"{at} stores {wrong.detail}, but the host waits for the flag to equal round: store "
+            f"box[MB_FLAG] = round",
+            "value": f"when {at} raises the flag, payload word {k} (box[MB_PAYLOAD + {k}]) holds {wrong.detail}; "
+            f"expected round * 1000003 + {k}",
+        }
+        if wrong.kind in simple:
+            return simple[wrong.kind]
+        return f"{head}: {self.why(wrong, at)}; {EXPECTED}"
+
+    def why(self, wrong: _Wrong, at: str) -> str:
+        ins, k, path = wrong.at, wrong.k, wrong.path
+        if wrong.kind == "unstored":
+            elsewhere = self.stored_before.get(ins, {}).get(k)
+            if elsewhere:
+                return (
+                    f"the payload store at {_places(elsewhere)} is on one branch only, and {at} can be reached "
+                    f"without it"
+                )
+            return f"{at} comes before any store of payload word {k}"
+        store = _places([path.last[k]])
+        if k in path.covered:
+            return (
+                f"payload word {k} is stored again at {store}, after the system-scope fence at "
+                f"{_places(list(path.fences))}, and no fence comes between that store and {at}"
+            )
+        if k in path.narrow:
+            return (
+                f"the ordering between them, at {_places(list(path.narrow_fences))}, has GPU or block scope only: it "
+                f"orders the stores for the GPU's threads, not for the host, which needs __threadfence_system() "
+                f"(system scope) between them"
+            )
+        elsewhere = self.fenced_before.get(ins)
+        if elsewhere:
+            return (
+                f"the system-scope fence at {_places(elsewhere)} is on one branch only; on a path that skips it, "
+                f"nothing orders payload word {k} before {at}"
+            )
+        return f"no system-scope fence comes between the payload store at {store} and {at}"
+
+
+def _same(value: ptx.Value, want: ptx.Sym) -> bool | None:
+    """Whether a 32-bit word holds `want` for every round: True, False (two different forms of the round differ
+    for some round), or None when the value cannot be told (e.g. through an instruction the analysis does not
+    compute: a GPU run can still check it)."""
+    if not isinstance(value, ptx.Sym) or value.bits < 32:
+        return None
+    diff = ptx.affine((*value.terms, *((n, -c) for n, c in want.terms)), value.const - want.const, 32)
+    return diff.constant and diff.const == 0
 
 
 def publish_ptx(publish_source: str) -> str:
@@ -234,131 +446,44 @@ def publish_ptx(publish_source: str) -> str:
     return ptx.compile_ptx(mailbox_source(publish_source), [*compile_options(), "-lineinfo"], name=KERNEL_PATH.name)
 
 
-def publish_problem(publish_source: str) -> str | None:
-    """What is wrong with the compiled publish step (None if nothing): it must compile, and on every path to
-    each store of the flag, every payload word is stored, then a system-scope fence orders them, then the flag."""
+def publish_verdict(publish_source: str) -> PublishVerdict:
+    """The student's publish step compiled and judged on every path of the exercise kernel (ptx_verdict)."""
     try:
         text = publish_ptx(publish_source)
     except ptx.PtxCompileError as exc:
         own = any(line.startswith(f"{STUDENT_FILE}(") for line in exc.errors)
         hint = "" if own else "; define __device__ void publish(volatile int* box, int round) { ... }"
-        return f"your publish step does not compile: {exc}{hint}"
+        return PublishVerdict(f"your publish step does not compile: {exc}{hint}", [])
+    return ptx_verdict(text, EXERCISE_KERNEL)
+
+
+def publish_problem(publish_source: str) -> str | None:
+    """What is wrong with the compiled publish step (None if nothing that the analysis can tell)."""
+    return publish_verdict(publish_source).problem
+
+
+def ptx_verdict(text: str, kernel: str) -> PublishVerdict:
+    """Every path through `kernel` of the PTX `text` (its calls followed), for every round: before each flag
+    store every payload word is stored and then fenced at system scope (or the flag store is a system-scope
+    release), no store of the payload or the flag follows it, no path waits for the release or ends without the
+    flag, publish stores no other word, and the flag holds round and word k round * 1000003 + k. What the
+    analysis cannot follow is a problem; a stored value it cannot compute is `unverified`."""
+    judge = _Judge()
     try:
-        return ptx_problem(ptx.parse_function(text, EXERCISE_KERNEL))
+        paths = ptx.explore(text, kernel, MACHINE, _Path(), judge.step)
     except ptx.PtxError as exc:
-        return f"cannot analyse the compiled kernel: {exc}"
-
-
-def ptx_problem(kernel: ptx.Function) -> str | None:
-    """The first problem of a compiled kernel's stores to the mailbox, its first parameter (None if none): a
-    store whose word cannot be told, the pointer stored away, the student's store to a word publish does not own,
-    no flag store, a flag store the host can see before some payload word, a wait for the release without a flag."""
-    values = ptx.pointer_values(kernel, kernel.params[0])
-    accesses = ptx.memory_accesses(kernel, values)
-    writes = [a for a in accesses if a.writes]
-    for access in writes:
-        if access.start is None:
-            return (
-                f"cannot tell which word of the mailbox {_where(access.instruction)} writes: its address is not "
-                f"box plus a number known at compile time; write box[MB_PAYLOAD + w] with w a constant, or in a "
-                f"loop the compiler unrolls (for (int w = 0; w < MB_PAYLOAD_WORDS; ++w))"
+        return PublishVerdict(f"cannot analyse the compiled kernel: {exc}", [])
+    if judge.wrong and not judge.flags and not any(w.path.flag for w in judge.wrong):
+        first = judge.wrong[0]
+        if first.kind in {"end", "waits"}:
+            return PublishVerdict(
+                "the compiled kernel never stores the flag: raise it with box[MB_FLAG] = round after the fence",
+                [],
+                paths,
             )
-    escaped = ptx.escapes(kernel, values)
-    if escaped:
-        return (
-            f"the mailbox pointer is stored away at {_where(escaped[0])} (passed to a function that was not "
-            f"inlined, printed, or kept in memory): the stores made through it cannot be followed; store through "
-            f"box in publish itself"
-        )
-    owned = {MAILBOX["FLAG"], *PAYLOAD}
-    for access in writes:
-        foreign = [w for w in access.words(WORD.itemsize) if w not in owned]
-        if foreign and _is_students(access.instruction):
-            return (
-                f"{_where(access.instruction)} stores box[{foreign[0]}]: publish stores only the payload "
-                f"(box[MB_PAYLOAD .. MB_PAYLOAD + {len(PAYLOAD) - 1}]) and the flag (box[MB_FLAG])"
-            )
-    words = {a.instruction: frozenset(a.words(WORD.itemsize)) for a in writes}
-    flags = [a for a in writes if MAILBOX["FLAG"] in words[a.instruction]]
-    if not flags:
-        return "the compiled kernel never stores the flag: raise it with box[MB_FLAG] = round after the fence"
-    before = ptx.forward(
-        kernel,
-        _Facts(),
-        lambda ins, facts: _transfer(ins, facts, words),
-        _Facts.meet,
-    )
-    for access in flags:
-        if access.position in before:
-            problem = _flag_problem(kernel, access, before[access.position], writes)
-            if problem:
-                return f"{problem}; {EXPECTED}"
-    release = [a for a in accesses if not a.writes and MAILBOX["RELEASE"] in a.words(WORD.itemsize)]
-    if any(a.position in before and not before[a.position].flag_must for a in release):
-        return (
-            "on some path the kernel waits for the host's release (box[MB_RELEASE]) without having stored the "
-            "flag: the host would wait for it in vain; store the flag on every path through publish"
-        )
-    return None
-
-
-def _transfer(instruction: ptx.Instruction, facts: _Facts, words: dict[ptx.Instruction, frozenset[int]]) -> _Facts:
-    order = ptx.ordering(instruction)
-    if order is not None and order.releases and instruction.parts[0] in {"membar", "fence"}:
-        facts = facts.fence(order)
-    return facts.store(words[instruction]) if instruction in words else facts
-
-
-def _flag_problem(kernel: ptx.Function, flag: ptx.Access, facts: _Facts, writes: list[ptx.Access]) -> str | None:
-    """Why this flag store can become visible before some payload word (None if it cannot)."""
-    order = ptx.ordering(flag.instruction)
-    if order is not None and order.releases:  # a release store: the fence and the store in one instruction
-        facts = facts.fence(order)
-    missing = [w for w in PAYLOAD if w not in facts.fenced_must]
-    if not missing:
-        return None
-    w = missing[0]
-    k = w - PAYLOAD.start
-    head = f"the host can see the flag (box[MB_FLAG]) before payload word {k} (box[MB_PAYLOAD + {k}])"
-    at = f"the flag store at {_where(flag.instruction)}"
-    payload_stores = [a.instruction for a in writes if w in a.words(WORD.itemsize)]
-    stores = _places(payload_stores)
-    fences = _places([i for _p, i in kernel.positions() if _system_fence(i)])
-    if w not in facts.stored_may:
-        return f"{head}: {at} comes before any store of payload word {k}"
-    if w not in facts.stored_must:
-        return f"{head}: the payload store at {stores} is on one branch only, and {at} can be reached without it"
-    if w in facts.again_may:
-        return (
-            f"{head}: payload word {k} is stored again at {_places(payload_stores[-1:])}, after the system-scope "
-            f"fence at {fences}, and no fence comes between that store and {at}"
-        )
-    if w not in facts.fenced_may and w in facts.narrow_may:
-        return (
-            f"{head}: the ordering between them, at {_places(_narrow_fences(kernel))}, has GPU or block scope "
-            f"only: it orders the stores for the GPU's threads, not for the host, which needs "
-            f"__threadfence_system() (system scope) between them"
-        )
-    if w not in facts.fenced_may:
-        return f"{head}: no system-scope fence comes between the payload store at {stores} and {at}"
-    return (
-        f"{head}: the system-scope fence at {fences} is on one branch only; on a path that skips it, nothing "
-        f"orders payload word {k} before {at}"
-    )
-
-
-def _system_fence(instruction: ptx.Instruction) -> bool:
-    order = ptx.ordering(instruction)
-    return instruction.parts[0] in {"membar", "fence"} and order is not None and order.releases and order.reaches("sys")
-
-
-def _narrow_fences(kernel: ptx.Function) -> list[ptx.Instruction]:
-    found = []
-    for _pos, instruction in kernel.positions():
-        order = ptx.ordering(instruction)
-        if order is not None and order.releases and not order.reaches("sys"):
-            found.append(instruction)
-    return found
+    if judge.wrong:
+        return PublishVerdict(judge.message(judge.wrong[0]), [], paths)
+    return PublishVerdict(None, list(judge.unverified), paths)
 
 
 def _is_students(instruction: ptx.Instruction) -> bool:
