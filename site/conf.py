@@ -25,6 +25,7 @@ html_title = project
 html_show_sourcelink = False  # the notebooks' sources are the release; the site shows them executed
 html_copy_source = False
 myst_enable_extensions = ["colon_fence"]
+smartquotes = False  # a quote on a page is the one in the source (and in what the commands print)
 myst_heading_anchors = 3  # README-style links to a page's sections (#section) resolve
 
 # The release notebooks run at build time, offline: every measurement replays the shipped profile. Exercise cells

@@ -11,6 +11,7 @@ import difflib
 import functools
 import json
 import os
+import re
 import threading
 import urllib.request
 from collections import deque
@@ -305,3 +306,18 @@ def test_the_readme_shows_the_kept_screenshots() -> None:
     for name in SHOTS:
         path = ROOT / "site" / "_static" / "shots" / name
         assert f"(site/_static/shots/{name})" in text and path.is_file() and path.stat().st_size < 200_000, name
+
+
+def test_the_measured_page_shows_the_generated_figures(site_build) -> None:  # noqa: F811
+    """Every line the figures directive generates reaches the built page (the profile's numbers, not typed ones)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "site" / "_ext"))
+    import course_figures
+
+    text = _normal(html_text(site_build.out / "site" / "measured.html"))
+    for name in course_figures.FIGURES:
+        cells = [c.strip() for line in course_figures.markdown(name).splitlines() for c in line.strip("|- ").split("|")]
+        shown = [re.sub(r"\*(\S[^*]*)\*", r"\1", c.replace("`", "")) for c in cells if c and c != "---"]
+        missing = [c for c in shown if _normal(c) not in text]
+        assert missing == [], f"{name}: {missing}"
