@@ -53,3 +53,43 @@ def test_a_retyped_figure_would_be_caught() -> None:
     precise = sorted(n for n in figures("day54") if len(n.split(".")[1]) == 3)
     page = f"| measured naive | {precise[0]} |"
     assert precise[0] in set(NUMBER.findall(page))
+
+
+def dated_entries() -> list[str]:
+    """The dated log's entries (measured.md, after its heading): one bullet each."""
+    text = (ROOT / "site" / "measured.md").read_text()
+    return [entry for entry in text.split("## Dated log", 1)[1].split("\n- ")[1:]]
+
+
+def recorded_numbers(folders: list[str]) -> list[float]:
+    """Every decimal number in the text files of the named profile folders."""
+    found = []
+    for folder in folders:
+        for path in (ROOT / "profiles" / "h200" / folder).rglob("*"):
+            if path.is_file() and path.suffix in (".txt", ".md", ".json", ".csv"):
+                found += [float(n) for n in NUMBER.findall(path.read_text(errors="replace"))]
+    return found
+
+
+def unrecorded(entry: str) -> list[str]:
+    """The entry's decimal numbers that no file of the folders it names holds (to the entry's rounding)."""
+    have = recorded_numbers(re.findall(r"profiles/h200/([\w-]+)/", entry))
+    return sorted(
+        n
+        for n in set(NUMBER.findall(entry))
+        if not any(abs(v - float(n)) <= 0.5 * 10 ** -len(n.split(".")[1]) + 1e-9 for v in have)
+    )
+
+
+def test_every_dated_entry_that_names_a_profile_quotes_it() -> None:
+    """A log entry that names profiles/h200/<folder>/ quotes only numbers recorded there, rounded as written."""
+    entries = [e for e in dated_entries() if "profiles/h200/" in e]
+    assert len(entries) >= 8
+    wrong = {e.split(":", 1)[0][:60]: missing for e in entries if (missing := unrecorded(e))}
+    assert wrong == {}
+
+
+def test_a_number_no_profile_holds_is_caught() -> None:
+    """An entry quoting a number its folder does not hold is named (the check above can fail)."""
+    assert unrecorded("the autograde took 75.7 s (`profiles/h200/grading/`)") == []
+    assert unrecorded("the autograde took 75.2 s (`profiles/h200/grading/`)") == ["75.2"]
