@@ -10,6 +10,7 @@ with their stubs and without outputs (the stubs only raise). OUT/index.html open
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -87,14 +88,27 @@ def build(out: Path) -> int:
     return rc
 
 
+def usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the command line, in one line, or None."""
+    out = args.out.resolve()
+    if out == HERE or HERE in out.parents:
+        return f"{args.out} is inside site/, the sources; pick another folder"
+    if out == ROOT:
+        return f"{args.out} is the checkout itself; pick another folder"
+    if out.exists() and not out.is_dir():
+        return f"{args.out} is a file, not a folder"
+    missing = [name for name in ("sphinx", "myst_nb") if importlib.util.find_spec(name) is None]
+    if missing:
+        return f"{' and '.join(missing)} not installed: pip install -e '.[test]' brings them"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python site/build.py", description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="folder to write the HTML into (created; its old pages replaced)")
     args = parser.parse_args(argv)
-    if args.out.resolve() in (ROOT, HERE) or HERE in args.out.resolve().parents:
-        print(
-            f"python site/build.py: OUT {args.out} would write into the sources; pick another folder", file=sys.stderr
-        )
+    if (problem := usage_error(args)) is not None:
+        print(f"python site/build.py: {problem}", file=sys.stderr)
         return 2
     return build(args.out)
 

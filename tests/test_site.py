@@ -12,6 +12,8 @@ import functools
 import json
 import os
 import re
+import subprocess
+import sys
 import threading
 import urllib.request
 from collections import deque
@@ -31,6 +33,7 @@ AUDIENCES = ("students", "instructors", "offline")
 PAGES = ("index", "lessons", *AUDIENCES, "measured", "architecture", "choices", "tests")
 REGIONS = (("### BEGIN SOLUTION", "### END SOLUTION"), ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"))
 REFERENCE_PACKAGES = ("day54", "zero_copy")
+sys.path.insert(0, str(ROOT / "site" / "_ext"))  # the figures directive (course_figures)
 SHOTS = {"day54.png": "course/day54/day54.html", "measured.png": "site/measured.html"}
 
 
@@ -219,6 +222,9 @@ def crawled(browser, served):  # noqa: F811
             target = link.split("#", 1)[0]
             if target.startswith(served) and target.endswith(".html") and target not in pages:
                 queue.append(target)
+    page.goto(served + "index.html", wait_until="load")
+    page.wait_for_url(served + "site/index.html")  # OUT/index.html sends a reader to the front page
+    front_door = page.url
     shots = {}
     for name, path in SHOTS.items():
         page.goto(served + path, wait_until="load")
@@ -226,7 +232,14 @@ def crawled(browser, served):  # noqa: F811
             page.locator(".cell_output img").first.scroll_into_view_if_needed()
         shots[name] = page.screenshot()
     page.close()
-    return {"pages": pages, "outside": outside, "failed": failed, "base": served, "shots": shots}
+    return {
+        "pages": pages,
+        "outside": outside,
+        "failed": failed,
+        "base": served,
+        "shots": shots,
+        "front_door": front_door,
+    }
 
 
 def test_every_page_loads_in_a_browser(crawled) -> None:
@@ -234,6 +247,7 @@ def test_every_page_loads_in_a_browser(crawled) -> None:
     base = crawled["base"]
     statuses = {url: info["status"] for url, info in crawled["pages"].items() if info["status"] != 200}
     assert statuses == {} and crawled["failed"] == []
+    assert crawled["front_door"] == base + "site/index.html"
     reached = {url.removeprefix(base) for url in crawled["pages"]}
     assert {f"site/{p}.html" for p in PAGES} | {f"course/{x}/{x}.html" for x in LESSONS} <= reached
 
@@ -310,14 +324,19 @@ def test_the_readme_shows_the_kept_screenshots() -> None:
 
 def test_the_measured_page_shows_the_generated_figures(site_build) -> None:  # noqa: F811
     """Every line the figures directive generates reaches the built page (the profile's numbers, not typed ones)."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "site" / "_ext"))
-    import course_figures
-
+    course_figures = pytest.importorskip("course_figures", reason="the test extra (sphinx) is not installed")
     text = _normal(html_text(site_build.out / "site" / "measured.html"))
     for name in course_figures.FIGURES:
         cells = [c.strip() for line in course_figures.markdown(name).splitlines() for c in line.strip("|- ").split("|")]
         shown = [re.sub(r"\*(\S[^*]*)\*", r"\1", c.replace("`", "")) for c in cells if c and c != "---"]
         missing = [c for c in shown if _normal(c) not in text]
         assert missing == [], f"{name}: {missing}"
+
+
+@pytest.mark.parametrize("out", ["site/pages", "README.md", "."])
+def test_a_bad_out_is_one_line_and_exit_2(out) -> None:
+    """OUT inside the sources, a file, or the checkout itself: one line naming it, exit status 2, nothing built."""
+    done = subprocess.run([sys.executable, "site/build.py", out], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and out.rstrip(".") in done.stderr
+    assert not (ROOT / "site" / "pages").exists()
