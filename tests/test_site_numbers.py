@@ -55,10 +55,10 @@ def test_a_retyped_figure_would_be_caught() -> None:
     assert precise[0] in set(NUMBER.findall(page))
 
 
-def dated_entries() -> list[str]:
-    """The dated log's entries (measured.md, after its heading): one bullet each."""
-    text = (ROOT / "site" / "measured.md").read_text()
-    return [entry for entry in text.split("## Dated log", 1)[1].split("\n- ")[1:]]
+def blocks_naming_profiles() -> list[str]:
+    """Paragraphs and bullets of the site's pages that name a profile folder (profiles/h200/<folder>/)."""
+    blocks = [b for page in sorted((ROOT / "site").glob("*.md")) for b in re.split(r"\n\s*\n|\n- ", page.read_text())]
+    return [b for b in blocks if re.search(r"profiles/h200/[\w-]+/", b)]
 
 
 def recorded_numbers(folders: list[str]) -> list[float]:
@@ -81,9 +81,10 @@ def unrecorded(entry: str) -> list[str]:
     )
 
 
-def test_every_dated_entry_that_names_a_profile_quotes_it() -> None:
-    """A log entry that names profiles/h200/<folder>/ quotes only numbers recorded there, rounded as written."""
-    entries = [e for e in dated_entries() if "profiles/h200/" in e]
+def test_every_block_that_names_a_profile_quotes_it() -> None:
+    """A paragraph or bullet that names profiles/h200/<folder>/ (the dated log's entries among them) quotes only
+    numbers recorded in that folder's files, rounded as written."""
+    entries = blocks_naming_profiles()
     assert len(entries) >= 8
     wrong = {e.split(":", 1)[0][:60]: missing for e in entries if (missing := unrecorded(e))}
     assert wrong == {}
