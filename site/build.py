@@ -1,10 +1,11 @@
 """Build the course's website: `python site/build.py OUT` writes static HTML to OUT, with no network.
 
 The pages are site/*.md; the lessons are the release notebooks (course/<lesson>/<lesson>.ipynb, never solutions/),
-executed on the way in by MyST-NB: without a GPU every measurement replays the shipped H200 profile, so the pages
-show the recorded tables and plots. The sources are laid out in a temporary folder (site/ and course/ side by side,
-so the pages' relative links to the notebooks work on GitHub and on the site alike); exercise cells are shown
-with their stubs and without outputs (the stubs only raise). OUT/index.html opens the front page.
+executed on the way in by MyST-NB with no GPU visible (even on a GPU machine): every measurement replays the
+shipped H200 profile, so the pages show the recorded tables and plots. The sources are laid out in a temporary
+folder (site/ and course/ side by side, so the pages' relative links to the notebooks work on GitHub and on the
+site alike); exercise cells are shown with their stubs and without outputs (the stubs only raise).
+OUT/index.html opens the front page.
 """
 
 from __future__ import annotations
@@ -75,8 +76,10 @@ def build(out: Path) -> int:
     """Sphinx's html builder on the laid-out sources; its exit status."""
     from sphinx.cmd.build import build_main  # here, so that --help works without Sphinx installed
 
-    # No display, no GPU: the notebooks' plots go to Agg, the measurements to the shipped profile.
+    # No display, no GPU: the notebooks' plots go to Agg, and their measurements replay the shipped profile even on
+    # a GPU machine (CuPy sees no device), so the site shows the recorded run wherever it is built.
     os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory(prefix="datamove-site-") as tmp:
         src = Path(tmp) / "src"
