@@ -340,3 +340,11 @@ def test_a_bad_out_is_one_line_and_exit_2(out) -> None:
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.splitlines()) == 1 and out.rstrip(".") in done.stderr
     assert not (ROOT / "site" / "pages").exists()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_a_gpu_machine_builds_the_recorded_run(site_build, lesson) -> None:  # noqa: F811
+    """Built where CuPy sees a GPU, the lesson pages still replay the shipped profile (the site shows one run)."""
+    text = html_text(site_build.out / "course" / lesson / f"{lesson}.html")
+    assert "replay of" in text and "no GPU here" in text and ": live on" not in text
