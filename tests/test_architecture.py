@@ -1,4 +1,4 @@
-"""The structure the README's architecture section promises: one lesson shape, one import direction, no cycles."""
+"""The structure site/architecture.md promises: one lesson shape, one import direction, no cycles."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def violations(root: Path, packages: tuple[str, ...], allowed: dict[str, set[str
 
 
 def test_imports_follow_the_direction_and_make_no_cycle():
-    """labcore <- lessons <- grader, imports at the top, no cycles: the README's architecture holds."""
+    """labcore <- lessons <- grader, imports at the top, no cycles: site/architecture.md holds."""
     assert violations(ROOT, PACKAGES, ALLOWED) == []
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -161,3 +163,46 @@ def test_a_wheel_carries_the_profiles_and_replays_from_another_folder(tmp_path):
     assert "course_profiles/h200/day54/day54_cuda_gpu_trace.csv" in installed.names
     where = installed.site / "course_profiles" / "h200" / "day54"
     assert installed.first_line.startswith(f"day54: replay of nsys exports in {where}"), installed.first_line
+
+
+def readme_command_lines() -> list[str]:
+    """Every command the README shows: its lines indented by four spaces (the Markdown of a command block)."""
+    return re.findall(r"^    (\S.*)$", (ROOT / "README.md").read_text(), flags=re.M)
+
+
+def test_every_readme_command_is_valid_shell():
+    """Each command pastes into bash as written: `bash -n` reads it without a syntax error."""
+    commands = readme_command_lines()
+    assert len(commands) >= 4
+    for command in commands:
+        done = subprocess.run(["bash", "-n", "-c", command], capture_output=True, text=True)
+        assert done.returncode == 0, f"{command}: {done.stderr}"
+
+
+def _extras(command: str) -> list[str]:
+    return [e for group in re.findall(r"'\.\[([^\]]+)\]'", command) for e in group.split(",")]
+
+
+def test_every_readme_command_is_run_or_checked_by_a_test():
+    """Each command is one a test runs or checks: the main job (below), the test command (.ci/run runs it), the
+    site's build (tests/site_fixture.py runs it) or an install of extras pyproject defines."""
+    extras = _pyproject()["project"]["optional-dependencies"]
+    for command in readme_command_lines():
+        assert set(_extras(command)) <= set(extras), command
+        kinds = [
+            command.endswith(".venv/bin/python -m day54"),
+            command in (ROOT / ".ci" / "run").read_text().splitlines() and "pytest" in command,
+            re.search(r"&& \.venv/bin/python site/build\.py \S+$", command) is not None,
+            re.fullmatch(r"\.venv/bin/pip install -q -e '\.\[[a-z0-9,]+\]'", command) is not None,
+        ]
+        assert any(kinds), f"a README command that no test runs or checks: {command}"
+
+
+@pytest.mark.skipif(gpu_available(), reason="with a GPU, python -m day54 runs live instead of replaying")
+def test_the_readme_main_job_replays_without_a_gpu():
+    """The main command's last step, `python -m day54`, replays the shipped profile here and says so first."""
+    main = next(c for c in readme_command_lines() if c.endswith("python -m day54"))
+    argv = main.rsplit("&& ", 1)[1].split()
+    done = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("day54: replay of") and "no GPU here" in done.stdout.splitlines()[0]

@@ -1,0 +1,120 @@
+"""Build the course's website: `python site/build.py OUT` writes static HTML to OUT, with no network.
+
+The pages are site/*.md; the lessons are the release notebooks (course/<lesson>/<lesson>.ipynb, never solutions/),
+executed on the way in by MyST-NB with no GPU visible (even on a GPU machine): every measurement replays the
+shipped H200 profile, so the pages show the recorded tables and plots. The sources are laid out in a temporary
+folder (site/ and course/ side by side, so the pages' relative links to the notebooks work on GitHub and on the
+site alike); exercise cells are shown with their stubs and without outputs (the stubs only raise).
+OUT/index.html opens the front page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RELEASE = ROOT / "course"
+FRONT = "site/index.html"
+
+
+def lessons() -> list[str]:
+    """The release's lessons: folders of course/ holding a notebook of their own name."""
+    return sorted(p.name for p in RELEASE.iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+
+def is_exercise(cell: dict) -> bool:
+    """An nbgrader answer cell or test cell: what the student writes in, and what checks it."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return bool(meta.get("solution") or meta.get("grade"))
+
+
+def quiet_exercises(notebook: Path) -> None:
+    """Exercise cells keep their source (the question, the stub) and lose their outputs (a stub's error)."""
+    nb = json.loads(notebook.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and is_exercise(cell):
+            tags = cell["metadata"].setdefault("tags", [])
+            tags += [t for t in ("raises-exception", "remove-output") if t not in tags]
+    notebook.write_text(json.dumps(nb, indent=1))
+
+
+def lay_out(src: Path) -> None:
+    """site/ pages and the release notebooks, side by side as in the repository."""
+    shutil.copytree(HERE, src / "site", ignore=shutil.ignore_patterns("conf.py", "build.py", "_ext", "__pycache__"))
+    for lesson in lessons():
+        target = src / "course" / lesson
+        shutil.copytree(RELEASE / lesson, target)
+        quiet_exercises(target / f"{lesson}.ipynb")
+
+
+def front_door(out: Path) -> None:
+    """OUT/index.html: a link (and a redirect) to the front page, which lives at site/index.html."""
+    (out / "index.html").write_text(
+        f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url={FRONT}">'
+        f'<title>CUDA data movement, measured</title><a href="{FRONT}">CUDA data movement, measured</a>\n'
+    )
+
+
+def no_machine_paths(out: Path, places: list[Path]) -> None:
+    """Outputs name profiles by their path in the repository, never by this machine's folders."""
+    for page in out.rglob("*.html"):
+        text = page.read_text()
+        for place in places:
+            text = text.replace(f"{place}/", "")
+        page.write_text(text)
+
+
+def build(out: Path) -> int:
+    """Sphinx's html builder on the laid-out sources; its exit status."""
+    from sphinx.cmd.build import build_main  # here, so that --help works without Sphinx installed
+
+    # No display, no GPU: the notebooks' plots go to Agg, and their measurements replay the shipped profile even on
+    # a GPU machine (CuPy sees no device), so the site shows the recorded run wherever it is built.
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory(prefix="datamove-site-") as tmp:
+        src = Path(tmp) / "src"
+        lay_out(src)
+        rc = build_main(["-b", "html", "-q", "-c", str(HERE), "-d", str(Path(tmp) / "doctrees"), str(src), str(out)])
+        if rc == 0:
+            no_machine_paths(out, [src / "course" / lesson for lesson in lessons()] + [src, ROOT])
+            front_door(out)
+    return rc
+
+
+def usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the command line, in one line, or None."""
+    out = args.out.resolve()
+    if out == HERE or HERE in out.parents:
+        return f"{args.out} is inside site/, the sources; pick another folder"
+    if out == ROOT:
+        return f"{args.out} is the checkout itself; pick another folder"
+    if out.exists() and not out.is_dir():
+        return f"{args.out} is a file, not a folder"
+    missing = [name for name in ("sphinx", "myst_nb") if importlib.util.find_spec(name) is None]
+    if missing:
+        return f"{' and '.join(missing)} not installed: pip install -e '.[test]' brings them"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python site/build.py", description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="folder to write the HTML into (created; its old pages replaced)")
+    args = parser.parse_args(argv)
+    if (problem := usage_error(args)) is not None:
+        print(f"python site/build.py: {problem}", file=sys.stderr)
+        return 2
+    return build(args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

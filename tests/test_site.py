@@ -1,0 +1,350 @@
+"""The course's website: built offline from the release, public, and whole in a real browser.
+
+The site is built once per session (tests/site_fixture.py) by the README's command; a headless Chromium
+(tests/browser_fixture.py) opens every page. The pages are public: no line of a solution region, a hidden test
+or a withheld reference (`@reference` bodies, `BEGIN REFERENCE` CUDA regions) may appear in any built file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections import deque
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from grader.feedback import MIN_LEAK_CHARS, html_text, split_hidden
+from grader.withhold import CUDA_REGION, withhold_python
+
+from browser_fixture import browser  # noqa: F401 (a fixture)
+from site_fixture import ROOT, site_build  # noqa: F401 (a fixture)
+
+LESSONS = sorted(p.name for p in (ROOT / "course").iterdir() if (p / f"{p.name}.ipynb").is_file())
+AUDIENCES = ("students", "instructors", "offline")
+PAGES = ("index", "lessons", *AUDIENCES, "measured", "architecture", "choices", "tests")
+REGIONS = (("### BEGIN SOLUTION", "### END SOLUTION"), ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"))
+REFERENCE_PACKAGES = ("day54", "zero_copy")
+sys.path.insert(0, str(ROOT / "site" / "_ext"))  # the figures directive (course_figures)
+SHOTS = {"day54.png": "course/day54/day54.html", "measured.png": "site/measured.html"}
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _cells(notebook: Path) -> list[dict]:
+    return json.loads(notebook.read_text())["cells"]
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def release_text() -> str:
+    """The release notebooks' text: public by design, so a secret line that it also holds (even inside a longer
+    line of prose, as the API each exercise is written against) tells nothing."""
+    cells = [cell for lesson in LESSONS for cell in _cells(ROOT / "course" / lesson / f"{lesson}.ipynb")]
+    # Markdown as a page shows it: `code` without its backticks
+    return "\n".join(
+        _normal(_source(c).replace("`", "") if c["cell_type"] == "markdown" else _source(c)) for c in cells
+    )
+
+
+def solution_lines() -> set[str]:
+    """Solution regions, hidden tests and written answers of every solutions/ notebook."""
+    found = set()
+    for notebook in sorted((ROOT / "solutions").glob("*/*.ipynb")):
+        for cell in _cells(notebook):
+            text = _source(cell)
+            if cell["cell_type"] == "markdown" and cell["metadata"].get("nbgrader", {}).get("solution"):
+                found.update(text.splitlines())  # a written answer: the whole cell
+            for begin, end in REGIONS:
+                found.update(split_hidden(text, begin, end)[1])
+    return found
+
+
+def reference_lines() -> set[str]:
+    """Lines that the grading sandbox withholds: @reference function bodies and BEGIN REFERENCE CUDA regions."""
+    found = set()
+    for package in REFERENCE_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text = path.read_text()
+            withheld, names = withhold_python(text, str(path))
+            if names:
+                matcher = difflib.SequenceMatcher(a=text.splitlines(), b=withheld.splitlines(), autojunk=False)
+                for op, a0, a1, _, _ in matcher.get_opcodes():
+                    found.update(text.splitlines()[a0:a1] if op in ("replace", "delete") else [])
+        for path in sorted((ROOT / package).rglob("*.cu")):
+            for region in CUDA_REGION.finditer(path.read_text()):
+                found.update(region.group(0).splitlines()[1:-1])
+    return found
+
+
+@functools.cache
+def secrets() -> frozenset[str]:
+    """The lines worth looking for: long enough to say something, and not also in the public release."""
+    public = release_text()
+    lines = {_normal(line) for line in solution_lines() | reference_lines()}
+    return frozenset(line for line in lines if len(line) >= MIN_LEAK_CHARS and line not in public)
+
+
+def quoted_secrets(out: Path) -> dict[str, list[str]]:
+    """Built files (as a reader sees their text) that quote a secret line, with the lines they quote. The theme's
+    own files (_static/, copied from Sphinx and MyST-NB) are not the course's; the search index is."""
+    found = {}
+    built = [p for p in out.rglob("*") if p.is_file() and p.suffix in (".html", ".js", ".txt", ".ipynb")]
+    for path in sorted(p for p in built if p.relative_to(out).parts[0] != "_static"):
+        text = _normal(html_text(path) if path.suffix == ".html" else path.read_text(errors="replace"))
+        quoted = sorted(line for line in secrets() if line in text)
+        if quoted:
+            found[str(path.relative_to(out))] = quoted
+    return found
+
+
+def test_the_secrets_are_found_in_the_sources() -> None:
+    """Each kind of secret is collected (a collector that finds nothing would pass every scan)."""
+    assert len(solution_lines()) > 50 and len(reference_lines()) > 20
+    assert any("BEGIN REFERENCE" not in x and x.strip() for x in reference_lines() if "__global__" not in x)
+    assert len(secrets()) > 50
+
+
+def test_the_scan_finds_a_planted_secret(tmp_path) -> None:
+    """A page quoting one secret line, split by highlighting spans and escaped as HTML, is found; a clean one is not."""
+    line = sorted(secrets(), key=len)[len(secrets()) // 2]
+    words = line.split(" ")
+    planted = " ".join(f'<span class="n">{w.replace("&", "&amp;").replace("<", "&lt;")}</span>' for w in words)
+    (tmp_path / "leak.html").write_text(f"<html><body><pre>{planted}</pre></body></html>")
+    (tmp_path / "clean.html").write_text("<html><body><p>nothing here</p></body></html>")
+    assert quoted_secrets(tmp_path) == {"leak.html": [line]}
+
+
+def test_no_built_file_quotes_a_solution_hidden_test_or_reference(site_build) -> None:  # noqa: F811
+    """The public site holds none of the withheld lines, in any page, script or index."""
+    assert quoted_secrets(site_build.out) == {}
+
+
+def test_the_build_is_clean(site_build) -> None:  # noqa: F811
+    """Sphinx and MyST-NB warn about nothing (a broken reference, a failed cell output, a missing figure)."""
+    assert site_build.warnings == []
+
+
+def test_every_page_exists(site_build) -> None:  # noqa: F811
+    """A page per audience and per topic, each lesson's release as a page, and the front door at OUT/index.html."""
+    out = site_build.out
+    missing = [p for p in PAGES if not (out / "site" / f"{p}.html").is_file()]
+    missing += [x for x in LESSONS if not (out / "course" / x / f"{x}.html").is_file()]
+    assert missing == []
+    assert 'href="site/index.html"' in (out / "index.html").read_text()
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_lesson_pages_replay_and_ask(site_build, lesson) -> None:  # noqa: F811
+    """A lesson page shows the replay's mode line, the exercises' stubs, and no error output (stubs are quiet)."""
+    page = (site_build.out / "course" / lesson / f"{lesson}.html").read_text()
+    text = html_text(site_build.out / "course" / lesson / f"{lesson}.html")
+    assert "replay of" in text and "no GPU here" in text
+    assert "YOUR CODE HERE" in text
+    assert "traceback" not in page and "output error" not in page
+
+
+def test_no_page_names_a_path_of_the_building_machine(site_build) -> None:  # noqa: F811
+    """Outputs name the profiles by their path in the repository, never the checkout's folder."""
+    assert [p.name for p in site_build.out.rglob("*.html") if str(ROOT) in p.read_text()] == []
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # the crawl's requests are not the test's output
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(site_build):  # noqa: F811
+    """The built site on a local HTTP server (a browser's file:// hides 404s): its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site_build.out)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def plot_cells(lesson: str) -> int:
+    """Lesson cells of the release that draw a plot (the measure test_release_runs.py holds them to)."""
+    return sum(
+        1
+        for cell in _cells(ROOT / "course" / lesson / f"{lesson}.ipynb")
+        if cell["cell_type"] == "code"
+        and not {"solution", "grade"} & {k for k, v in cell["metadata"].get("nbgrader", {}).items() if v}
+        and "plots." in _source(cell)
+    )
+
+
+@pytest.fixture(scope="module")
+def crawled(browser, served):  # noqa: F811
+    """Every page reachable from the front page, opened in Chromium: what each showed, linked and loaded."""
+    page = browser.new_page(viewport={"width": 1100, "height": 800})
+    outside, failed = [], []
+    page.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if route.request.url.startswith(served)
+            else (outside.append(route.request.url), route.abort())
+        ),
+    )
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.on("requestfailed", lambda r: failed.append(f"failed {r.url}") if r.url.startswith(served) else None)
+    pages, queue = {}, deque([served + "site/index.html"])
+    while queue:
+        url = queue.popleft()
+        if url in pages:
+            continue
+        response = page.goto(url, wait_until="load")
+        pages[url] = {
+            "status": response.status if response else None,
+            "images": page.eval_on_selector_all("img", "els => els.map(e => [e.src, e.naturalWidth])"),
+            "plots": page.eval_on_selector_all(".cell_output img", "els => els.filter(e => e.naturalWidth > 0).length"),
+            "ids": set(page.eval_on_selector_all("[id]", "els => els.map(e => e.id)")),
+            "links": page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"),
+        }
+        for link in pages[url]["links"]:
+            target = link.split("#", 1)[0]
+            if target.startswith(served) and target.endswith(".html") and target not in pages:
+                queue.append(target)
+    page.goto(served + "index.html", wait_until="load")
+    page.wait_for_url(served + "site/index.html")  # OUT/index.html sends a reader to the front page
+    front_door = page.url
+    shots = {}
+    for name, path in SHOTS.items():
+        page.goto(served + path, wait_until="load")
+        if name == "day54.png":
+            page.locator(".cell_output img").first.scroll_into_view_if_needed()
+        shots[name] = page.screenshot()
+    page.close()
+    return {
+        "pages": pages,
+        "outside": outside,
+        "failed": failed,
+        "base": served,
+        "shots": shots,
+        "front_door": front_door,
+    }
+
+
+def test_every_page_loads_in_a_browser(crawled) -> None:
+    """Each page answers 200; every page of the site is reached from the front page; nothing failed to load."""
+    base = crawled["base"]
+    statuses = {url: info["status"] for url, info in crawled["pages"].items() if info["status"] != 200}
+    assert statuses == {} and crawled["failed"] == []
+    assert crawled["front_door"] == base + "site/index.html"
+    reached = {url.removeprefix(base) for url in crawled["pages"]}
+    assert {f"site/{p}.html" for p in PAGES} | {f"course/{x}/{x}.html" for x in LESSONS} <= reached
+
+
+def test_the_site_reads_offline(crawled) -> None:
+    """No page asks for anything outside the site (fonts, scripts, trackers): it reads with no network."""
+    assert crawled["outside"] == []
+
+
+def test_every_image_loads(crawled) -> None:
+    """Every <img> of every page decoded to a picture (naturalWidth > 0)."""
+    broken = [(url, src) for url, info in crawled["pages"].items() for src, width in info["images"] if width == 0]
+    assert broken == []
+    assert sum(len(info["images"]) for info in crawled["pages"].values()) >= sum(plot_cells(x) for x in LESSONS)
+
+
+def test_no_internal_link_is_broken(crawled) -> None:
+    """Every link inside the site reaches a file, and every #anchor an element of its page."""
+    base, pages, broken = crawled["base"], crawled["pages"], []
+    for url, info in pages.items():
+        for link in info["links"]:
+            if not link.startswith(base):
+                continue
+            target, _, anchor = link.partition("#")
+            if target in pages:
+                if anchor and anchor not in pages[target]["ids"]:
+                    broken.append(f"{url} -> {link} (no #{anchor})")
+                continue
+            try:
+                with urllib.request.urlopen(target) as answer:
+                    ok = answer.status == 200
+            except OSError:
+                ok = False
+            if not ok:
+                broken.append(f"{url} -> {link}")
+    assert broken == []
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_lesson_page_shows_its_plots(crawled, lesson) -> None:
+    """A lesson page shows a decoded picture for every plot cell of its release (the pitfall timelines among them)."""
+    info = crawled["pages"][f"{crawled['base']}course/{lesson}/{lesson}.html"]
+    assert plot_cells(lesson) >= 1
+    assert info["plots"] >= plot_cells(lesson)
+
+
+def test_screenshots_are_pictures(crawled) -> None:
+    """Two pages photographed; with SITE_SHOTS=DIR the PNGs are kept there (site/_static/shots/ for the README)."""
+    for name, png in crawled["shots"].items():
+        assert png.startswith(b"\x89PNG") and len(png) > 10_000, name
+    if os.environ.get("SITE_SHOTS"):
+        keep_shots(crawled["shots"], Path(os.environ["SITE_SHOTS"]))
+
+
+def keep_shots(shots: dict[str, bytes], folder: Path) -> None:
+    """Write the screenshots as small palette PNGs (the README shows them; the repository keeps them)."""
+    import io
+
+    from PIL import Image  # matplotlib's dependency; only when keeping screenshots
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, png in shots.items():
+        image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=64)
+        image.save(folder / name, optimize=True)
+
+
+def test_the_readme_shows_the_kept_screenshots() -> None:
+    """The README's pictures are the kept screenshots, small enough for a repository."""
+    text = (ROOT / "README.md").read_text()
+    for name in SHOTS:
+        path = ROOT / "site" / "_static" / "shots" / name
+        assert f"(site/_static/shots/{name})" in text and path.is_file() and path.stat().st_size < 200_000, name
+
+
+def test_the_measured_page_shows_the_generated_figures(site_build) -> None:  # noqa: F811
+    """Every line the figures directive generates reaches the built page (the profile's numbers, not typed ones)."""
+    course_figures = pytest.importorskip("course_figures", reason="the test extra (sphinx) is not installed")
+    text = _normal(html_text(site_build.out / "site" / "measured.html"))
+    for name in course_figures.FIGURES:
+        cells = [c.strip() for line in course_figures.markdown(name).splitlines() for c in line.strip("|- ").split("|")]
+        shown = [re.sub(r"\*(\S[^*]*)\*", r"\1", c.replace("`", "")) for c in cells if c and c != "---"]
+        missing = [c for c in shown if _normal(c) not in text]
+        assert missing == [], f"{name}: {missing}"
+
+
+@pytest.mark.parametrize("out", ["site/pages", "README.md", "."])
+def test_a_bad_out_is_one_line_and_exit_2(out) -> None:
+    """OUT inside the sources, a file, or the checkout itself: one line naming it, exit status 2, nothing built."""
+    done = subprocess.run([sys.executable, "site/build.py", out], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and out.rstrip(".") in done.stderr
+    assert not (ROOT / "site" / "pages").exists()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_a_gpu_machine_builds_the_recorded_run(site_build, lesson) -> None:  # noqa: F811
+    """Built where CuPy sees a GPU, the lesson pages still replay the shipped profile (the site shows one run)."""
+    text = html_text(site_build.out / "course" / lesson / f"{lesson}.html")
+    assert "replay of" in text and "no GPU here" in text and ": live on" not in text
