@@ -37,7 +37,7 @@ from grader.autograde import Outcome, absent, outcome, record_all
 from grader.grading import GradingDir
 from grader.judge import merge
 from grader.layout import COURSE_ID, KERNEL_DIED, KERNEL_STUCK, NOT_RUN, TIMED_OUT, TIMES_KEY, run_files_glob
-from grader.outputs import error_output
+from grader.outputs import clean_data, error_output, safe_outputs
 from grader.program import answers_program, cell_name, checker_program, grade_id, is_lesson, is_test
 from grader.sandbox import SandboxRun
 
@@ -101,11 +101,22 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     part.replace(path)  # whole or not at all: a coordinator killed while writing leaves the old file
 
 
+def safe_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A submission's result safe to store and record: every string valid Unicode, each cell's outputs capped
+    (grader.outputs), whatever the student printed."""
+    result = clean_data(result)
+    for part, key in (("extracted", "cells"), ("checked", "verdicts")):
+        cells = result.get(part, {}).get(key) if isinstance(result.get(part), dict) else None
+        if isinstance(cells, dict):
+            result[part][key] = {i: safe_outputs(o) if isinstance(o, list) else [] for i, o in cells.items()}
+    return result
+
+
 def store(where: Path, key: str, one: cluster.Done) -> None:
     """File one try of a submission as it arrives: its result, or its error unless a result of the same
     submission (same key) is already filed: a failed retry never replaces a grade that was recorded."""
     if one.result is not None:
-        result = {**one.result, "timeout_s": one.job.timeout_s}
+        result = {**safe_result(one.result), "timeout_s": one.job.timeout_s}
         _write(where, {"key": key, "seed": one.job.seed, "result": result})
         return
     before = _read(where)
@@ -121,6 +132,7 @@ def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
 
     nb = copy.deepcopy(nb)
+    result = safe_result(result)  # a result stored by an older grader may hold anything a student printed
     extracted, checked = result["extracted"], result["checked"]
     ran = copy.deepcopy(nb)
     counts = {i: n for i, _, n in answers_program(nb).cells}
