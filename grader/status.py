@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.grading import GradingDir, export, skipped_at_collect, source_notebooks
-from grader.layout import COURSE_ID
+from grader.layout import COURSE_ID, unrecorded_note
 from grader.report import submission_state
 from grader.runner import REPO
 
@@ -25,6 +25,7 @@ GRADED = "graded"
 PENDING = "graded, written answers pending"
 NOT_SUBMITTED = "not submitted"
 SKIPPED = "skipped at collect"
+UNRECORDED_STATE = "not graded (autograde has not recorded it)"  # grader.report.submission_state's words
 
 
 def written_cells(grading: GradingDir, assignment: str) -> dict[tuple[str, str], float]:
@@ -68,6 +69,9 @@ def state(gb: Any, grading: GradingDir, assignment: str, student: str) -> str:
         return f"not graded: {SKIPPED}: {skipped[student]}"
     notebooks = sorted(p.stem for p in (grading.root / "source" / assignment).glob("*.ipynb"))
     found = submission_state(grading, assignment, notebooks, student, in_gradebook)
+    note = unrecorded_note(grading.root, assignment, student)
+    if found == UNRECORDED_STATE and note.is_file():  # the Recorder could not record it, and kept why
+        return f"not graded: {note.read_text(errors='replace').strip()}"
     if found.startswith("not graded ("):
         return f"not graded: {found[len('not graded (') : -1]}"
     if found == GRADED and pending(gb, grading, assignment, student):
