@@ -51,6 +51,7 @@ from grader.layout import (
 from grader.outputs import clean_data, clean_text, error_output, safe_outputs
 from grader.program import answers_program, cell_name, checker_program, grade_id, is_lesson, is_test
 from grader.sandbox import SandboxRun
+from labcore.errors import UsageError
 
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
@@ -272,7 +273,8 @@ def grade_answers(
                 try:
                     nb = sanitized(grading, assignment, student, path)
                 except Exception as exc:  # nbgrader refuses it (corrupted metadata): that notebook is not graded
-                    graded.problems[student] = f"nbgrader could not read it ({type(exc).__name__}: {str(exc)[:200]})"
+                    why = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    graded.problems[student] = clean_text(f"nbgrader could not read it ({why})")
                     continue
                 key = _key(nbformat.writes(nb), files, code)
                 graded.sources[(student, path.stem)] = (nb, key)
@@ -489,6 +491,8 @@ class Recorder:
         thread records the next batch."""
         try:
             return record_batch(self.grading, items)
+        except UsageError:  # the grading directory's own fault (its configuration does not load): the class's
+            raise
         except Exception as exc:  # a scratch folder that cannot be written, a gradebook locked: these students'
             why = f"{UNRECORDED}: {_why(exc)}"
             return {}, {item.student: why for item in items}
