@@ -316,3 +316,24 @@ def test_what_a_student_prints_or_breaks_is_recorded_as_theirs_alone(checkout, t
     status = {r["student_id"]: r["status"] for r in csv.DictReader((tmp_path / "grades.csv").open())}
     assert status["old"].startswith("not graded: could not be recorded: One or more notebooks"), status
     assert "could not be recorded: " in status["broken"] and status["honest"].startswith("graded"), status
+
+
+def test_a_batch_that_fails_as_a_whole_is_its_students_failure(monkeypatch):
+    """Recording that raises for a batch names its students ("could not be recorded: ...") and the thread carries
+    on; the grading directory's own fault (a UsageError: its configuration does not load) still stops the class."""
+    from grader import classgrade
+    from labcore.errors import UsageError
+
+    items = [classgrade.Ready("toy", s, (), "") for s in ("ann", "bob")]
+    recorder = Recorder(GradingDir.__new__(GradingDir))
+    try:
+        monkeypatch.setattr(classgrade, "record_batch", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+        assert recorder._record(items) == (
+            {},
+            dict.fromkeys(["ann", "bob"], "could not be recorded: OSError: disk full"),
+        )
+        monkeypatch.setattr(classgrade, "record_batch", lambda *a: (_ for _ in ()).throw(UsageError("no config")))
+        with pytest.raises(UsageError, match="no config"):
+            recorder._record(items)
+    finally:
+        recorder.close()
