@@ -25,6 +25,7 @@ import dataclasses
 import hashlib
 import json
 import secrets
+import shutil
 import tempfile
 import threading
 import time
@@ -36,20 +37,31 @@ from grader import cluster, warm
 from grader.autograde import Outcome, absent, outcome, record_all
 from grader.grading import GradingDir
 from grader.judge import merge
-from grader.layout import COURSE_ID, KERNEL_DIED, KERNEL_STUCK, NOT_RUN, TIMED_OUT, TIMES_KEY, run_files_glob
-from grader.outputs import error_output
+from grader.layout import (
+    COURSE_ID,
+    KERNEL_DIED,
+    KERNEL_STUCK,
+    NOT_RUN,
+    STORE,
+    TIMED_OUT,
+    TIMES_KEY,
+    run_files_glob,
+    unrecorded_note,
+)
+from grader.outputs import clean_data, clean_text, error_output, safe_outputs
 from grader.program import answers_program, cell_name, checker_program, grade_id, is_lesson, is_test
 from grader.sandbox import SandboxRun
+from labcore.errors import UsageError
 
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
 
-STORE = ".grading"
 RECORD_BATCH = 8  # the Recorder waits for this many students ready (or the assignment's end) before it records
 LESSON_NOTE = (
     "(lesson cell: not run while grading, which runs only your answers and the tests; run the notebook yourself to "
     "see its output)\n"
 )
+UNRECORDED = "could not be recorded"  # how the table, the CSV and the feedback begin a recording's failure
 
 
 def sanitized(grading: GradingDir, assignment: str, student: str, path: Path) -> NotebookNode:
@@ -101,11 +113,22 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     part.replace(path)  # whole or not at all: a coordinator killed while writing leaves the old file
 
 
+def safe_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A submission's result safe to store and record: every string valid Unicode, each cell's outputs capped
+    (grader.outputs), whatever the student printed."""
+    result = clean_data(result)
+    for part, key in (("extracted", "cells"), ("checked", "verdicts")):
+        cells = result.get(part, {}).get(key) if isinstance(result.get(part), dict) else None
+        if isinstance(cells, dict):
+            result[part][key] = {i: safe_outputs(o) if isinstance(o, list) else [] for i, o in cells.items()}
+    return result
+
+
 def store(where: Path, key: str, one: cluster.Done) -> None:
     """File one try of a submission as it arrives: its result, or its error unless a result of the same
     submission (same key) is already filed: a failed retry never replaces a grade that was recorded."""
     if one.result is not None:
-        result = {**one.result, "timeout_s": one.job.timeout_s}
+        result = {**safe_result(one.result), "timeout_s": one.job.timeout_s}
         _write(where, {"key": key, "seed": one.job.seed, "result": result})
         return
     before = _read(where)
@@ -136,6 +159,7 @@ def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
 
     nb = copy.deepcopy(nb)
+    result = safe_result(result)  # a result stored by an older grader may hold anything a student printed
     extracted, checked = result["extracted"], result["checked"]
     ran = copy.deepcopy(nb)
     counts = {i: n for i, _, n in answers_program(nb).cells}
@@ -270,7 +294,8 @@ def grade_answers(
                 try:
                     nb = sanitized(grading, assignment, student, path)
                 except Exception as exc:  # nbgrader refuses it (corrupted metadata): that notebook is not graded
-                    graded.problems[student] = f"nbgrader could not read it ({type(exc).__name__}: {str(exc)[:200]})"
+                    why = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    graded.problems[student] = clean_text(f"nbgrader could not read it ({why})")
                     continue
                 key = _key(nbformat.writes(nb), files, code)
                 graded.sources[(student, path.stem)] = (nb, key)
@@ -317,29 +342,78 @@ def grade_answers(
     return graded
 
 
-def record_batch(grading: GradingDir, items: list[Ready]) -> tuple[dict[str, str], dict[str, str]]:
-    """nbgrader records these students of one assignment from their stored results (the caller is the one
-    writer); ({student: why a notebook of theirs has no result}, {student: why nbgrader did not record them})."""
+def _lay_out(grading: GradingDir, scratch: Path, item: Ready) -> str:
+    """Phase 1's files for one student in scratch, from their stored results; why a notebook has none ('' if all
+    have one). Raises what a result that does not make a notebook raises."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
 
-    assignment, reasons = items[0].assignment, {}
+    reason = item.problem
+    for notebook, nb, key in item.notebooks:
+        stored = _read(_stored(grading, f"{item.assignment}/{item.student}", notebook))
+        out = scratch / item.student / "autograded" / item.student / item.assignment / f"{notebook}.ipynb"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if "result" in stored and stored.get("key") == key:
+            nbformat.write(filled(nb, stored["result"]), out)
+        else:
+            reason = reason or (stored.get("error") if stored.get("key") == key else "") or "it was not graded"
+    return reason
+
+
+def _not_graded(scratch: Path, student: str, reason: str) -> None:
+    """Lay a student out with no notebook, only the reason: nbgrader records every autograded cell 0, saying why."""
+    shutil.rmtree(scratch / student, ignore_errors=True)
+    (scratch / student).mkdir(parents=True)
+    (scratch / student / "reason.txt").write_text(reason + "\n")
+
+
+def _why(exc: BaseException) -> str:
+    return clean_text(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc).strip() else ''}"[:300])
+
+
+def record_batch(grading: GradingDir, items: list[Ready]) -> tuple[dict[str, str], dict[str, str]]:
+    """nbgrader records these students of one assignment from their stored results (the caller is the one
+    writer); ({student: why a notebook of theirs has no result}, {student: why nbgrader did not record them}).
+
+    One student's failure is theirs: a result that does not make a notebook, or a notebook nbgrader fails on, is
+    recorded as not graded, saying why ("could not be recorded: ..."); where even that fails, the student is
+    left out of the gradebook with the reason. When nbgrader fails as a whole, naming no one, each student is
+    recorded alone to find whose it was. Everyone else is recorded as usual."""
+    assignment, reasons, unrecorded = items[0].assignment, {}, {}
+    students = [item.student for item in items]
     with tempfile.TemporaryDirectory(prefix="grader-record-") as tmp:
         scratch = Path(tmp)
         for item in items:
-            reason = item.problem
-            for notebook, nb, key in item.notebooks:
-                stored = _read(_stored(grading, f"{assignment}/{item.student}", notebook))
-                out = scratch / item.student / "autograded" / item.student / assignment / f"{notebook}.ipynb"
-                out.parent.mkdir(parents=True, exist_ok=True)
-                if "result" in stored and stored.get("key") == key:
-                    nbformat.write(filled(nb, stored["result"]), out)
-                else:
-                    reason = reason or (stored.get("error") if stored.get("key") == key else "") or "it was not graded"
+            try:
+                reason = _lay_out(grading, scratch, item)
+            except Exception as exc:  # a stored result that does not make a notebook: that student's alone
+                reason = f"{UNRECORDED}: {_why(exc)}"
+                unrecorded[item.student] = reason
             if reason:
                 reasons[item.student] = reason
-                (scratch / item.student).mkdir(parents=True, exist_ok=True)
-                (scratch / item.student / "reason.txt").write_text(reason + "\n")
-        return reasons, record_all(grading, scratch, assignment, students=[item.student for item in items])
+                _not_graded(scratch, item.student, reason)
+        failed = record_all(grading, scratch, assignment, students=students)
+        if len(students) > 1 and set(failed) == set(students):  # nbgrader failed naming no one: find whose it was
+            failed = {}
+            for student in students:
+                failed.update(record_all(grading, scratch, assignment, students=[student]))
+        for student, error in failed.items():  # once more, as not graded: the gradebook then says why
+            reason = f"{UNRECORDED}: {clean_text(error)}"
+            reasons[student] = unrecorded[student] = reason
+            _not_graded(scratch, student, reason)
+            _note(grading, assignment, student, reason if record_all(grading, scratch, assignment, [student]) else "")
+    for student in set(students) - set(failed):
+        _note(grading, assignment, student, "")
+    return reasons, unrecorded
+
+
+def _note(grading: GradingDir, assignment: str, student: str, reason: str) -> None:
+    """Keep why nbgrader could not record a student (grader.status reads it), or forget it once it could."""
+    where = unrecorded_note(grading.root, assignment, student)
+    if reason:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_text(reason + "\n")
+    else:
+        where.unlink(missing_ok=True)
 
 
 def summarize(
@@ -353,9 +427,19 @@ def summarize(
     problems = {**reasons, **graded.problems}
     with Gradebook(grading.db_url, COURSE_ID) as gb:  # one session for the whole class
         found = [
-            outcome(grading, graded.assignment, s, problems.get(s, ""), unrecorded.get(s), gb) for s in graded.students
+            _outcome(grading, graded.assignment, s, problems.get(s, ""), unrecorded.get(s), gb) for s in graded.students
         ]
     return found + absent(grading, graded.assignment, graded.students)
+
+
+def _outcome(
+    grading: GradingDir, assignment: str, student: str, reason: str, unrecorded: str | None, gb: Any
+) -> Outcome:
+    """The student's Outcome; one whose recorded grades do not read back is theirs alone, said so."""
+    try:
+        return outcome(grading, assignment, student, reason, unrecorded, gb)
+    except Exception as exc:  # a recorded notebook that does not read back: that student's, not the class's
+        return outcome(grading, assignment, student, "", f"{UNRECORDED}: {_why(exc)}", gb)
 
 
 class Recorder:
@@ -423,13 +507,24 @@ class Recorder:
                     return None
                 self._lock.wait()
 
+    def _record(self, items: list[Ready]) -> tuple[dict[str, str], dict[str, str]]:
+        """record_batch; should it fail as a whole, its students are not recorded, each saying why, and the
+        thread records the next batch."""
+        try:
+            return record_batch(self.grading, items)
+        except UsageError:  # the grading directory's own fault (its configuration does not load): the class's
+            raise
+        except Exception as exc:  # a scratch folder that cannot be written, a gradebook locked: these students'
+            why = f"{UNRECORDED}: {_why(exc)}"
+            return {}, {item.student: why for item in items}
+
     def _run(self) -> None:
         while (work := self._next()) is not None:
             assignment, items = work
             began = time.perf_counter()
             try:
                 if items:
-                    reasons, unrecorded = record_batch(self.grading, items)
+                    reasons, unrecorded = self._record(items)
                     self._reasons.setdefault(assignment, {}).update(reasons)
                     self._unrecorded.setdefault(assignment, {}).update(unrecorded)
                     self._record_s.setdefault(assignment, []).append(time.perf_counter() - began)

@@ -417,15 +417,16 @@ def cmd_autograde(args: argparse.Namespace) -> int:
                     **_in_work(bar),
                 )
             found.append((name, recorder.finish(graded), graded.phases))
-        unrecorded = 0
+        unrecorded: list[str] = []
         for name, outcomes_of, phases in found:
             outcomes = outcomes_of()
             _table(name, outcomes)
             _where_time_went(outcomes, phases)
-            unrecorded += sum(not o.recorded for o in outcomes)
+            unrecorded += [f"{name}/{o.student}" for o in outcomes if not o.recorded]
     print(f"\ntime: {time.perf_counter() - wall:.1f} s wall, {time.process_time() - cpu:.1f} s CPU in this process")
     if unrecorded:
-        print(f"{unrecorded} submission(s) not graded: see the reasons above", file=sys.stderr)
+        who = ", ".join(unrecorded)
+        print(f"{len(unrecorded)} submission(s) not graded ({who}): see the reasons above", file=sys.stderr)
     return 1 if unrecorded else 0
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
-from grader.outputs import error_output
+from grader.outputs import error_output, safe_cells
 from grader.program import SETUP_CELL, grade_id, is_solution, is_test, names
 from grader.runner import course_env, kill_tree
 from grader.sandbox import SandboxRun, run_notebook
@@ -212,7 +212,7 @@ def _same_cells(ran: NotebookNode | None, nb: NotebookNode) -> bool:
 
 
 def merge(nb: NotebookNode, run: SandboxRun, judged: dict[str, NotebookNode], trouble: str) -> None:
-    """The autograded notebook's outputs (see `grade`); every test cell without a verdict says why."""
+    """The autograded notebook's outputs (see `grade`), safe to record; every test cell without a verdict says why."""
     executed = run.executed if _same_cells(run.executed, nb) else None
     lost = run.reason or ("" if executed else "the notebook the sandbox wrote back is not the submission")
     for index, cell in enumerate(nb.cells):
@@ -235,6 +235,7 @@ def merge(nb: NotebookNode, run: SandboxRun, judged: dict[str, NotebookNode], tr
         else:  # what the student's code printed while it answered, then the verdict
             printed = [o for o in (ran.outputs if ran else []) if o.output_type == "stream"]
             cell.outputs = [*printed, *verdict.outputs]
+    safe_cells(nb)  # whatever the student printed can be written, recorded and shown (grader.outputs)
 
 
 def _shown(cell: NotebookNode, outputs: list[NotebookNode]) -> list[NotebookNode]:

@@ -29,6 +29,10 @@ NOT_RUN = "NotRun"  # a cell after the one the kernel was lost in
 NOT_GRADED = "GradingError"  # every code cell of a notebook that phase 1 left no outputs for
 # In a grading directory: what collect skipped of students it took nothing from (grader.status reads it)
 SKIPPED_AT_COLLECT = "collect_skipped.json"
+# In a grading directory: each submission's stored result (grader.classgrade), and beside it, while nbgrader could
+# not record that student, why (the table, the CSV and the report say it)
+STORE = ".grading"
+UNRECORDED = "unrecorded.txt"
 # In an autograded notebook's metadata: wall seconds of the sandbox and of the trusted checker (grader.judge)
 TIMES_KEY = "datamove_grading"
 
@@ -41,3 +45,8 @@ def run_files_glob(assignment: str) -> str:
 def db_url(root: Path) -> str:
     """The sqlite URL of a grading directory's gradebook."""
     return f"sqlite:///{Path(root).resolve() / GRADEBOOK}"
+
+
+def unrecorded_note(root: Path, assignment: str, student: str) -> Path:
+    """The file saying why nbgrader could not record a student's submission (there while it could not)."""
+    return Path(root) / STORE / assignment / student / UNRECORDED

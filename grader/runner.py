@@ -76,6 +76,10 @@ def _nbgrader_main(args: list[str], cwd: str, env: dict[str, str], log: str) -> 
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
+    # whatever a notebook holds may reach a log line (a lone surrogate): it is escaped there, never an error
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # a TextIOWrapper (None where the forkserver had no such stream)
+            stream.reconfigure(errors="backslashreplace")
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)

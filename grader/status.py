@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.grading import GradingDir, export, skipped_at_collect, source_notebooks
-from grader.layout import COURSE_ID
+from grader.layout import COURSE_ID, unrecorded_note
 from grader.report import pending_gpu, pending_gpu_words, submission_state
 from grader.runner import REPO
 
@@ -26,6 +26,7 @@ PENDING = "graded, written answers pending"
 # then, where a check could not verify a cell offline: "; pending a GPU: test_publish (3 points)" (grader.report)
 NOT_SUBMITTED = "not submitted"
 SKIPPED = "skipped at collect"
+UNRECORDED_STATE = "not graded (autograde has not recorded it)"  # grader.report.submission_state's words
 
 
 def written_cells(grading: GradingDir, assignment: str) -> dict[tuple[str, str], float]:
@@ -70,6 +71,9 @@ def state(gb: Any, grading: GradingDir, assignment: str, student: str) -> str:
         return f"not graded: {SKIPPED}: {skipped[student]}"
     notebooks = sorted(p.stem for p in (grading.root / "source" / assignment).glob("*.ipynb"))
     found = submission_state(grading, assignment, notebooks, student, in_gradebook)
+    note = unrecorded_note(grading.root, assignment, student)
+    if found == UNRECORDED_STATE and note.is_file():  # the Recorder could not record it, and kept why
+        return f"not graded: {note.read_text(errors='replace').strip()}"
     if found.startswith("not graded ("):
         return f"not graded: {found[len('not graded (') : -1]}"
     if found != GRADED:

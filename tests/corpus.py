@@ -989,6 +989,53 @@ REVERSED_WITH_WAITS = """def my_pipelined(ctx):
     ctx.synchronize()"""
 
 
+# -- recording safety: what a submission prints or compiles ----------------------------------------------------
+
+# lone surrogates, an undecodable byte as Python decodes it (surrogateescape), a pair, controls XML cannot hold
+PRINTS_SURROGATES = r"""print("lone \ud800 and \udfff; not UTF-8:", b"\xff".decode("utf-8", "surrogateescape"))
+print("a pair \ud83d\ude00, controls \x00\x0c\x1f, a noncharacter \uffff")"""
+
+# raw bytes that are not UTF-8, and JSON escapes of lone surrogates, filed as this cell's outputs where the
+# sandbox files them (cell 0: this cell, put first); 5 MB of it
+WRITES_BAD_BYTES = r"""import os
+
+_where = os.environ.get("LABCORE_ANSWERS", "").partition(":")[2].replace("answers.jsonl", "cells.jsonl")
+if _where:
+    with open(_where, "ab") as _cells:
+        _line = b'{"cell": 0, "outputs": [{"output_type": "stream", "name": "stdout", "text": "\xff\xfe\xc3 \\ud800 '
+        _cells.write(_line + b"z" * 5_000_000 + b'"}]}\n')"""
+
+# 50 MB on stdout and 50 MB on stderr
+FLOODS_OUTPUT = """import sys
+
+print("x" * 50_000_000)
+print("y" * 50_000_000, file=sys.stderr)"""
+
+# each template level calls the one below twice, inlined: 2^24 volatile stores, over a minute of NVRTC (no error)
+COMPILE_BOMB = '''MY_PUBLISH = r"""
+template <int N> struct Spin {
+    __device__ static int f(volatile int* b, int r) { return Spin<N - 1>::f(b, r) + Spin<N - 1>::f(b, r + 1); }
+};
+template <> struct Spin<0> { __device__ static int f(volatile int* b, int r) { b[MB_PAYLOAD] = r; return r; } };
+
+__device__ void publish(volatile int* box, int round) {
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w + Spin<24>::f(box, w);
+    __threadfence_system();
+    box[MB_FLAG] = round;
+}
+"""'''
+
+# 2 GiB of initialized device memory: NVRTC writes out every byte of the initializer, gigabytes a minute
+COMPILE_MEMORY_BOMB = '''MY_PUBLISH = r"""
+__device__ char big[1ull << 31] = {1};
+
+__device__ void publish(volatile int* box, int round) {
+    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w + big[w];
+    __threadfence_system();
+    box[MB_FLAG] = round;
+}
+"""'''
+
 # -- the corpus ---------------------------------------------------------------------------------------------------
 
 D, Z = "day54", "zero_copy"
@@ -1434,6 +1481,46 @@ CORPUS: tuple[Submission, ...] = (
         zero(Z),
         solved=False,
         edits={"break_even_reads": CUSTOM_EXC},
+    ),
+    # recording safety: what a submission prints or compiles is recorded safely and stopped at its limits
+    Submission(
+        "zc-prints-surrogates",
+        Z,
+        "the reference, and a first cell printing lone surrogates, an undecodable byte, controls and a "
+        "noncharacter: recorded as U+FFFD, every point kept, the class recorded",
+        full(Z),
+        first_cell=PRINTS_SURROGATES,
+    ),
+    Submission(
+        "zc-writes-bad-bytes",
+        Z,
+        "the reference, and a first cell filing 5 MB of raw non-UTF-8 bytes and escaped lone surrogates as its "
+        "own outputs where the sandbox files them: cleaned and cut at 100,000 characters, every point kept",
+        full(Z),
+        first_cell=WRITES_BAD_BYTES,
+    ),
+    Submission(
+        "zc-floods-output",
+        Z,
+        "the reference, and a first cell printing 50 MB on stdout and 50 MB on stderr: cut, every point kept",
+        full(Z),
+        first_cell=FLOODS_OUTPUT,
+    ),
+    Submission(
+        "zc-compile-bomb",
+        Z,
+        "a publish step NVRTC would take minutes on (templates inlined 2^24 times): stopped at the compile's "
+        "10 s limit, test_publish 0 with that reason, the rest kept and the next submissions graded",
+        full(Z, test_publish=0),
+        edits={"my_publish": COMPILE_BOMB},
+    ),
+    Submission(
+        "zc-compile-memory-bomb",
+        Z,
+        "a publish step with a 2 GiB initialized __device__ array: NVRTC stopped at the compile's memory (or time) "
+        "limit, test_publish 0 with that reason, the rest kept",
+        full(Z, test_publish=0),
+        edits={"my_publish": COMPILE_MEMORY_BOMB},
     ),
 )
 

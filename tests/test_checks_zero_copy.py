@@ -14,7 +14,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from labcore import mode, ptx, reuse
+from labcore import mode, nvrtc, ptx, reuse
 from labcore.pending import PENDING_GPU, PendingGPU
 from labcore.predictions import Ledger
 from zero_copy import checks, gather, mailbox, model, notebook, replay, report
@@ -670,6 +670,44 @@ def test_exercise_kernel_reuses_the_lesson_wait_and_numbers_the_students_lines()
     assert f'extern "C" __global__ void {mailbox.EXERCISE_KERNEL}(volatile int* box' in source
 
 
+# a publish step NVRTC takes over a minute on (2^24 inlined calls) and one that makes it allocate gigabytes
+SLOW_PUBLISH = publish(
+    """
+    box[MB_PAYLOAD] = T<24>::f(box, round);
+    __threadfence_system();
+    box[MB_FLAG] = round;"""
+).replace(
+    "\n__device__ void publish",
+    "\ntemplate <int N> struct T { __device__ static int f(volatile int* b, int r) "
+    "{ return T<N - 1>::f(b, r) + T<N - 1>::f(b, r + 1); } };\n"
+    "template <> struct T<0> { __device__ static int f(volatile int* b, int r) { b[MB_PAYLOAD + 1] = r; return r; } };"
+    "\n__device__ void publish",
+)
+BIG_PUBLISH = "__device__ char big[1ull << 31] = {1};\n" + REFERENCE_PUBLISH.replace(
+    "__threadfence_system();", "box[MB_PAYLOAD] = big[round];\n    __threadfence_system();"
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "limit_s", "expected"),
+    [
+        (SLOW_PUBLISH, 2.0, "your publish step was not compiled: your source took over 2 s to compile"),
+        (BIG_PUBLISH, 60.0, "your publish step was not compiled: compiling your source needed over 512MiB of memory"),
+    ],
+    ids=["slow", "big"],
+)
+def test_a_publish_step_past_the_compile_limits_fails_and_the_next_is_judged(
+    offline, monkeypatch, source, limit_s, expected
+):
+    """NVRTC stopped at the limits (lowered here: 2 s, or 512 MiB within a minute) fails the check in one line; the
+    reference publish step checked next, in the same process, passes."""
+    monkeypatch.setattr(nvrtc, "COMPILE_LIMIT_S", limit_s)
+    monkeypatch.setattr(nvrtc, "COMPILE_MEMORY_BYTES", 512 << 20)
+    with pytest.raises(AssertionError, match=f"^{expected}"):
+        checks.check_mailbox_publish(source)
+    checks.check_mailbox_publish(REFERENCE_PUBLISH)
+
+
 def test_publish_must_be_source_text(offline):
     with pytest.raises(AssertionError, match=r"expected CUDA source as a str, got NoneType"):
         checks.check_mailbox_publish(None)
@@ -844,6 +882,17 @@ def test_live_publish_that_does_not_compile_is_one_message():
     expected = rf"your publish step does not compile: your_publish\({line}\).*undefined_name"
     with pytest.raises(AssertionError, match=expected):
         checks.check_mailbox_publish(source)
+
+
+@pytest.mark.gpu
+def test_live_publish_is_compiled_in_a_child_under_the_limits(monkeypatch):
+    """Live, the kernel that runs is a cubin compiled in the compile child: past the limit it stops, one line; the
+    reference's runs its rounds right after."""
+    monkeypatch.setattr(nvrtc, "COMPILE_LIMIT_S", 2.0)
+    with pytest.raises(nvrtc.CompileStopped, match=r"^your source took over 2 s to compile"):
+        mailbox.compile_publish(SLOW_PUBLISH)
+    results = mailbox.mailbox_rounds(REFERENCE_PUBLISH, 2)
+    assert [r["payload_ok"] and r["running_when_read"] for r in results] == [True, True], results
 
 
 def test_the_untouched_publish_stub_fails_with_a_message():

@@ -8,6 +8,7 @@ toy assignment (tests/data/toy_assignment) keeps each submission to a second or 
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -184,7 +185,7 @@ def test_a_notebook_nbgrader_cannot_read_is_named_in_the_table(checkout, tmp_pat
     row = next(line for line in done.lines if line.startswith("forged "))
     assert "not graded" in row and "the nbgrader metadata may be corrupted" in row, row
     assert next(line for line in done.lines if line.startswith("good ")).split()[1:4] == ["4", "/", "4"]
-    assert "1 submission(s) not graded: see the reasons above" in done.err
+    assert "1 submission(s) not graded (toy/forged): see the reasons above" in done.err
 
 
 def test_a_sandbox_killed_mid_notebook_keeps_the_earlier_cells_in_the_table_and_the_export(checkout, tmp_path):
@@ -247,3 +248,117 @@ def test_a_gpu_worker_sees_the_gpu_its_index_stands_for(monkeypatch):
     assert [visible_device(i) for i in (0, 1)] == ["2", "3"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8f2c,GPU-11ab")  # UUIDs pass through as they are
     assert visible_device(1) == "GPU-11ab"
+
+
+# -- what a student prints, or a result that cannot be recorded, is that student's alone ------------------------
+
+# the clamp answer cell of these submissions, before the correct answer; CELLS is where the sandbox files outputs
+FORGE = (
+    "import os\n"
+    "CELLS = os.environ['LABCORE_ANSWERS'].split(':', 1)[1].replace('answers.jsonl', 'cells.jsonl')\n"
+    "def forge(text):\n"
+    "    with open(CELLS, 'ab') as f:\n"
+    '        f.write(b\'{"cell": CLAMP, "outputs": [{"output_type": "stream", "name": "stdout", "text": "\''
+    " + text + b'\"}]}\\n')\n"
+)
+PRINTS = {
+    # a lone surrogate, undecodable bytes as Python decodes them (surrogateescape), a pair, controls XML refuses
+    "surrogate": (
+        "print('lone \\ud800 bytes', b'\\xff\\xfe'.decode('utf-8', 'surrogateescape'), '\\ud83d\\ude00 \\x00\\x0c')\n"
+    ),
+    # raw bytes that are not UTF-8 (and JSON escapes of lone surrogates) where the sandbox files outputs
+    "bytes": FORGE + "forge(b'raw \\xff\\xfe\\xc3 bytes \\\\udcff \\\\ud800 end')\n",
+    # 50 MB printed, and 50 MB filed directly past the sandbox's own cut
+    "flood": FORGE + "print('x' * 50_000_000)\nforge(b'y' * 50_000_000)\n",
+}
+
+
+def write_printing(folder: Path, prints: str) -> None:
+    """A correct toy submission whose clamp answer cell prints `prints` (CLAMP: that cell's index) first."""
+    shutil.copytree(TOY / "submissions" / "correct", folder)
+    nb = nbformat.read(folder / "toy.ipynb", as_version=4)
+    index, cell = next(
+        (i, c) for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "clamp"
+    )
+    cell.source = prints.replace("CLAMP", str(index)) + cell.source
+    nbformat.write(nb, folder / "toy.ipynb")
+
+
+def _clamp_text(root: Path, student: str) -> str:
+    nb = nbformat.read(root / "autograded" / student / "toy" / "toy.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "clamp")
+    return "".join(o.get("text", "") for o in cell.outputs)
+
+
+def test_what_a_student_prints_or_breaks_is_recorded_as_theirs_alone(checkout, tmp_path):
+    """Lone surrogates, bytes that are not UTF-8 and 50 MB of output are recorded, cleaned and cut, with full
+    points; a submission nbgrader refuses as a whole (an old metadata schema) and a stored result that does not make
+    a notebook are named "could not be recorded" in the table, the exit line and the CSV; everyone else is recorded."""
+    from grader.outputs import MAX_CELL_CHARS, cut_note
+
+    subs = tmp_path / "submissions"
+    for student, prints in PRINTS.items():
+        write_printing(subs / student, prints)
+    for student, like in {"honest": "correct", "wrong": "wrong", "old": "correct", "broken": "correct"}.items():
+        write_submission(subs / student, like)
+    path = subs / "old" / "toy.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "clamp").metadata["nbgrader"][
+        "schema_version"
+    ] = 1
+    nbformat.write(nb, path)
+    root = tmp_path / "grading"
+    assert grader("--repo", str(checkout), "setup", str(root)).rc == 0
+    assert grader("collect", str(root), str(subs)).rc == 0
+
+    done = grader("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S))
+    assert done.rc == 1, done.out + done.err
+    assert "1 submission(s) not graded (toy/old): see the reasons above" in done.err, done.err
+    row = next(line for line in done.lines if line.startswith("old "))
+    assert "not graded" in row and "could not be recorded: One or more notebooks" in row, row
+    wrong = sum(EXPECTED["wrong"].values())
+    assert _scores(root) == {**dict.fromkeys([*PRINTS, "honest", "broken"], FULL), "wrong": wrong, "old": 0.0}
+    assert "lone \ufffd bytes \ufffd\ufffd \U0001f600 \ufffd\ufffd" in _clamp_text(root, "surrogate")
+    assert "raw \ufffd\ufffd\ufffd bytes \ufffd \ufffd end" in _clamp_text(root, "bytes")
+    flood = _clamp_text(root, "flood")
+    assert flood == "y" * MAX_CELL_CHARS + cut_note(MAX_CELL_CHARS), flood[-200:]
+    assert (root / STORE / "toy" / "flood" / "toy.json").stat().st_size < 2 * MAX_CELL_CHARS
+    feedback = grader("feedback", str(root))
+    assert feedback.rc == 0, feedback.out + feedback.err
+    page = root / "feedback" / "flood" / "toy" / "toy.html"
+    assert page.stat().st_size < 2_000_000 and "output cut at 100,000 characters" in page.read_text()
+
+    where = root / STORE / "toy" / "broken" / "toy.json"  # a stored result that does not make a notebook
+    stored = json.loads(where.read_text())
+    where.write_text(json.dumps({**stored, "result": {**stored["result"], "checked": 7}}))
+    done = grader("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S))
+    assert done.rc == 1, done.out + done.err
+    assert "2 submission(s) not graded (toy/broken, toy/old): see the reasons above" in done.err, done.err
+    row = next(line for line in done.lines if line.startswith("broken "))
+    assert "not graded" in row and "could not be recorded: " in row, row
+    assert _scores(root) == {**dict.fromkeys([*PRINTS, "honest"], FULL), "wrong": wrong, "broken": 0.0, "old": 0.0}
+    assert grader("export", str(root), "--to", str(tmp_path / "grades.csv")).rc == 0
+    status = {r["student_id"]: r["status"] for r in csv.DictReader((tmp_path / "grades.csv").open())}
+    assert status["old"].startswith("not graded: could not be recorded: One or more notebooks"), status
+    assert "could not be recorded: " in status["broken"] and status["honest"].startswith("graded"), status
+
+
+def test_a_batch_that_fails_as_a_whole_is_its_students_failure(monkeypatch):
+    """Recording that raises for a batch names its students ("could not be recorded: ...") and the thread carries
+    on; the grading directory's own fault (a UsageError: its configuration does not load) still stops the class."""
+    from grader import classgrade
+    from labcore.errors import UsageError
+
+    items = [classgrade.Ready("toy", s, (), "") for s in ("ann", "bob")]
+    recorder = Recorder(GradingDir.__new__(GradingDir))
+    try:
+        monkeypatch.setattr(classgrade, "record_batch", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+        assert recorder._record(items) == (
+            {},
+            dict.fromkeys(["ann", "bob"], "could not be recorded: OSError: disk full"),
+        )
+        monkeypatch.setattr(classgrade, "record_batch", lambda *a: (_ for _ in ()).throw(UsageError("no config")))
+        with pytest.raises(UsageError, match="no config"):
+            recorder._record(items)
+    finally:
+        recorder.close()

@@ -128,3 +128,75 @@ def test_loaded_library_reads_this_process_real_maps():
     found = nvrtc.loaded_library("libc.so") or nvrtc.loaded_library("libc-")
     assert found is not None and Path(found).name.startswith("libc")
     assert nvrtc.loaded_library("libnosuch") is None
+
+
+# -- a student's source compiled in a child under limits (real NVRTC, no GPU) ------------------------------------
+
+ptx = pytest.importorskip("labcore.ptx")
+pytest.importorskip("cuda.bindings", reason="NVRTC through cuda-bindings (the test extra) is not installed")
+
+HONEST = (
+    'extern "C" __global__ void publish(volatile int* box, int round) {\n'
+    "    box[1] = round; __threadfence_system(); box[0] = round;\n}\n"
+)
+# each level calls the one below twice, inlined: 2^24 calls, over a minute of NVRTC here (no error, no end)
+EXPONENTIAL = """
+template <int N> struct T {
+    __device__ static int f(volatile int* b, int r) { return T<N - 1>::f(b, r) + T<N - 1>::f(b, r + 1); }
+};
+template <> struct T<0> { __device__ static int f(volatile int* b, int r) { b[1] = r; return r; } };
+extern "C" __global__ void publish(volatile int* box, int round) { box[2] = T<24>::f(box, round); box[0] = round; }
+"""
+# 2 GiB of initialized device memory: NVRTC writes out every byte of its initializer (8 GiB in a minute here)
+HUGE_ARRAY = """
+__device__ char big[1ull << 31] = {1};
+extern "C" __global__ void publish(volatile int* box, int round) { box[1] = big[round]; box[0] = round; }
+"""
+
+
+def test_a_compile_past_the_time_limit_is_stopped_and_the_next_source_compiles():
+    """Over a minute of NVRTC stopped at 2 s, one line saying so; then an honest source compiles to exactly the PTX
+    that NVRTC in this process makes, through the same server."""
+    with pytest.raises(
+        nvrtc.CompileStopped, match=r"^your source took over 2 s to compile \(NVRTC was stopped there\)$"
+    ):
+        nvrtc.compile_ptx_limited(EXPONENTIAL, limit_s=2)
+    server = nvrtc._SERVER._child
+    assert nvrtc.compile_ptx_limited(HONEST + "// after the stopped one\n") == ptx.compile_ptx(
+        HONEST + "// after the stopped one\n"
+    )
+    assert nvrtc._SERVER._child is server and server.poll() is None  # the same server, still running
+
+
+def test_a_compile_past_the_memory_limit_is_stopped():
+    """The huge initializer stops at 512 MiB of address space, saying so; an honest source compiles within it."""
+    with pytest.raises(nvrtc.CompileStopped, match=r"^compiling your source needed over 512MiB of memory"):
+        nvrtc.compile_ptx_limited(HUGE_ARRAY, limit_s=60, memory_bytes=512 << 20)
+    assert ".entry publish" in nvrtc.compile_ptx_limited(HONEST + "// small\n", memory_bytes=512 << 20)
+
+
+def test_a_source_cannot_include_the_grading_machines_files(tmp_path):
+    """#include of a file beside the grader: NVRTC in this process reads it, the child cannot open it."""
+    secret = tmp_path / "secret.cuh"
+    secret.write_text("__device__ int instructor_secret_7f3a = 42;\n")
+    source = f'#include "{secret}"\n' + HONEST
+    assert "instructor_secret_7f3a" in ptx.compile_ptx(source)
+    with pytest.raises(ptx.PtxCompileError, match="cannot open source file"):
+        nvrtc.compile_ptx_limited(source)
+
+
+def test_a_rejected_source_says_what_nvrtc_says():
+    """The child's compile errors are NVRTC's, as in this process; a source UTF-8 cannot hold is one of them."""
+    wrong = HONEST.replace("box[1] = round;", "box[1] = roudn;")
+    with pytest.raises(ptx.PtxCompileError) as here:
+        ptx.compile_ptx(wrong, name="mine.cu")
+    with pytest.raises(ptx.PtxCompileError) as child:
+        nvrtc.compile_ptx_limited(wrong, name="mine.cu")
+    assert str(child.value) == str(here.value) and 'identifier "roudn" is undefined' in str(child.value)
+    with pytest.raises(ptx.PtxCompileError, match="which UTF-8 cannot encode"):
+        nvrtc.compile_ptx_limited(HONEST + "// \ud800\n")
+
+
+def test_a_cubin_compiles_in_the_child():
+    """The live check's cubin for an sm_ architecture: an ELF image."""
+    assert nvrtc.compile_cubin_limited(HONEST, arch="sm_90")[:4] == b"\x7fELF"

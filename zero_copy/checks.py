@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from labcore import answers, ptx
+from labcore import answers, nvrtc, ptx
 from labcore.checking import assert_own_function, say
 from labcore.device import gpu_available
 from labcore.pending import PendingGPU, pending_message
@@ -453,7 +453,10 @@ def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) 
         "MY_PUBLISH still holds the exercise's stub, a publish() that stores nothing: inside it, store the payload "
         "words (box[MB_PAYLOAD + w]), then fence at system scope, then store the flag (box[MB_FLAG])"
     )
-    verdict = mailbox.publish_verdict(source)
+    try:
+        verdict = mailbox.publish_verdict(source)  # compiles it in a child under limits (labcore.nvrtc)
+    except nvrtc.CompileStopped as exc:
+        raise AssertionError(f"your publish step was not compiled: {exc}") from None
     assert verdict.problem is None, verdict.problem
     order = (
         f"on every path of your compiled kernel (PTX for {ptx.DEFAULT_ARCH} from {ptx.nvrtc_version()}) the payload "
@@ -482,6 +485,8 @@ def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) 
         results = mailbox.mailbox_rounds(source, rounds)
     except mailbox.PublishCompileError as exc:
         raise AssertionError(f"your publish step does not compile: {exc}") from None
+    except nvrtc.CompileStopped as exc:
+        raise AssertionError(f"your publish step was not compiled: {exc}") from None
     problems = [p for p in map(_round_problem, results) if p]
     assert not problems, f"{len(problems)} of {rounds} rounds failed; first: {problems[0]}"
     latency_ms = statistics.median(r["flag_seen_ms"] for r in results)

@@ -24,13 +24,16 @@ is `unverified` (offline that is "pending a GPU", labcore.pending).
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from labcore import ptx
+from labcore import nvrtc, ptx
 from labcore.gpulock import gpu_turn
 from labcore.record import PassTimes
 from zero_copy import model
@@ -167,17 +170,23 @@ def mailbox_source(publish_source: str) -> str:
 
 
 def compile_publish(publish_source: str) -> Any:
-    """The compiled exercise kernel; PublishCompileError with the compiler's first error lines."""
+    """The compiled exercise kernel; PublishCompileError with the compiler's first error lines, and
+    labcore.nvrtc.CompileStopped past the compile's limits. The student's source is compiled to a cubin for this
+    GPU in a child under limits (labcore.nvrtc), with the options its PTX was judged with, then loaded."""
     import cupy as cp  # optional: only a live check compiles, and offline graders need not install CuPy
-    from cupy.cuda.compiler import CompileException  # optional, as above
 
+    arch = f"sm_{cp.cuda.Device().compute_capability}"
     try:
-        return cp.RawModule(code=mailbox_source(publish_source), options=compile_options()).get_function(
-            EXERCISE_KERNEL
+        cubin = nvrtc.compile_cubin_limited(
+            mailbox_source(publish_source), compile_options(), arch=arch, name=KERNEL_PATH.name
         )
-    except CompileException as exc:
-        errors = [line.strip() for line in str(exc).splitlines() if "error" in line]
-        raise PublishCompileError("; ".join(errors[:3]) or str(exc).splitlines()[0]) from None
+    except ptx.PtxCompileError as exc:
+        raise PublishCompileError(str(exc)) from None
+    # CuPy keeps a module loaded from a path by that path: each cubin gets a name of its own
+    with tempfile.TemporaryDirectory(prefix="publish-") as tmp:
+        path = Path(tmp) / f"publish-{hashlib.sha256(cubin).hexdigest()[:16]}.cubin"
+        path.write_bytes(cubin)
+        return cp.RawModule(path=str(path)).get_function(EXERCISE_KERNEL)
 
 
 def mailbox_rounds(publish_source: str, rounds: int) -> list[dict[str, Any]]:
@@ -442,8 +451,10 @@ def _same(value: ptx.Value, want: ptx.Sym) -> bool | None:
 
 def publish_ptx(publish_source: str) -> str:
     """PTX of the exercise kernel around the student's publish step, compiled by NVRTC as the live run compiles
-    it (the lesson's options) plus -lineinfo, which only adds the source lines of each instruction."""
-    return ptx.compile_ptx(mailbox_source(publish_source), [*compile_options(), "-lineinfo"], name=KERNEL_PATH.name)
+    it (the lesson's options) plus -lineinfo, which only adds the source lines of each instruction;
+    labcore.nvrtc.CompileStopped past the compile's limits."""
+    source = mailbox_source(publish_source)  # a student's: compiled in a child under limits (labcore.nvrtc)
+    return nvrtc.compile_ptx_limited(source, [*compile_options(), "-lineinfo"], name=KERNEL_PATH.name)
 
 
 def publish_verdict(publish_source: str) -> PublishVerdict:
