@@ -5,13 +5,29 @@ While grading, a student's cells run in bubblewrap (`bwrap`: Linux namespaces, n
     /sandbox/lib    read-only: the lesson packages with reference answers withheld (grader.withhold) and grader
     /sandbox/work   the submitted notebook and its run files (copies), the working directory
     /sandbox/out    where the executed notebook and the answers file go
-    /usr /etc ...   the system and this Python's environment, read-only; /tmp and $HOME a fresh tmpfs
+    /usr /etc ...   the system and this Python's environment, read-only; /tmp, /dev/shm and $HOME fresh tmpfs
 
 Nothing else of the machine is there: not the instructor's checkout (solutions/, grader's configuration), not
 the grading directory (other students, the gradebook), not the user's home. There is no network (a new network
 namespace), no GPU (only the minimal /dev; the sandbox never needs one: the trusted checker measures), and the
 process tree dies with the grader. Wherever this Python's environment installs the course's packages, the
 installed copies are covered by empty folders, so `import day54` finds only the withheld copy.
+
+It holds when grading runs as root. bwrap started by root keeps every capability inside (it could remount the
+read-only binds read-write, mount over /proc, trace anything), so:
+
+- bwrap itself runs as SANDBOX_UID (nobody) when the grader is root, and as the grader's own user otherwise: the
+  sandbox's processes are an unprivileged user on the host too. (A user namespace alone, started by root, maps
+  the sandbox's uid to host root: RLIMIT_NPROC is never enforced for host root, and root's files are its own.)
+- a user namespace of its own (--unshare-user, uid and gid 65534 inside), every capability dropped
+  (--cap-drop ALL) and no further user namespace (--disable-userns): no mount, no remount, no unshare, no ptrace
+  of a process it does not own. The binds are read-only and nosuid (bwrap's binds are), and the root is read-only.
+- its own PID namespace (--unshare-all): the zygote's clean-up (kill(-1)) reaches every process it started.
+- limits: RLIMIT_AS (MAX_MEMORY_BYTES a process), RLIMIT_NPROC (MAX_PROCESSES, set inside, so it counts this
+  sandbox's user namespace only), RLIMIT_FSIZE (MAX_FILE_BYTES a file), no core dumps, /tmp and /dev/shm sized.
+
+preflight() proves this on the host before anyone is graded (one clear line naming what is missing), and
+environment_digest() lets autograde prove that nothing the sandbox binds changed while a class was graded.
 
 Inside, `python -m grader.execute` runs the notebook with LABCORE_ANSWERS=collect:/sandbox/out/answers.jsonl:
 the test cells' checks ask their questions and file the answers (labcore.answers), judging nothing. What comes
@@ -23,16 +39,22 @@ bwrap is taken from PATH (a distribution's package), else from the `bubblewrap-b
 
 from __future__ import annotations
 
+import atexit
+import ctypes
 import dataclasses
+import functools
+import hashlib
 import importlib.util
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grader.runner import kill_tree
 from labcore.answers import ENV, SEED_ENV
@@ -46,6 +68,16 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "
 COURSE_PACKAGES = ("labcore", "day54", "zero_copy", "course_profiles", "grader")
 MAX_OUT_BYTES = 512 << 20  # an executed notebook larger than this is not read
 MAX_FILE_BYTES = 1 << 30  # no file written in the sandbox grows past this
+MAX_MEMORY_BYTES = 3 << 30  # address space of one process in the sandbox (the zygote's imports take about 1 GiB)
+MAX_PROCESSES = 128  # processes and threads of the sandbox's user (its own user namespace) at once
+TMP_BYTES = 1 << 30  # the fresh /tmp's size (a tmpfs is memory that no RLIMIT_AS counts)
+SHM_BYTES = 256 << 20  # the fresh /dev/shm's size
+SANDBOX_UID = SANDBOX_GID = 65534  # nobody: the sandbox's uid inside, and on the host when the grader is root
+# the first process inside: sets the sandbox's process limit (counted in its user namespace), then execs argv
+CONFINE = (
+    "import os, resource, sys; n = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
 
 
 def bwrap() -> str:
@@ -118,18 +150,18 @@ def command(
     bound = [Path(p).resolve() for p in system] + environment
     site = _site_dirs(bound)
     jupyter = _visible(os.environ.get("JUPYTER_PATH", "").split(os.pathsep), bound + site)
-    args = [bwrap(), "--die-with-parent", "--new-session", "--unshare-all", "--clearenv"]
+    args = [bwrap(), *ISOLATION, "--clearenv", "--proc", "/proc", "--dev", "/dev"]
     # the fresh /tmp first: an environment or a --target folder under /tmp (a CI clone's venv) is bound over it
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
-    for path in [*system, *map(str, environment)]:
+    args += [*_sized(SHM_BYTES), "--tmpfs", "/dev/shm", *_sized(TMP_BYTES), "--tmpfs", "/tmp", "--dir", "/tmp/home"]
+    for path in system:
         args += ["--ro-bind", path, path] if not Path(path).is_symlink() else ["--symlink", os.readlink(path), path]
-    for path in site:
-        args += ["--ro-bind", str(path), str(path)]
+    for path in [*environment, *site]:
+        args += ["--ro-bind", _source(path), str(path)]
     for path in _installed_course_dirs(bound + site):  # after the binds they cover
         args += ["--tmpfs", str(path)]
-    args += ["--ro-bind", str(library), str(INSIDE / "lib")]
-    args += ["--bind", str(work), str(INSIDE / "work"), "--bind", str(out), str(INSIDE / "out")]
-    args += ["--chdir", str(INSIDE / "work")]
+    args += ["--ro-bind", _source(library), str(INSIDE / "lib")]
+    args += ["--bind", _source(work), str(INSIDE / "work"), "--bind", _source(out), str(INSIDE / "out")]
+    args += ["--remount-ro", "/", "--chdir", str(INSIDE / "work")]
     path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"])
     base = {
         "HOME": "/tmp/home",
@@ -142,7 +174,30 @@ def command(
         base["JUPYTER_PATH"] = os.pathsep.join(jupyter)
     for name, value in {**base, **env}.items():
         args += ["--setenv", name, value]
-    return [*args, *argv]
+    return [*args, argv[0], "-c", CONFINE, str(MAX_PROCESSES), *argv] if argv[0] == sys.executable else [*args, *argv]
+
+
+# What each flag defends, when bwrap is started by root as much as by anyone:
+ISOLATION = (
+    "--die-with-parent",  # the sandbox dies with the grader
+    "--new-session",  # no terminal to push input into (TIOCSTI)
+    "--unshare-all",  # its own PID (clean-up sees every process it started), mount, network, IPC, UTS namespaces
+    "--unshare-user",  # its own user namespace, even when bwrap runs as root: capabilities only there
+    *("--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)),  # not root inside either
+    *("--cap-drop", "ALL"),  # no mount or remount of a bind, no ptrace, no raised limit
+    "--disable-userns",  # no user namespace inside, so no way back to capabilities (unshare -U)
+)
+
+
+def _sized(nbytes: int) -> list[str]:
+    """bwrap's --size for the next --tmpfs, where this bwrap has it (0.10 on): a tmpfs is memory."""
+    return ["--size", str(nbytes)] if _has_size() else []
+
+
+@functools.cache
+def _has_size() -> bool:
+    done = subprocess.run([bwrap(), "--help"], capture_output=True, text=True)
+    return "--size" in done.stdout + done.stderr
 
 
 @dataclasses.dataclass
@@ -154,14 +209,90 @@ class SandboxRun:
     reason: str = ""
 
 
-def _limits(file_bytes: int) -> Callable[[], None]:
-    """What the sandbox's processes may not exceed: a file's size (writes past it fail), core dumps (none)."""
+# -- starting bwrap as the sandbox's user when the grader is root -------------------------------------------------
+#
+# bwrap run as SANDBOX_UID opens its bind sources as that user, and a root grader's paths often are not open to it
+# (a Python under /root, mode 0700; tempfile's scratch folders, 0700). They are never opened up: as root, each bind
+# source is first bound, in a mount namespace of bwrap's own made before it drops root, onto an empty folder of
+# _stage() (mode 0711), and bwrap binds it from there. Nothing of the host changes, and no other process sees it.
+
+CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x00020000, 4096, 16384, 1 << 18
+_STAGED: dict[str, str] = {}  # staged mount point -> the folder bound there
+
+
+@functools.cache
+def _stage() -> Path:
+    """This process's folder of empty mount points for bind sources."""
+    stage = Path(tempfile.mkdtemp(prefix="grader-stage-"))
+    stage.chmod(0o711)
+    atexit.register(shutil.rmtree, stage, True)
+    return stage
+
+
+def _source(path: Path) -> str:
+    """The path bwrap binds `path` from: itself, or its staged mount point when the grader is root."""
+    if os.geteuid() != 0:
+        return str(path)
+    staged = _stage() / hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    staged.mkdir(exist_ok=True)
+    _STAGED[str(staged)] = str(path)
+    return str(staged)
+
+
+def _mounts(line: list[str]) -> list[tuple[bytes, bytes]]:
+    """(source, staged mount point) of each staged bind source of a bwrap command line."""
+    return [(_STAGED[a].encode(), a.encode()) for a in line if a in _STAGED]
+
+
+def _limits(file_bytes: int, memory_bytes: int, mounts: list[tuple[bytes, bytes]] = ()) -> Callable[[], None]:
+    """In the child before bwrap: as root, the staged binds in a mount namespace of its own and the drop to
+    SANDBOX_UID; then what the sandbox's processes may not exceed: a file's size (writes past it fail), core dumps
+    (none), a process's address space (an allocation past it fails: MemoryError)."""
+    libc = ctypes.CDLL(None, use_errno=True) if os.geteuid() == 0 else None
 
     def apply() -> None:
+        if libc is not None:
+            if libc.unshare(CLONE_NEWNS) or libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None):
+                raise OSError(ctypes.get_errno(), "no mount namespace for the sandbox's bind sources")
+            for source, staged in mounts:
+                if libc.mount(source, staged, None, MS_BIND | MS_REC, None):
+                    raise OSError(ctypes.get_errno(), f"binding {source.decode()}")
+            os.setgroups([])
+            os.setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID)
+            os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
     return apply
+
+
+def spawn(
+    line: list[str], *, file_bytes: int = MAX_FILE_BYTES, memory_bytes: int = MAX_MEMORY_BYTES, **popen: Any
+) -> subprocess.Popen:
+    """Start a sandbox's bwrap command line: its own session, the limits, and as SANDBOX_UID when this is root."""
+    limits = _limits(file_bytes, memory_bytes, _mounts(line))
+    return subprocess.Popen(line, start_new_session=True, preexec_fn=limits, **popen)
+
+
+def hand_over(*folders: Path) -> None:
+    """Folders the sandbox's user writes into (its work and out folders, with what is in them: copies), when the
+    grader is root."""
+    if os.geteuid() != 0:
+        return
+    for folder in folders:
+        for path in (folder, *folder.rglob("*")):
+            os.chown(path, SANDBOX_UID, SANDBOX_GID, follow_symlinks=False)
+
+
+def readable(folder: Path) -> None:
+    """Let the sandbox's user read a folder the grader wrote (its library), whatever the umask, when it is root."""
+    if os.geteuid() != 0:
+        return
+    for path in (folder, *folder.rglob("*")):
+        mode = path.lstat().st_mode
+        if not stat.S_ISLNK(mode):
+            path.chmod(stat.S_IMODE(mode) | (0o005 if stat.S_ISDIR(mode) else 0o004))
 
 
 def run_notebook(
@@ -186,6 +317,8 @@ def run_notebook(
     for path in run_files:
         shutil.copy2(path, work / path.name)
     nbformat.write(nb, work / "submission.ipynb")
+    readable(library)
+    hand_over(work, out)
     answers = out / "answers.jsonl"
     argv = [
         sys.executable,
@@ -198,12 +331,11 @@ def run_notebook(
     env = {ENV: f"collect:{INSIDE / 'out' / 'answers.jsonl'}", SEED_ENV: str(seed)}
     log = scratch / "sandbox.log"
     with open(log, "w") as stream:
-        child = subprocess.Popen(
+        child = spawn(
             command(argv, library=library, work=work, out=out, env=env),
+            file_bytes=file_bytes,
             stdout=stream,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_limits(file_bytes),
         )
         try:
             code = child.wait(limit_s)
