@@ -45,6 +45,7 @@ import dataclasses
 import functools
 import hashlib
 import importlib.util
+import json
 import os
 import resource
 import shutil
@@ -357,3 +358,91 @@ def run_notebook(
 def _last_line(log: Path) -> str:
     lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
     return lines[-1][:300] if lines else "no output"
+
+
+# -- what the host gives, and what grading left unchanged ---------------------------------------------------------
+
+# Run in the sandbox by preflight(): what it is there, as one JSON line
+PROBE = """
+import ctypes, json, os, resource
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+libc = ctypes.CDLL(None, use_errno=True)
+nested = libc.unshare(0x10000000) == 0  # CLONE_NEWUSER: a way back to capabilities
+try:
+    open("/sandbox-probe", "w")
+    root_writable = True
+except OSError:
+    root_writable = False
+print(json.dumps({
+    "uid": os.getuid(), "cap_eff": int(status["CapEff"], 16), "cap_bnd": int(status["CapBnd"], 16),
+    "nested_userns": nested, "root_writable": root_writable, "pid": os.getpid(),
+    "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0], "as": resource.getrlimit(resource.RLIMIT_AS)[0],
+}))
+"""
+
+
+def preflight() -> str:
+    """Prove on this host that the sandbox holds (run as grading will run it); one line saying so, else UsageError
+    naming what is missing: grading refuses to start rather than grade anyone in a sandbox that does not hold."""
+    with tempfile.TemporaryDirectory(prefix="grader-preflight-") as tmp:
+        folders = [Path(tmp) / name for name in ("lib", "work", "out")]
+        for folder in folders:
+            folder.mkdir()
+        readable(folders[0])
+        hand_over(*folders[1:])
+        line = command([sys.executable, "-c", PROBE], library=folders[0], work=folders[1], out=folders[2], env={})
+        child = spawn(line, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        said, _ = child.communicate(timeout=60)
+    text = said.decode(errors="replace").strip()
+    try:
+        seen = json.loads(text.splitlines()[-1])
+    except (ValueError, IndexError):
+        raise UsageError(f"grading refused: the sandbox does not start here ({text[-300:] or 'no output'})") from None
+    missing = [
+        what
+        for what, wrong in (
+            (f"runs as uid {seen['uid']}, not {SANDBOX_UID}", seen["uid"] != SANDBOX_UID),
+            ("keeps capabilities", seen["cap_eff"] or seen["cap_bnd"]),
+            ("can make a user namespace of its own", seen["nested_userns"]),
+            ("can write its root", seen["root_writable"]),
+            ("has no PID namespace of its own", seen["pid"] > 16),
+            (f"has no process limit ({seen['nproc']})", seen["nproc"] != MAX_PROCESSES),
+            (f"has no memory limit ({seen['as']})", seen["as"] != MAX_MEMORY_BYTES),
+        )
+        if wrong
+    ]
+    if missing:
+        raise UsageError(f"grading refused: the sandbox {', '.join(missing)} on this host ({bwrap()})")
+    host = f"as uid {SANDBOX_UID} on the host too" if os.geteuid() == 0 else "as this user on the host"
+    return (
+        f"sandbox: bubblewrap {bwrap()}, uid {SANDBOX_UID} in its own user and PID namespaces ({host}), "
+        f"no capabilities, read-only binds, {MAX_PROCESSES} processes, {MAX_MEMORY_BYTES >> 30} GiB a process"
+    )
+
+
+def bound_environment() -> list[Path]:
+    """The folders of this Python's environment that every sandbox binds (read-only), outside the system's."""
+    environment = _environment_dirs()
+    system = [Path(d).resolve() for d in SYSTEM_DIRS if Path(d).exists()]
+    return [*environment, *_site_dirs(system + environment)]
+
+
+def environment_digest() -> str:
+    """A digest of every entry of the bound environment (path, type and mode, size, modification and change
+    times): a file planted, edited or removed changes it, and a change time cannot be set back. `__pycache__`
+    folders are left out: the grader's own Python writes them while grading (the sandbox cannot write any)."""
+    digest, count = hashlib.sha256(), 0
+    folders = bound_environment()
+    for folder in folders:
+        for top, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted([*dirs, *files]):
+                path = os.path.join(top, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                fields = (path, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+                digest.update(repr(fields).encode())
+                count += 1
+    return f"{digest.hexdigest()[:16]} ({count} entries in {', '.join(map(str, folders))})"
