@@ -446,3 +446,14 @@ def environment_digest() -> str:
                 digest.update(repr(fields).encode())
                 count += 1
     return f"{digest.hexdigest()[:16]} ({count} entries in {', '.join(map(str, folders))})"
+
+
+def unchanged(before: str) -> str:
+    """'unchanged (DIGEST)' when the bound environment's digest is still `before`; else UsageError, one line."""
+    after = environment_digest()
+    if after != before:
+        raise UsageError(
+            f"the environment the sandbox binds changed while grading ({before.split()[0]} -> {after.split()[0]}, "
+            f"{after.split(' ', 1)[1]}): do not trust this environment or these grades; reinstall it and grade again"
+        )
+    return f"unchanged ({after.split()[0]})"

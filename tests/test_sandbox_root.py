@@ -20,6 +20,7 @@ import pytest
 from grader import sandbox, warm
 from grader.runner import REPO
 from grader.warm import Job, WarmSandbox
+from labcore.errors import UsageError
 
 TIMEOUT_S = 2  # per cell: every attack here ends at once or is stopped at the limit
 
@@ -256,8 +257,6 @@ def test_preflight_names_what_this_host_gives(tmp_path):
 
 def test_preflight_refuses_a_bwrap_that_keeps_capabilities(monkeypatch):
     """A host where the sandbox would keep root's capabilities is refused before anyone is graded."""
-    from labcore.errors import UsageError
-
     monkeypatch.setattr(sandbox, "ISOLATION", ("--unshare-pid",))
     with pytest.raises(UsageError, match=r"^grading refused: the sandbox "):
         sandbox.preflight()
@@ -271,8 +270,11 @@ def test_the_environment_digest_sees_a_planted_file(tmp_path, monkeypatch):
     monkeypatch.setattr(sandbox, "_site_dirs", lambda bound: [])
     before = sandbox.environment_digest()
     assert sandbox.environment_digest() == before
+    assert sandbox.unchanged(before) == f"unchanged ({before.split()[0]})"
     (env / "lib" / "zz.pth").write_text("import os\n")
     assert sandbox.environment_digest() != before
+    with pytest.raises(UsageError, match=r"^the environment the sandbox binds changed while grading \("):
+        sandbox.unchanged(before)
 
 
 # -- as a plain user -------------------------------------------------------------------------------------------
@@ -282,6 +284,7 @@ import json, sys
 from pathlib import Path
 from grader import warm
 from grader.warm import Job, WarmSandbox
+from labcore.errors import UsageError
 warm.SILENT_S = 3.0
 cells = json.loads(sys.argv[1])
 box = WarmSandbox((), Path(sys.argv[2]))
