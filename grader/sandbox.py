@@ -272,8 +272,16 @@ def spawn(
     line: list[str], *, file_bytes: int = MAX_FILE_BYTES, memory_bytes: int = MAX_MEMORY_BYTES, **popen: Any
 ) -> subprocess.Popen:
     """Start a sandbox's bwrap command line: its own session, the limits, and as SANDBOX_UID when this is root."""
-    limits = _limits(file_bytes, memory_bytes, _mounts(line))
-    return subprocess.Popen(line, start_new_session=True, preexec_fn=limits, **popen)
+    mounts = _mounts(line)
+    for source, _ in mounts:
+        if not os.path.isdir(source):
+            raise OSError(f"{source.decode()} is not a folder")
+    try:
+        return subprocess.Popen(
+            line, start_new_session=True, preexec_fn=_limits(file_bytes, memory_bytes, mounts), **popen
+        )
+    except subprocess.SubprocessError as exc:  # the staging or the drop to SANDBOX_UID failed in the child
+        raise OSError(f"the sandbox's bwrap could not be started as uid {SANDBOX_UID} ({exc})") from None
 
 
 def hand_over(*folders: Path) -> None:
@@ -288,7 +296,7 @@ def hand_over(*folders: Path) -> None:
 
 def readable(folder: Path) -> None:
     """Let the sandbox's user read a folder the grader wrote (its library), whatever the umask, when it is root."""
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 or not folder.is_dir():
         return
     for path in (folder, *folder.rglob("*")):
         mode = path.lstat().st_mode
@@ -332,12 +340,15 @@ def run_notebook(
     env = {ENV: f"collect:{INSIDE / 'out' / 'answers.jsonl'}", SEED_ENV: str(seed)}
     log = scratch / "sandbox.log"
     with open(log, "w") as stream:
-        child = spawn(
-            command(argv, library=library, work=work, out=out, env=env),
-            file_bytes=file_bytes,
-            stdout=stream,
-            stderr=subprocess.STDOUT,
-        )
+        try:
+            child = spawn(
+                command(argv, library=library, work=work, out=out, env=env),
+                file_bytes=file_bytes,
+                stdout=stream,
+                stderr=subprocess.STDOUT,
+            )
+        except OSError as exc:
+            return SandboxRun(None, answers, f"the sandbox did not start ({exc})")
         try:
             code = child.wait(limit_s)
         except subprocess.TimeoutExpired:

@@ -157,7 +157,10 @@ class WarmSandbox(_Warm):
         line = sandbox.command(argv, library=_library(), work=self.work, out=self.out, env=env)
         self.buffer = b""
         with open(self.log, "ab") as log:
-            self.child = sandbox.spawn(line, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+            try:
+                self.child = sandbox.spawn(line, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+            except OSError as exc:
+                raise _Trouble(f"the {self.what} did not start ({exc})") from None
 
     def _next(self, budget_s: float) -> dict[str, Any] | None:
         """The zygote's next line within budget_s; None when it stays silent; _Trouble when it ends."""
