@@ -356,6 +356,9 @@ def run_notebook(
             child.wait()
             return SandboxRun(None, answers, f"it ran past its {limit_s:.0f} s budget and was stopped")
     executed = out / "executed.ipynb"
+    for path in (executed, answers):  # the sandbox is gone: what it left is data, and only a plain file is
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            path.unlink()
     if code != 0 or not executed.is_file():
         return SandboxRun(None, answers, f"the sandbox run failed ({_last_line(log)})")
     if executed.stat().st_size > MAX_OUT_BYTES:

@@ -169,6 +169,7 @@ def _wipe_on(folder: Path, device: int) -> None:
             continue
         try:
             if entry.is_dir(follow_symlinks=False):
+                os.chmod(entry.path, 0o700)  # a folder the job closed (mode 000) is still its own to empty
                 _wipe_on(Path(entry.path), device)
                 os.rmdir(entry.path)
             else:

@@ -28,7 +28,7 @@ TIMEOUT_S = 2  # per cell: every attack here ends at once or is stopped at the l
 @pytest.fixture
 def box(tmp_path, monkeypatch):
     """A warm sandbox that gives a silent zygote up 3 s past its cell's limit and grace (not 15)."""
-    monkeypatch.setattr(warm, "SILENT_S", 3.0)
+    monkeypatch.setattr(warm, "SILENT_S", 3.0, raising=False)  # (raising: the tests also run on older code)
     made = WarmSandbox((), tmp_path / "warm")
     made.scratch.mkdir()
     yield made
@@ -135,6 +135,10 @@ if os.fork() == 0:
     os._exit(0)
 open("/tmp/left.txt", "w").write("mine")
 open("/dev/shm/left", "w").write("mine")
+os.makedirs("/tmp/closed/deeper")
+open("/tmp/closed/deeper/left.txt", "w").write("mine")
+os.chmod("/tmp/closed/deeper", 0)
+os.chmod("/tmp/closed", 0)
 print("left behind")
 """
 
@@ -368,3 +372,14 @@ def test_as_a_plain_user_the_same_attacks_fail():
     assert _printed(first, 3) == "-1 1"
     assert _printed(second, 2) == "['home'] []" and "planted" not in second["answers"]
     assert stopped["lost"] == {"cell": 2, "why": "stopped"} and _printed(after, 1) == "next"
+
+
+def test_a_link_left_for_the_trusted_reader_is_not_followed(tmp_path):
+    """The sandbox's out folder is the student's: a link there to root's files reads as nothing, a FIFO does not
+    hang the reader."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the instructor's\n")
+    (tmp_path / "answers.jsonl").symlink_to(secret)
+    os.mkfifo(tmp_path / "cells.jsonl")
+    assert warm._read_answers(tmp_path / "answers.jsonl") == ""
+    assert warm._read_cells(tmp_path / "cells.jsonl", {1}) == {}
