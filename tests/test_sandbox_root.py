@@ -383,3 +383,21 @@ def test_a_link_left_for_the_trusted_reader_is_not_followed(tmp_path):
     os.mkfifo(tmp_path / "cells.jsonl")
     assert warm._read_answers(tmp_path / "answers.jsonl") == ""
     assert warm._read_cells(tmp_path / "cells.jsonl", {1}) == {}
+
+
+def test_autograde_refuses_before_grading_anyone_where_the_sandbox_does_not_hold(tmp_path, monkeypatch):
+    """A host whose bwrap gives no user namespace (or keeps capabilities): one line, exit 2, nobody graded."""
+    pytest.importorskip("nbgrader")
+    from test_grader_cli import TOY, grader, make_checkout
+
+    checkout = make_checkout(tmp_path / "checkout")
+    assert grader("--repo", str(checkout), "generate").rc == 0
+    subs, root = tmp_path / "submissions", tmp_path / "grading"
+    shutil.copytree(TOY / "submissions" / "correct", subs / "alice")
+    assert grader("--repo", str(checkout), "setup", str(root)).rc == 0
+    assert grader("collect", str(root), str(subs)).rc == 0
+    monkeypatch.setattr(sandbox, "ISOLATION", ("--unshare-pid",))
+    done = grader("autograde", str(root))
+    assert done.rc == 2
+    assert done.err.strip().splitlines() == [done.err.strip()] and done.err.startswith("error: grading refused: ")
+    assert not (root / "autograded").exists()
