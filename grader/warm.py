@@ -34,6 +34,7 @@ from grader.runner import REPO, course_env, kill_tree
 from grader.withhold import sandbox_library
 from grader.zygote import GRACE_S
 from labcore.answers import MAX_FILE_BYTES as MAX_ANSWERS_BYTES
+from labcore.errors import UsageError
 
 READY_S = 120  # a warm process's start: imports and the shipped profiles
 MAX_CELLS_BYTES = 64 << 20  # the sandbox's cells file: larger is not read
@@ -423,6 +424,17 @@ def dask_setup(worker: Any = None) -> None:
     _library()
 
 
+def _sandbox_refused() -> str:
+    """'' when the sandbox holds on this worker's host (sandbox.preflight, once per worker), else why not."""
+    if "preflight" not in _WARM:
+        try:
+            sandbox.preflight()
+            _WARM["preflight"] = ""
+        except UsageError as exc:
+            _WARM["preflight"] = str(exc)
+    return _WARM["preflight"]
+
+
 def _refuse_other_code(job: Job) -> None:
     if job.code != _code():
         raise RuntimeError(
@@ -434,6 +446,9 @@ def _refuse_other_code(job: Job) -> None:
 def extract(job: Job) -> dict[str, Any]:
     """Step 1 of grading a submission, on any worker: the answer cells in the warm sandbox."""
     _refuse_other_code(job)
+    refused = _sandbox_refused()
+    if refused:  # this worker's host (a cluster's node) does not give what the sandbox needs: no one graded here
+        return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": refused, "sandbox_s": 0}
     key = f"sandbox:{','.join(job.lessons)}"
     if key not in _WARM:
         _WARM[key] = WarmSandbox(job.lessons, _scratch() / f"sandbox-{len(_WARM)}")
