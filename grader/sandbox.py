@@ -39,7 +39,6 @@ bwrap is taken from PATH (a distribution's package), else from the `bubblewrap-b
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import dataclasses
 import functools
@@ -157,11 +156,11 @@ def command(
     for path in system:
         args += ["--ro-bind", path, path] if not Path(path).is_symlink() else ["--symlink", os.readlink(path), path]
     for path in [*environment, *site]:
-        args += ["--ro-bind", _source(path), str(path)]
+        args += ["--ro-bind", str(path), str(path)]
     for path in _installed_course_dirs(bound + site):  # after the binds they cover
         args += ["--tmpfs", str(path)]
-    args += ["--ro-bind", _source(library), str(INSIDE / "lib")]
-    args += ["--bind", _source(work), str(INSIDE / "work"), "--bind", _source(out), str(INSIDE / "out")]
+    args += ["--ro-bind", str(library), str(INSIDE / "lib")]
+    args += ["--bind", str(work), str(INSIDE / "work"), "--bind", str(out), str(INSIDE / "out")]
     args += ["--remount-ro", "/", "--chdir", str(INSIDE / "work")]
     path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"])
     base = {
@@ -214,35 +213,48 @@ class SandboxRun:
 #
 # bwrap run as SANDBOX_UID opens its bind sources as that user, and a root grader's paths often are not open to it
 # (a Python under /root, mode 0700; tempfile's scratch folders, 0700). They are never opened up: as root, each bind
-# source is first bound, in a mount namespace of bwrap's own made before it drops root, onto an empty folder of
-# _stage() (mode 0711), and bwrap binds it from there. Nothing of the host changes, and no other process sees it.
+# source outside the system's folders is first bound, in a mount namespace of bwrap's own made before it drops
+# root, onto an empty folder of a stage made for that start (mode 0711), and bwrap binds it from there. Nothing of
+# the host changes, no other process sees those mounts, and the stage is removed when the sandbox has ended.
 
 CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x00020000, 4096, 16384, 1 << 18
-_STAGED: dict[str, str] = {}  # staged mount point -> the folder bound there
+BINDS = ("--ro-bind", "--bind")
 
 
-@functools.cache
-def _stage() -> Path:
-    """This process's folder of empty mount points for bind sources."""
-    stage = Path(tempfile.mkdtemp(prefix="grader-stage-"))
-    stage.chmod(0o711)
-    atexit.register(shutil.rmtree, stage, True)
-    return stage
+def _stages() -> Path:
+    """The folder of every start's stage: root's own, searchable by others, never a link (it is in /tmp)."""
+    top = Path(tempfile.gettempdir()) / f"grader-stage-{os.geteuid()}"
+    try:
+        top.mkdir(mode=0o711)
+    except FileExistsError:
+        pass
+    info = top.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) != 0o711:
+        raise OSError(f"{top} is not a folder of this user's with mode 0711: remove it")
+    return top
 
 
-def _source(path: Path) -> str:
-    """The path bwrap binds `path` from: itself, or its staged mount point when the grader is root."""
+def _staged(line: list[str]) -> tuple[list[str], list[tuple[bytes, bytes]], Path | None]:
+    """As root: the command line with its bind sources staged, (source, mount point) for each, and the stage."""
     if os.geteuid() != 0:
-        return str(path)
-    staged = _stage() / hashlib.sha256(str(path).encode()).hexdigest()[:16]
-    staged.mkdir(exist_ok=True)
-    _STAGED[str(staged)] = str(path)
-    return str(staged)
+        return line, [], None
+    stage = Path(tempfile.mkdtemp(dir=_stages()))
+    stage.chmod(0o711)
+    line, mounts = list(line), []
+    for index in range(len(line) - 2):
+        if line[index] in BINDS and line[index + 1] not in SYSTEM_DIRS:
+            point = stage / str(len(mounts))
+            point.mkdir()
+            mounts.append((line[index + 1].encode(), str(point).encode()))
+            line[index + 1] = str(point)
+    return line, mounts, stage
 
 
-def _mounts(line: list[str]) -> list[tuple[bytes, bytes]]:
-    """(source, staged mount point) of each staged bind source of a bwrap command line."""
-    return [(_STAGED[a].encode(), a.encode()) for a in line if a in _STAGED]
+def ended(child: subprocess.Popen) -> None:
+    """After a sandbox's bwrap has ended: remove its stage (its mounts ended with it)."""
+    stage = getattr(child, "stage", None)
+    if stage is not None:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def _limits(file_bytes: int, memory_bytes: int, mounts: list[tuple[bytes, bytes]] = ()) -> Callable[[], None]:
@@ -272,16 +284,20 @@ def spawn(
     line: list[str], *, file_bytes: int = MAX_FILE_BYTES, memory_bytes: int = MAX_MEMORY_BYTES, **popen: Any
 ) -> subprocess.Popen:
     """Start a sandbox's bwrap command line: its own session, the limits, and as SANDBOX_UID when this is root."""
-    mounts = _mounts(line)
-    for source, _ in mounts:
-        if not os.path.isdir(source):
-            raise OSError(f"{source.decode()} is not a folder")
+    for index in range(len(line) - 2):
+        if line[index] in BINDS and not os.path.isdir(line[index + 1]):
+            raise OSError(f"{line[index + 1]} is not a folder")
+    line, mounts, stage = _staged(line)
     try:
-        return subprocess.Popen(
+        child = subprocess.Popen(
             line, start_new_session=True, preexec_fn=_limits(file_bytes, memory_bytes, mounts), **popen
         )
-    except subprocess.SubprocessError as exc:  # the staging or the drop to SANDBOX_UID failed in the child
+    except (OSError, subprocess.SubprocessError) as exc:  # the staging or the drop to SANDBOX_UID failed
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
         raise OSError(f"the sandbox's bwrap could not be started as uid {SANDBOX_UID} ({exc})") from None
+    child.stage = stage  # removed by ended(child)
+    return child
 
 
 def hand_over(*folders: Path) -> None:
@@ -355,6 +371,8 @@ def run_notebook(
             kill_tree(child.pid)
             child.wait()
             return SandboxRun(None, answers, f"it ran past its {limit_s:.0f} s budget and was stopped")
+        finally:
+            ended(child)
     executed = out / "executed.ipynb"
     for path in (executed, answers):  # the sandbox is gone: what it left is data, and only a plain file is
         if path.is_symlink() or (path.exists() and not path.is_file()):
@@ -405,8 +423,14 @@ def preflight() -> str:
         readable(folders[0])
         hand_over(*folders[1:])
         line = command([sys.executable, "-c", PROBE], library=folders[0], work=folders[1], out=folders[2], env={})
-        child = spawn(line, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        said, _ = child.communicate(timeout=60)
+        try:
+            child = spawn(line, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        except OSError as exc:
+            raise UsageError(f"grading refused: the sandbox does not start here ({exc})") from None
+        try:
+            said, _ = child.communicate(timeout=60)
+        finally:
+            ended(child)
     text = said.decode(errors="replace").strip()
     try:
         seen = json.loads(text.splitlines()[-1])

@@ -107,6 +107,8 @@ class _Warm:
     def ensure(self) -> bool:
         """Start the child unless it runs, and wait for it to be ready; whether it had to start."""
         if self.child is None or self.child.poll() is not None:
+            if self.child is not None:
+                sandbox.ended(self.child)
             self._start()
             self._line(READY_S)
             return True
@@ -123,6 +125,7 @@ class _Warm:
         if self.child is not None:
             kill_tree(self.child.pid)
             self.child.wait()
+            sandbox.ended(self.child)
             self.child = None
 
 
@@ -175,6 +178,7 @@ class WarmSandbox(_Warm):
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 code = self.child.wait()
+                sandbox.ended(self.child)
                 self.child = None
                 raise _Trouble(f"the {self.what} ended (exit status {code}): {self._tail()}")
             self.buffer += chunk
