@@ -190,6 +190,11 @@ def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
                     KERNEL_STUCK,
                     f"cell {name} ran past the {limit} s limit and did not stop when interrupted",
                 )
+            elif lost.get("why") == "stopped":  # grader.warm: a process of the sandbox was stopped (SIGSTOP)
+                ename, reason = (
+                    KERNEL_STUCK,
+                    f"cell {name} was stopped (SIGSTOP) and killed at the {limit} s limit",
+                )
             else:
                 ename, reason = (
                     KERNEL_DIED,

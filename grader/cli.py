@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from grader import sandbox
 from grader.autograde import Outcome, autograde
 from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, new_bundle_dir, write_bundle
 from grader.classgrade import STORE, Recorder, grade_answers
@@ -389,6 +390,10 @@ def cmd_autograde(args: argparse.Namespace) -> int:
         f"{jobs} at once, {args.timeout} s per cell, {how}; {_machine()}",
         flush=True,
     )
+    if any(counts.values()):  # before anyone is graded: a sandbox that does not hold here grades no one
+        print(sandbox.preflight(), flush=True)
+    environment = sandbox.environment_digest()
+    print(f"environment before grading: {environment}", flush=True)
     wall, cpu = time.perf_counter(), time.process_time()
     found: list[tuple[str, Callable[[], list[Outcome]], dict[str, float]]] = []
     with grading.writer(), contextlib.ExitStack() as stack:
@@ -424,6 +429,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
             _where_time_went(outcomes, phases)
             unrecorded += [f"{name}/{o.student}" for o in outcomes if not o.recorded]
     print(f"\ntime: {time.perf_counter() - wall:.1f} s wall, {time.process_time() - cpu:.1f} s CPU in this process")
+    print(f"environment after grading: {sandbox.unchanged(environment)}")
     if unrecorded:
         who = ", ".join(unrecorded)
         print(f"{len(unrecorded)} submission(s) not graded ({who}): see the reasons above", file=sys.stderr)

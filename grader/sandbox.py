@@ -5,13 +5,29 @@ While grading, a student's cells run in bubblewrap (`bwrap`: Linux namespaces, n
     /sandbox/lib    read-only: the lesson packages with reference answers withheld (grader.withhold) and grader
     /sandbox/work   the submitted notebook and its run files (copies), the working directory
     /sandbox/out    where the executed notebook and the answers file go
-    /usr /etc ...   the system and this Python's environment, read-only; /tmp and $HOME a fresh tmpfs
+    /usr /etc ...   the system and this Python's environment, read-only; /tmp, /dev/shm and $HOME fresh tmpfs
 
 Nothing else of the machine is there: not the instructor's checkout (solutions/, grader's configuration), not
 the grading directory (other students, the gradebook), not the user's home. There is no network (a new network
 namespace), no GPU (only the minimal /dev; the sandbox never needs one: the trusted checker measures), and the
 process tree dies with the grader. Wherever this Python's environment installs the course's packages, the
 installed copies are covered by empty folders, so `import day54` finds only the withheld copy.
+
+It holds when grading runs as root. bwrap started by root keeps every capability inside (it could remount the
+read-only binds read-write, mount over /proc, trace anything), so:
+
+- bwrap itself runs as SANDBOX_UID (nobody) when the grader is root, and as the grader's own user otherwise: the
+  sandbox's processes are an unprivileged user on the host too. (A user namespace alone, started by root, maps
+  the sandbox's uid to host root: RLIMIT_NPROC is never enforced for host root, and root's files are its own.)
+- a user namespace of its own (--unshare-user, uid and gid 65534 inside), every capability dropped
+  (--cap-drop ALL) and no further user namespace (--disable-userns): no mount, no remount, no unshare, no ptrace
+  of a process it does not own. The binds are read-only and nosuid (bwrap's binds are), and the root is read-only.
+- its own PID namespace (--unshare-all): the zygote's clean-up (kill(-1)) reaches every process it started.
+- limits: RLIMIT_AS (MAX_MEMORY_BYTES a process), RLIMIT_NPROC (MAX_PROCESSES, set inside, so it counts this
+  sandbox's user namespace only), RLIMIT_FSIZE (MAX_FILE_BYTES a file), no core dumps, /tmp and /dev/shm sized.
+
+preflight() proves this on the host before anyone is graded (one clear line naming what is missing), and
+environment_digest() lets autograde prove that nothing the sandbox binds changed while a class was graded.
 
 Inside, `python -m grader.execute` runs the notebook with LABCORE_ANSWERS=collect:/sandbox/out/answers.jsonl:
 the test cells' checks ask their questions and file the answers (labcore.answers), judging nothing. What comes
@@ -23,16 +39,22 @@ bwrap is taken from PATH (a distribution's package), else from the `bubblewrap-b
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import functools
+import hashlib
 import importlib.util
+import json
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grader.runner import kill_tree
 from labcore.answers import ENV, SEED_ENV
@@ -46,6 +68,16 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "
 COURSE_PACKAGES = ("labcore", "day54", "zero_copy", "course_profiles", "grader")
 MAX_OUT_BYTES = 512 << 20  # an executed notebook larger than this is not read
 MAX_FILE_BYTES = 1 << 30  # no file written in the sandbox grows past this
+MAX_MEMORY_BYTES = 3 << 30  # address space of one process in the sandbox (the zygote's imports take about 1 GiB)
+MAX_PROCESSES = 128  # processes and threads of the sandbox's user (its own user namespace) at once
+TMP_BYTES = 1 << 30  # the fresh /tmp's size (a tmpfs is memory that no RLIMIT_AS counts)
+SHM_BYTES = 256 << 20  # the fresh /dev/shm's size
+SANDBOX_UID = SANDBOX_GID = 65534  # nobody: the sandbox's uid inside, and on the host when the grader is root
+# the first process inside: sets the sandbox's process limit (counted in its user namespace), then execs argv
+CONFINE = (
+    "import os, resource, sys; n = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
 
 
 def bwrap() -> str:
@@ -118,18 +150,18 @@ def command(
     bound = [Path(p).resolve() for p in system] + environment
     site = _site_dirs(bound)
     jupyter = _visible(os.environ.get("JUPYTER_PATH", "").split(os.pathsep), bound + site)
-    args = [bwrap(), "--die-with-parent", "--new-session", "--unshare-all", "--clearenv"]
+    args = [bwrap(), *ISOLATION, "--clearenv", "--proc", "/proc", "--dev", "/dev"]
     # the fresh /tmp first: an environment or a --target folder under /tmp (a CI clone's venv) is bound over it
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
-    for path in [*system, *map(str, environment)]:
+    args += [*_sized(SHM_BYTES), "--tmpfs", "/dev/shm", *_sized(TMP_BYTES), "--tmpfs", "/tmp", "--dir", "/tmp/home"]
+    for path in system:
         args += ["--ro-bind", path, path] if not Path(path).is_symlink() else ["--symlink", os.readlink(path), path]
-    for path in site:
+    for path in [*environment, *site]:
         args += ["--ro-bind", str(path), str(path)]
     for path in _installed_course_dirs(bound + site):  # after the binds they cover
         args += ["--tmpfs", str(path)]
     args += ["--ro-bind", str(library), str(INSIDE / "lib")]
     args += ["--bind", str(work), str(INSIDE / "work"), "--bind", str(out), str(INSIDE / "out")]
-    args += ["--chdir", str(INSIDE / "work")]
+    args += ["--remount-ro", "/", "--chdir", str(INSIDE / "work")]
     path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"])
     base = {
         "HOME": "/tmp/home",
@@ -142,7 +174,30 @@ def command(
         base["JUPYTER_PATH"] = os.pathsep.join(jupyter)
     for name, value in {**base, **env}.items():
         args += ["--setenv", name, value]
-    return [*args, *argv]
+    return [*args, argv[0], "-c", CONFINE, str(MAX_PROCESSES), *argv] if argv[0] == sys.executable else [*args, *argv]
+
+
+# What each flag defends, when bwrap is started by root as much as by anyone:
+ISOLATION = (
+    "--die-with-parent",  # the sandbox dies with the grader
+    "--new-session",  # no terminal to push input into (TIOCSTI)
+    "--unshare-all",  # its own PID (clean-up sees every process it started), mount, network, IPC, UTS namespaces
+    "--unshare-user",  # its own user namespace, even when bwrap runs as root: capabilities only there
+    *("--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)),  # not root inside either
+    *("--cap-drop", "ALL"),  # no mount or remount of a bind, no ptrace, no raised limit
+    "--disable-userns",  # no user namespace inside, so no way back to capabilities (unshare -U)
+)
+
+
+def _sized(nbytes: int) -> list[str]:
+    """bwrap's --size for the next --tmpfs, where this bwrap has it (0.10 on): a tmpfs is memory."""
+    return ["--size", str(nbytes)] if _has_size() else []
+
+
+@functools.cache
+def _has_size() -> bool:
+    done = subprocess.run([bwrap(), "--help"], capture_output=True, text=True)
+    return "--size" in done.stdout + done.stderr
 
 
 @dataclasses.dataclass
@@ -154,14 +209,115 @@ class SandboxRun:
     reason: str = ""
 
 
-def _limits(file_bytes: int) -> Callable[[], None]:
-    """What the sandbox's processes may not exceed: a file's size (writes past it fail), core dumps (none)."""
+# -- starting bwrap as the sandbox's user when the grader is root -------------------------------------------------
+#
+# bwrap run as SANDBOX_UID opens its bind sources as that user, and a root grader's paths often are not open to it
+# (a Python under /root, mode 0700; tempfile's scratch folders, 0700). They are never opened up: as root, each bind
+# source outside the system's folders is first bound, in a mount namespace of bwrap's own made before it drops
+# root, onto an empty folder of a stage made for that start (mode 0711), and bwrap binds it from there. Nothing of
+# the host changes, no other process sees those mounts, and the stage is removed when the sandbox has ended.
+
+CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x00020000, 4096, 16384, 1 << 18
+BINDS = ("--ro-bind", "--bind")
+
+
+def _stages() -> Path:
+    """The folder of every start's stage: root's own, searchable by others, never a link (it is in /tmp)."""
+    top = Path(tempfile.gettempdir()) / f"grader-stage-{os.geteuid()}"
+    try:
+        top.mkdir(mode=0o711)
+    except FileExistsError:
+        pass
+    info = top.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) != 0o711:
+        raise OSError(f"{top} is not a folder of this user's with mode 0711: remove it")
+    return top
+
+
+def _staged(line: list[str]) -> tuple[list[str], list[tuple[bytes, bytes]], Path | None]:
+    """As root: the command line with its bind sources staged, (source, mount point) for each, and the stage."""
+    if os.geteuid() != 0:
+        return line, [], None
+    stage = Path(tempfile.mkdtemp(dir=_stages()))
+    stage.chmod(0o711)
+    line, mounts = list(line), []
+    for index in range(len(line) - 2):
+        if line[index] in BINDS and line[index + 1] not in SYSTEM_DIRS:
+            point = stage / str(len(mounts))
+            point.mkdir()
+            mounts.append((line[index + 1].encode(), str(point).encode()))
+            line[index + 1] = str(point)
+    return line, mounts, stage
+
+
+def ended(child: subprocess.Popen) -> None:
+    """After a sandbox's bwrap has ended: remove its stage (its mounts ended with it)."""
+    stage = getattr(child, "stage", None)
+    if stage is not None:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _limits(file_bytes: int, memory_bytes: int, mounts: list[tuple[bytes, bytes]] = ()) -> Callable[[], None]:
+    """In the child before bwrap: as root, the staged binds in a mount namespace of its own and the drop to
+    SANDBOX_UID; then what the sandbox's processes may not exceed: a file's size (writes past it fail), core dumps
+    (none), a process's address space (an allocation past it fails: MemoryError)."""
+    libc = ctypes.CDLL(None, use_errno=True) if os.geteuid() == 0 else None
 
     def apply() -> None:
+        if libc is not None:
+            if libc.unshare(CLONE_NEWNS) or libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None):
+                raise OSError(ctypes.get_errno(), "no mount namespace for the sandbox's bind sources")
+            for source, staged in mounts:
+                if libc.mount(source, staged, None, MS_BIND | MS_REC, None):
+                    raise OSError(ctypes.get_errno(), f"binding {source.decode()}")
+            os.setgroups([])
+            os.setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID)
+            os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
     return apply
+
+
+def spawn(
+    line: list[str], *, file_bytes: int = MAX_FILE_BYTES, memory_bytes: int = MAX_MEMORY_BYTES, **popen: Any
+) -> subprocess.Popen:
+    """Start a sandbox's bwrap command line: its own session, the limits, and as SANDBOX_UID when this is root."""
+    for index in range(len(line) - 2):
+        if line[index] in BINDS and not os.path.isdir(line[index + 1]):
+            raise OSError(f"{line[index + 1]} is not a folder")
+    line, mounts, stage = _staged(line)
+    try:
+        child = subprocess.Popen(
+            line, start_new_session=True, preexec_fn=_limits(file_bytes, memory_bytes, mounts), **popen
+        )
+    except (OSError, subprocess.SubprocessError) as exc:  # the staging or the drop to SANDBOX_UID failed
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        raise OSError(f"the sandbox's bwrap could not be started as uid {SANDBOX_UID} ({exc})") from None
+    child.stage = stage  # removed by ended(child)
+    return child
+
+
+def hand_over(*folders: Path) -> None:
+    """Folders the sandbox's user writes into (its work and out folders, with what is in them: copies), when the
+    grader is root."""
+    if os.geteuid() != 0:
+        return
+    for folder in folders:
+        for path in (folder, *folder.rglob("*")):
+            os.chown(path, SANDBOX_UID, SANDBOX_GID, follow_symlinks=False)
+
+
+def readable(folder: Path) -> None:
+    """Let the sandbox's user read a folder the grader wrote (its library), whatever the umask, when it is root."""
+    if os.geteuid() != 0 or not folder.is_dir():
+        return
+    for path in (folder, *folder.rglob("*")):
+        mode = path.lstat().st_mode
+        if not stat.S_ISLNK(mode):
+            path.chmod(stat.S_IMODE(mode) | (0o005 if stat.S_ISDIR(mode) else 0o004))
 
 
 def run_notebook(
@@ -186,6 +342,8 @@ def run_notebook(
     for path in run_files:
         shutil.copy2(path, work / path.name)
     nbformat.write(nb, work / "submission.ipynb")
+    readable(library)
+    hand_over(work, out)
     answers = out / "answers.jsonl"
     argv = [
         sys.executable,
@@ -198,20 +356,27 @@ def run_notebook(
     env = {ENV: f"collect:{INSIDE / 'out' / 'answers.jsonl'}", SEED_ENV: str(seed)}
     log = scratch / "sandbox.log"
     with open(log, "w") as stream:
-        child = subprocess.Popen(
-            command(argv, library=library, work=work, out=out, env=env),
-            stdout=stream,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_limits(file_bytes),
-        )
+        try:
+            child = spawn(
+                command(argv, library=library, work=work, out=out, env=env),
+                file_bytes=file_bytes,
+                stdout=stream,
+                stderr=subprocess.STDOUT,
+            )
+        except OSError as exc:
+            return SandboxRun(None, answers, f"the sandbox did not start ({exc})")
         try:
             code = child.wait(limit_s)
         except subprocess.TimeoutExpired:
             kill_tree(child.pid)
             child.wait()
             return SandboxRun(None, answers, f"it ran past its {limit_s:.0f} s budget and was stopped")
+        finally:
+            ended(child)
     executed = out / "executed.ipynb"
+    for path in (executed, answers):  # the sandbox is gone: what it left is data, and only a plain file is
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            path.unlink()
     if code != 0 or not executed.is_file():
         return SandboxRun(None, answers, f"the sandbox run failed ({_last_line(log)})")
     if executed.stat().st_size > MAX_OUT_BYTES:
@@ -225,3 +390,108 @@ def run_notebook(
 def _last_line(log: Path) -> str:
     lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
     return lines[-1][:300] if lines else "no output"
+
+
+# -- what the host gives, and what grading left unchanged ---------------------------------------------------------
+
+# Run in the sandbox by preflight(): what it is there, as one JSON line
+PROBE = """
+import ctypes, json, os, resource
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+libc = ctypes.CDLL(None, use_errno=True)
+nested = libc.unshare(0x10000000) == 0  # CLONE_NEWUSER: a way back to capabilities
+try:
+    open("/sandbox-probe", "w")
+    root_writable = True
+except OSError:
+    root_writable = False
+print(json.dumps({
+    "uid": os.getuid(), "cap_eff": int(status["CapEff"], 16), "cap_bnd": int(status["CapBnd"], 16),
+    "nested_userns": nested, "root_writable": root_writable, "pid": os.getpid(),
+    "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0], "as": resource.getrlimit(resource.RLIMIT_AS)[0],
+}))
+"""
+
+
+def preflight() -> str:
+    """Prove on this host that the sandbox holds (run as grading will run it); one line saying so, else UsageError
+    naming what is missing: grading refuses to start rather than grade anyone in a sandbox that does not hold."""
+    with tempfile.TemporaryDirectory(prefix="grader-preflight-") as tmp:
+        folders = [Path(tmp) / name for name in ("lib", "work", "out")]
+        for folder in folders:
+            folder.mkdir()
+        readable(folders[0])
+        hand_over(*folders[1:])
+        line = command([sys.executable, "-c", PROBE], library=folders[0], work=folders[1], out=folders[2], env={})
+        try:
+            child = spawn(line, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        except OSError as exc:
+            raise UsageError(f"grading refused: the sandbox does not start here ({exc})") from None
+        try:
+            said, _ = child.communicate(timeout=60)
+        finally:
+            ended(child)
+    text = said.decode(errors="replace").strip()
+    try:
+        seen = json.loads(text.splitlines()[-1])
+    except (ValueError, IndexError):
+        raise UsageError(f"grading refused: the sandbox does not start here ({text[-300:] or 'no output'})") from None
+    missing = [
+        what
+        for what, wrong in (
+            (f"runs as uid {seen['uid']}, not {SANDBOX_UID}", seen["uid"] != SANDBOX_UID),
+            ("keeps capabilities", seen["cap_eff"] or seen["cap_bnd"]),
+            ("can make a user namespace of its own", seen["nested_userns"]),
+            ("can write its root", seen["root_writable"]),
+            ("has no PID namespace of its own", seen["pid"] > 16),
+            (f"has no process limit ({seen['nproc']})", seen["nproc"] != MAX_PROCESSES),
+            (f"has no memory limit ({seen['as']})", seen["as"] != MAX_MEMORY_BYTES),
+        )
+        if wrong
+    ]
+    if missing:
+        raise UsageError(f"grading refused: the sandbox {', '.join(missing)} on this host ({bwrap()})")
+    host = f"as uid {SANDBOX_UID} on the host too" if os.geteuid() == 0 else "as this user on the host"
+    return (
+        f"sandbox: bubblewrap {bwrap()}, uid {SANDBOX_UID} in its own user and PID namespaces ({host}), "
+        f"no capabilities, read-only binds, {MAX_PROCESSES} processes, {MAX_MEMORY_BYTES >> 30} GiB a process"
+    )
+
+
+def bound_environment() -> list[Path]:
+    """The folders of this Python's environment that every sandbox binds (read-only), outside the system's."""
+    environment = _environment_dirs()
+    system = [Path(d).resolve() for d in SYSTEM_DIRS if Path(d).exists()]
+    return [*environment, *_site_dirs(system + environment)]
+
+
+def environment_digest() -> str:
+    """A digest of every entry of the bound environment (path, type and mode, size, modification and change
+    times): a file planted, edited or removed changes it, and a change time cannot be set back. `__pycache__`
+    folders are left out: the grader's own Python writes them while grading (the sandbox cannot write any)."""
+    digest, count = hashlib.sha256(), 0
+    folders = bound_environment()
+    for folder in folders:
+        for top, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted([*dirs, *files]):
+                path = os.path.join(top, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                fields = (path, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+                digest.update(repr(fields).encode())
+                count += 1
+    return f"{digest.hexdigest()[:16]} ({count} entries in {', '.join(map(str, folders))})"
+
+
+def unchanged(before: str) -> str:
+    """'unchanged (DIGEST)' when the bound environment's digest is still `before`; else UsageError, one line."""
+    after = environment_digest()
+    if after != before:
+        raise UsageError(
+            f"the environment the sandbox binds changed while grading ({before.split()[0]} -> {after.split()[0]}, "
+            f"{after.split(' ', 1)[1]}): do not trust this environment or these grades; reinstall it and grade again"
+        )
+    return f"unchanged ({after.split()[0]})"

@@ -21,6 +21,7 @@ import json
 import os
 import select
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -31,11 +32,14 @@ from typing import IO, Any
 from grader import sandbox
 from grader.runner import REPO, course_env, kill_tree
 from grader.withhold import sandbox_library
+from grader.zygote import GRACE_S
 from labcore.answers import MAX_FILE_BYTES as MAX_ANSWERS_BYTES
+from labcore.errors import UsageError
 
 READY_S = 120  # a warm process's start: imports and the shipped profiles
 MAX_CELLS_BYTES = 64 << 20  # the sandbox's cells file: larger is not read
 CODE_PACKAGES = ("grader", "labcore", "day54", "zero_copy")
+SILENT_S = 15.0  # past a cell's limit and the zygote's grace: its own kill and clean-up, before it is given up
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +107,8 @@ class _Warm:
     def ensure(self) -> bool:
         """Start the child unless it runs, and wait for it to be ready; whether it had to start."""
         if self.child is None or self.child.poll() is not None:
+            if self.child is not None:
+                sandbox.ended(self.child)
             self._start()
             self._line(READY_S)
             return True
@@ -119,6 +125,7 @@ class _Warm:
         if self.child is not None:
             kill_tree(self.child.pid)
             self.child.wait()
+            sandbox.ended(self.child)
             self.child = None
 
 
@@ -127,7 +134,12 @@ class _Trouble(Exception):
 
 
 class WarmSandbox(_Warm):
-    """grader.zygote in bwrap, with its library (references withheld), work and out folders in a scratch folder."""
+    """grader.zygote in bwrap, with its library (references withheld), work and out folders in a scratch folder.
+
+    The per-cell clock is kept here, outside the sandbox, as well as in the zygote: a student's code can stop the
+    zygote (SIGSTOP: the same user), never this process. The zygote tells each cell's start; when it is silent past
+    the cell's limit, its grace and SILENT_S, the whole bwrap tree is killed, the job ends in that cell with the
+    true reason (stopped, or stuck), earlier cells keep what they filed, and the next job starts a new sandbox."""
 
     def __init__(self, lessons: tuple[str, ...], scratch: Path) -> None:
         super().__init__("sandbox")
@@ -135,23 +147,98 @@ class WarmSandbox(_Warm):
         self.work, self.out = scratch / "work", scratch / "out"
         self.log = scratch / "zygote.log"
         self.count = 0
+        self.buffer = b""
 
     def _start(self) -> None:
+        # root's own folders (the sandbox's user cannot swap a job's folder for a link); each job's is the sandbox's
         for folder in (self.work, self.out):
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
+            folder.chmod(0o755)
+        sandbox.readable(_library())
         argv = [sys.executable, "-m", "grader.zygote", *self.lessons]
         env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         line = sandbox.command(argv, library=_library(), work=self.work, out=self.out, env=env)
+        self.buffer = b""
         with open(self.log, "ab") as log:
-            self.child = subprocess.Popen(
-                line,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,
-                preexec_fn=sandbox._limits(sandbox.MAX_FILE_BYTES),
-            )
+            try:
+                self.child = sandbox.spawn(line, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+            except OSError as exc:
+                raise _Trouble(f"the {self.what} did not start ({exc})") from None
+
+    def _next(self, budget_s: float) -> dict[str, Any] | None:
+        """The zygote's next line within budget_s; None when it stays silent; _Trouble when it ends."""
+        assert self.child is not None and self.child.stdout is not None
+        fd = self.child.stdout.fileno()
+        deadline = time.monotonic() + budget_s
+        while b"\n" not in self.buffer:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                code = self.child.wait()
+                sandbox.ended(self.child)
+                self.child = None
+                raise _Trouble(f"the {self.what} ended (exit status {code}): {self._tail()}")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            told = json.loads(line)
+        except ValueError:
+            told = None
+        if not isinstance(told, dict):
+            self.stop()
+            raise _Trouble(f"the {self.what} said something that is not its protocol and was stopped")
+        return told
+
+    def _line(self, budget_s: float) -> dict[str, Any]:
+        told = self._next(budget_s)
+        if told is None:
+            self.stop()
+            raise _Trouble(f"the {self.what} ran past its {budget_s:.0f} s budget and was stopped")
+        return told
+
+    def _stopped(self) -> bool:
+        """Whether a process of the sandbox is stopped (SIGSTOP, or a tracer's stop)."""
+        import psutil  # comes with the course extra, like nbgrader; needed only when a sandbox falls silent
+
+        assert self.child is not None
+        try:
+            family = psutil.Process(self.child.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return False
+        stops = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+        return any(_status(proc) in stops for proc in family)
+
+    def _watch(self, request: dict[str, Any], limit_s: float, budget_s: float) -> tuple[dict[str, Any], str]:
+        """Send a job and keep the clock on it: (the zygote's answer, or one made here when it was lost; reason)."""
+        assert self.child is not None and self.child.stdin is not None
+        try:
+            self.child.stdin.write((json.dumps(request) + "\n").encode())
+            self.child.stdin.flush()
+        except OSError:
+            self.stop()
+            return {}, f"the {self.what} ended: {self._tail()}"
+        began = time.monotonic()
+        end, deadline, current = began + budget_s, began + limit_s + GRACE_S + SILENT_S, None
+        while True:
+            try:
+                told = self._next(max(0.0, min(deadline, end) - time.monotonic()))
+            except _Trouble as trouble:
+                return {}, str(trouble)
+            if told is None:
+                why = "stopped" if self._stopped() else "stuck"
+                self.stop()
+                if time.monotonic() >= end and why == "stuck":
+                    return {}, f"the {self.what} ran past its {budget_s:.0f} s budget and was stopped"
+                return {"timed_out": [], "lost": {"cell": current, "why": why}, "killed": True}, ""
+            cell = told.get("cell")
+            if "job" not in told and isinstance(cell, int) and not isinstance(cell, bool):
+                if current is None or cell > current:  # a cell's start: its clock starts here too
+                    current, deadline = cell, time.monotonic() + limit_s + GRACE_S + SILENT_S
+                continue
+            return told, ""
 
     def run(self, job: Job) -> dict[str, Any]:
         try:
@@ -166,22 +253,23 @@ class WarmSandbox(_Warm):
         try:
             for file, data in job.run_files.items():
                 (work / Path(file).name).write_bytes(data)
+            sandbox.hand_over(work, out)
             cells = len(job.answers_program["cells"])
             budget = job.timeout_s * (cells + 1) + sandbox_grace(cells)
             began = time.perf_counter()
-            try:
-                told = self.ask(
-                    {"job": name, "program": job.answers_program, "seed": job.seed, "timeout_s": job.timeout_s}, budget
-                )
-                reason = ""
-            except _Trouble as trouble:
-                told, reason = {}, str(trouble)
+            request = {"job": name, "program": job.answers_program, "seed": job.seed, "timeout_s": job.timeout_s}
+            told, reason = self._watch(request, job.timeout_s, budget)
             took = round(time.perf_counter() - began, 3)
+            order = [i for i, _, _ in job.answers_program["cells"]]
+            filed = _read_cells(out / "cells.jsonl", set(order))
+            lost = told.get("lost")
+            if told.get("killed"):  # a stopped zygote may not have read the start of the cell it was lost in
+                lost["cell"] = next((i for i in order if str(i) not in filed and i >= (lost["cell"] or 0)), None)
             return {
-                "cells": _read_cells(out / "cells.jsonl", {i for i, _, _ in job.answers_program["cells"]}),
+                "cells": filed,
                 "answers": _read_answers(out / "answers.jsonl"),
                 "timed_out": [i for i in told.get("timed_out", []) if isinstance(i, int)],
-                "lost": told.get("lost"),
+                "lost": lost if isinstance(lost, dict) else None,
                 "reason": reason,
                 "sandbox_s": took,
             }
@@ -191,17 +279,41 @@ class WarmSandbox(_Warm):
                     shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
 
 
+def _status(proc: Any) -> str:
+    import psutil
+
+    try:
+        return proc.status()
+    except psutil.Error:
+        return ""
+
+
 def sandbox_grace(cells: int) -> float:
     """Seconds beyond the cells' limits that a job may take: the zygote's fork and clean-up."""
     return 30.0 + cells
 
 
+def _read_data(path: Path, limit: int) -> str | None:
+    """A file the sandbox wrote, as text: None unless it is a plain file (not a link to root's files, not a FIFO
+    that would hang this reader) of at most `limit` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        return stream.read(limit + 1)[:limit].decode(errors="replace")
+
+
 def _read_cells(path: Path, known: set[int]) -> dict[str, list[dict[str, Any]]]:
     """The outputs the sandbox filed per cell, as data: only stream and error outputs of known cells are kept."""
-    if not path.is_file() or path.stat().st_size > MAX_CELLS_BYTES:
+    filed = _read_data(path, MAX_CELLS_BYTES)
+    if filed is None:
         return {}
     found: dict[str, list[dict[str, Any]]] = {}
-    for text in path.read_text(errors="replace").splitlines():
+    for text in filed.splitlines():
         try:
             line = json.loads(text)
         except ValueError:
@@ -229,9 +341,7 @@ def _output(data: Any) -> dict[str, Any] | None:
 
 
 def _read_answers(path: Path) -> str:
-    if not path.is_file() or path.stat().st_size > MAX_ANSWERS_BYTES:
-        return ""
-    return path.read_text(errors="replace")
+    return _read_data(path, MAX_ANSWERS_BYTES) or ""
 
 
 class WarmChecker(_Warm):
@@ -318,6 +428,17 @@ def dask_setup(worker: Any = None) -> None:
     _library()
 
 
+def _sandbox_refused() -> str:
+    """'' when the sandbox holds on this worker's host (sandbox.preflight, once per worker), else why not."""
+    if "preflight" not in _WARM:
+        try:
+            sandbox.preflight()
+            _WARM["preflight"] = ""
+        except UsageError as exc:
+            _WARM["preflight"] = str(exc)
+    return _WARM["preflight"]
+
+
 def _refuse_other_code(job: Job) -> None:
     if job.code != _code():
         raise RuntimeError(
@@ -329,6 +450,9 @@ def _refuse_other_code(job: Job) -> None:
 def extract(job: Job) -> dict[str, Any]:
     """Step 1 of grading a submission, on any worker: the answer cells in the warm sandbox."""
     _refuse_other_code(job)
+    refused = _sandbox_refused()
+    if refused:  # this worker's host (a cluster's node) does not give what the sandbox needs: no one graded here
+        return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": refused, "sandbox_s": 0}
     key = f"sandbox:{','.join(job.lessons)}"
     if key not in _WARM:
         _WARM[key] = WarmSandbox(job.lessons, _scratch() / f"sandbox-{len(_WARM)}")

@@ -11,9 +11,12 @@ forks a child that runs the student's cells:
   grader as such), and telling the zygote on a pipe which cell it starts;
 - a cell past the limit gets SIGINT (a KeyboardInterrupt in the cell: the next cells still run), and SIGKILL if
   no next cell starts within GRACE_S; a child that dies ends the job with the cell it died in;
+- each cell's start is also told on standard output ({"cell": N}): the trusted side (grader.warm.WarmSandbox) keeps
+  a clock of its own, and kills the whole sandbox when the zygote falls silent (a student's code can stop it);
 - when the child is gone, every other process in the sandbox's PID namespace is killed (nothing a student
-  started outlives their job) and /tmp is emptied, before the zygote answers on standard output: one JSON line
-  with the cells that timed out, and the cell the child was lost in and why.
+  started outlives their job) and /tmp and /dev/shm are emptied (never below a mount point in them), before the
+  zygote answers on standard output: one JSON line with the cells that timed out, and the cell the child was lost
+  in and why.
 
 The zygote cannot be traced or read by the children (PR_SET_DUMPABLE 0), so no job reaches into the next one.
 """
@@ -26,7 +29,6 @@ import importlib.util
 import json
 import os
 import select
-import shutil
 import signal
 import sys
 import time
@@ -39,6 +41,7 @@ INSIDE = Path("/sandbox")
 END = b"end\n"  # the child ran every cell: without it, the child was lost in the cell it last named
 GRACE_S = 5.0  # after SIGINT, the time a cell has to give way before the child is killed
 PR_SET_DUMPABLE = 4
+SCRATCH = (Path("/tmp"), Path("/dev/shm"))  # the sandbox's fresh tmpfs folders, emptied after every job
 
 
 def warm(lessons: list[str]) -> None:
@@ -103,63 +106,108 @@ def exit_status(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}"
 
 
-def _kill_others() -> None:
-    """Kill every process of this PID namespace but the zygote and its ancestors (bwrap's init)."""
-    keep = {os.getpid()}
-    pid = os.getpid()
-    while pid > 1:
+def _drain(fd: int) -> tuple[bytes, bool]:
+    """What a non-blocking pipe holds now, and whether it is at its end (every writer gone)."""
+    data = b""
+    while True:
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
-        keep.add(pid)
-    for _ in range(50):
-        others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
-        if not others:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return data, False
+        if not chunk:
+            return data, True
+        data += chunk
+
+
+def _stopped(pid: int) -> bool:
+    """Whether a process is stopped (SIGSTOP, or a tracer's stop): its state in this namespace's /proc."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("T", "t")
+    except (OSError, IndexError):
+        return False
+
+
+def _kill_others() -> None:
+    """Kill every process of this PID namespace but the zygote and bwrap's init (its pid 1).
+
+    kill(-1) is the kernel's own list of them, not /proc's (which a mount could have hidden): it ends when no
+    process is left to signal. Orphans are reaped by bwrap's init, the zygote's own children here."""
+    for _ in range(500):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
             return
-        for pid in others:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
+        try:
+            while os.waitpid(-1, os.WNOHANG) != (0, 0):
                 pass
-        deadline = time.monotonic() + 0.2
-        while time.monotonic() < deadline:
-            try:
-                if os.waitpid(-1, os.WNOHANG) == (0, 0):
-                    time.sleep(0.01)
-            except ChildProcessError:
-                break
+        except ChildProcessError:
+            pass
+        time.sleep(0.01)
 
 
 def _wipe(folder: Path) -> None:
-    for entry in folder.iterdir() if folder.is_dir() else []:
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
+    """Empty a folder of this job's files, staying on its own file system: a mount point in it (a venv under /tmp
+    bound into the sandbox) and everything under one is never touched."""
+    try:
+        device = folder.lstat().st_dev
+    except OSError:
+        return
+    _wipe_on(folder, device)
 
 
-def run_job(job: dict[str, Any], ip: Any) -> dict[str, Any]:
-    """Fork, run, watch the clock; what happened, as data."""
+def _wipe_on(folder: Path, device: int) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if info.st_dev != device:  # a mount point: not this job's
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                os.chmod(entry.path, 0o700)  # a folder the job closed (mode 000) is still its own to empty
+                _wipe_on(Path(entry.path), device)
+                os.rmdir(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:  # a folder holding a mount point stays, emptied of the rest
+            pass
+
+
+def _clean_up() -> None:
+    """Nothing of one job for the next: no process, nothing in /tmp or /dev/shm."""
+    _kill_others()
+    for folder in SCRATCH:
+        _wipe(folder)
+    Path("/tmp/home").mkdir(exist_ok=True)
+
+
+def run_job(job: dict[str, Any], ip: Any, tell: Any = None) -> dict[str, Any]:
+    """Fork, run, watch the clock; what happened, as data. tell(cell) says each cell's start to the trusted side
+    (grader.warm), whose own clock outlives a stopped zygote."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read)
         _child(job, write, ip)
     os.close(write)
+    # the child's end: its pidfd, not the pipe's EOF (a process it left behind may hold the pipe open)
+    gone = os.pidfd_open(pid)
+    os.set_blocking(read, False)
     limit = float(job["timeout_s"])
     current, deadline, interrupted, ended = None, None, False, False
     timed_out: list[int] = []
     lost: dict[str, Any] | None = None
     buffer = b""
-    while True:
+    while not ended:
         wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select([read], [], [], wait)
+        ready, _, _ = select.select([read, gone], [], [], wait)
         if ready:
-            chunk = os.read(read, 4096)
-            if not chunk:
-                break
+            chunk, at_end = _drain(read)
             buffer += chunk
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
@@ -167,26 +215,33 @@ def run_job(job: dict[str, Any], ip: Any) -> dict[str, Any]:
                     ended = True
                     continue
                 try:
-                    current = int(line)
+                    cell = int(line)
                 except ValueError:
                     continue
-                deadline, interrupted = time.monotonic() + limit, False
+                # the pipe is the student's too: only a later cell restarts the clock, so no cell gets more time
+                if current is not None and cell <= current:
+                    continue
+                current, deadline, interrupted = cell, time.monotonic() + limit, False
+                if tell is not None:
+                    tell(current)
+            if gone in ready or at_end:
+                break
             continue
         if not interrupted:  # past the limit: interrupt the cell, as a notebook's kernel would be
             timed_out.append(current)
             os.kill(pid, signal.SIGINT)
             deadline, interrupted = time.monotonic() + GRACE_S, True
         else:
+            why = "stopped" if _stopped(pid) else "stuck"  # a stopped child never sees its interrupt
             os.kill(pid, signal.SIGKILL)
-            lost = {"cell": current, "why": "stuck"}
+            lost = {"cell": current, "why": why}
             break
+    os.close(gone)
     os.close(read)
     _, status = os.waitpid(pid, 0)
     if lost is None and not ended:
         lost = {"cell": current, "why": "died", "status": exit_status(status)}
-    _kill_others()
-    _wipe(Path("/tmp"))
-    Path("/tmp/home").mkdir(exist_ok=True)
+    _clean_up()
     return {"job": job["job"], "timed_out": timed_out, "lost": lost}
 
 
@@ -199,9 +254,14 @@ def main(argv: list[str]) -> int:
     _undumpable()
     protocol_out.write(json.dumps({"ready": True}) + "\n")
     protocol_out.flush()
+
+    def tell(cell: int) -> None:
+        protocol_out.write(json.dumps({"cell": cell}) + "\n")
+        protocol_out.flush()
+
     for line in protocol_in:
         job = json.loads(line)
-        protocol_out.write(json.dumps(run_job(job, ip)) + "\n")
+        protocol_out.write(json.dumps(run_job(job, ip, tell)) + "\n")
         protocol_out.flush()
     return 0
 

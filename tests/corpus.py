@@ -1036,6 +1036,78 @@ __device__ void publish(volatile int* box, int round) {
 }
 """'''
 
+# -- the sandbox as root: cells that attack the grading machine and the other students ------------------------------
+
+REMOUNT_PTH = """import site
+import subprocess
+import sys
+
+# as root, bwrap kept its capabilities: remount the environment read-write and plant a hook that every later
+# Python (grader export, feedback) runs outside the sandbox
+for folder in {sys.prefix, sys.base_prefix, *site.getsitepackages()}:
+    for options in ("remount,rw,bind", "remount,rw"):
+        subprocess.run(["mount", "-o", options, folder], capture_output=True)
+for folder in site.getsitepackages():
+    try:
+        with open(folder + "/zz_grade.pth", "w") as hook:
+            hook.write("import os; os.environ.setdefault('GRADER_PWNED', '1')\\n")
+    except OSError:
+        pass"""
+
+# Mount over /proc (the zygote's clean-up listed it), then leave a double-forked process that, for two minutes,
+# empties every other job's answers and cells files and the run files of every other student's work folder
+OVERMOUNT_LEFTOVER = """import os
+import subprocess
+import time
+
+subprocess.run(["mount", "-t", "tmpfs", "none", "/proc"], capture_output=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        mine = os.path.basename(os.getcwd())
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            for top in ("/sandbox/out", "/sandbox/work"):
+                try:
+                    jobs = os.listdir(top)
+                except OSError:
+                    continue
+                for job in jobs:
+                    if job == mine:
+                        continue
+                    for name in ("answers.jsonl", "cells.jsonl"):
+                        try:
+                            open(os.path.join(top, job, name), "w").close()
+                        except OSError:
+                            pass
+            time.sleep(0.01)
+    os._exit(0)"""
+
+# Files for whoever comes next in the same warm sandbox: /dev/shm and /tmp (HOME is /tmp/home) are shared memory
+SHM_LEAK = """import os
+
+for folder in ("/dev/shm", "/tmp", "/tmp/home/.local/lib/python3.11/site-packages"):
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "sitecustomize.py"), "w") as planted:
+            planted.write("raise SystemExit('planted')\\n")
+        with open(os.path.join(folder, "leak.txt"), "w") as planted:
+            planted.write("answers of the student before you\\n")
+    except OSError:
+        pass"""
+
+# SIGSTOP of the zygote (its parent, the same user): its clock stops with it
+STOPS_PARENT = """import os
+import signal
+import time
+
+os.kill(os.getppid(), signal.SIGSTOP)
+time.sleep(3600)"""
+
+# 3 GiB in one allocation
+MEMORY_HOG = """block = bytearray(3 << 30)"""
+
+
 # -- the corpus ---------------------------------------------------------------------------------------------------
 
 D, Z = "day54", "zero_copy"
@@ -1584,6 +1656,47 @@ CORPUS += (
         edits={"my_publish": VALUES_THROUGH_ASM},
         live={"test_publish": 3},
         pending=("test_publish",),
+    ),
+    # the sandbox as root: attacks on the grading machine and on the other students
+    Submission(
+        "d54-remounts-env-pth",
+        D,
+        "a cell of its own first remounts the environment's read-only binds read-write and writes a .pth hook into "
+        "site-packages for `grader export`/`feedback` to run: no capability in the sandbox, the mount and the write "
+        "fail, the reference solutions after it keep every point (and the environment's digest is unchanged)",
+        full(D),
+        first_cell=REMOUNT_PTH,
+    ),
+    Submission(
+        "d54-overmounts-proc-leaves-process",
+        D,
+        "mounts over /proc and leaves a double-forked process emptying every other job's answers for two minutes: "
+        "the mount fails, the zygote's kill(-1) ends the process with the job; every other student keeps full points",
+        full(D),
+        first_cell=OVERMOUNT_LEFTOVER,
+    ),
+    Submission(
+        "zc-leaks-through-shm-tmp",
+        Z,
+        "plants sitecustomize.py and notes in /dev/shm, /tmp and $HOME's site-packages for the next job in the same "
+        "sandbox: both are emptied after every job; its own cells keep full points",
+        full(Z),
+        first_cell=SHM_LEAK,
+    ),
+    Submission(
+        "d54-stops-parent-in-sweep",
+        D,
+        "correct schedule, then SIGSTOP of the zygote (its parent) in the sweep cell: the clock outside the sandbox "
+        "kills it at the limit; the cells before keep their 3+2+1, the later ones get the reason (stopped)",
+        full(D, test_sweep=0, test_prediction=0, test_pitfall_names=0),
+        edits={"sweep_ratios": STOPS_PARENT},
+    ),
+    Submission(
+        "zc-memory-hog",
+        Z,
+        "a cell of its own first takes 3 GiB: MemoryError in that cell (RLIMIT_AS), every graded cell after it runs",
+        full(Z),
+        first_cell=MEMORY_HOG,
     ),
 )
 

@@ -88,6 +88,8 @@ def graded(tmp_path_factory):
     for step in steps:
         done = grader(*step)
         assert done.rc == 0, (step, done.out[-3000:], done.err[-3000:])
+        if step[0] == "autograde":  # no submission changed what the sandbox binds (a remount and a .pth tried)
+            assert "environment after grading: unchanged" in done.out, done.out[-3000:]
     from nbgrader.api import Gradebook, MissingEntry  # seconds to import: after grading, which imports it anyway
 
     points: dict[tuple[str, str], float | None] = {}
@@ -189,3 +191,13 @@ def test_the_corpus_covers_both_assignments_and_every_cell_both_ways():
         for cell, top in cells.items():
             assert any(s.points[cell] == top for s in subs), (assignment, cell)
             assert any(s.points[cell] == 0 for s in subs), (assignment, cell)
+
+
+def test_no_submission_planted_a_hook_in_the_environment(graded):
+    """d54-remounts-env-pth wrote zz_grade.pth into site-packages if its remount worked: no Python runs it."""
+    import site
+
+    from grader.sandbox import bound_environment
+
+    folders = {*site.getsitepackages(), *map(str, bound_environment())}
+    assert not [f for f in folders if Path(f, "zz_grade.pth").exists()]

@@ -1,0 +1,403 @@
+"""The sandbox holds when grading runs as root (grader.sandbox, grader.zygote, grader.warm.WarmSandbox).
+
+Real bubblewrap, as the user running the tests (root in CI), and again as a plain user where the tests can drop to
+one. Each test is an attack a student's cell can make, and what the sandbox must make of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader import sandbox, warm
+from grader.runner import REPO
+from grader.warm import Job, WarmSandbox
+from labcore.errors import UsageError
+
+TIMEOUT_S = 2  # per cell: every attack here ends at once or is stopped at the limit
+
+
+@pytest.fixture
+def box(tmp_path, monkeypatch):
+    """A warm sandbox that gives a silent zygote up 3 s past its cell's limit and grace (not 15)."""
+    monkeypatch.setattr(warm, "SILENT_S", 3.0, raising=False)  # (raising: the tests also run on older code)
+    made = WarmSandbox((), tmp_path / "warm")
+    made.scratch.mkdir()
+    yield made
+    made.stop()
+
+
+def _job(*cells: str, timeout_s: int = TIMEOUT_S) -> Job:
+    program = {"cells": [[i, source, i] for i, source in enumerate(cells, 1)], "placeholders": []}
+    return Job("a", "s", {}, program, program, 7, timeout_s, (), "c")
+
+
+def _printed(result: dict, cell: int) -> str:
+    """What a cell printed, or its error as `Name: value`."""
+    found = []
+    for out in result["cells"].get(str(cell), []):
+        found.append(out["text"].strip() if out["output_type"] == "stream" else f"{out['ename']}: {out['evalue']}")
+    return "\n".join(found)
+
+
+def _cell(code: str) -> str:
+    return textwrap.dedent(code).strip()
+
+
+def test_the_sandbox_has_no_capability_and_is_not_root_inside_or_outside(box):
+    result = box.run(
+        _job(
+            "import os; print(os.getuid(), os.getgid(), os.getgroups())",
+            "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])",
+            "print(open('/proc/self/status').read().split('CapBnd:')[1].split()[0])",
+        )
+    )
+    assert _printed(result, 1) == "65534 65534 []"
+    assert _printed(result, 2) == _printed(result, 3) == "0000000000000000"
+
+
+def test_its_processes_are_an_unprivileged_user_on_the_host_too(box):
+    """Started by root, bwrap keeps capabilities and maps the sandbox's uid to root: it runs as nobody instead."""
+    result = box.run(_job("import os; print(os.getpid())", "import time; time.sleep(1.5)"))
+    assert result["lost"] is None
+    family = _family(box)
+    assert family and all(uid == (sandbox.SANDBOX_UID if os.geteuid() == 0 else os.geteuid()) for uid in family)
+
+
+def _family(box: WarmSandbox) -> list[int]:
+    import psutil
+
+    assert box.child is not None
+    return [p.uids().real for p in psutil.Process(box.child.pid).children(recursive=True)]
+
+
+REMOUNT = """
+import subprocess, sys
+for args in (["mount", "-o", "remount,rw,bind", sys.prefix], ["mount", "-o", "remount,rw", sys.prefix],
+             ["mount", "-t", "tmpfs", "none", sys.prefix]):
+    subprocess.run(args, capture_output=True)
+import site
+for folder in site.getsitepackages():
+    try:
+        open(folder + "/zz_planted.pth", "w").write("import os; os.environ['PLANTED'] = '1'\\n")
+        print("planted", folder)
+    except OSError as exc:
+        print("refused", exc.errno)
+"""
+
+
+def test_a_cell_cannot_remount_the_environment_and_plant_a_pth_hook(box):
+    """The attack on `grader export`/`feedback`: a .pth in the environment runs in every later Python."""
+    before = sandbox.environment_digest()
+    result = box.run(_job(_cell(REMOUNT)))
+    printed = _printed(result, 1).splitlines()
+    assert printed and all(line.startswith("refused") for line in printed), printed
+    assert not any(Path(p, "zz_planted.pth").exists() for p in map(str, sandbox._environment_dirs()))
+    assert sandbox.environment_digest() == before
+
+
+def test_a_cell_cannot_mount_over_proc_unshare_or_trace_the_zygote(box):
+    result = box.run(
+        _job(
+            "import subprocess; print(subprocess.run(['mount', '-t', 'tmpfs', 'none', '/proc']).returncode)",
+            "import subprocess; print(subprocess.run(['unshare', '-Ur', 'true']).returncode)",
+            "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "print(libc.ptrace(16, os.getppid(), 0, 0), ctypes.get_errno())",  # PTRACE_ATTACH: EPERM
+            "import os; print(len([p for p in os.listdir('/proc') if p.isdigit()]) > 2)",  # /proc is still proc
+        )
+    )
+    assert _printed(result, 1) != "0"
+    assert _printed(result, 2) != "0"
+    assert _printed(result, 3) == "-1 1"
+    assert _printed(result, 4) == "True"
+
+
+SURVIVOR = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for _ in range(200):
+            for name in ("answers.jsonl", "cells.jsonl"):
+                try:
+                    open(f"/sandbox/out/job2/{name}", "a").write('{"planted": 1}\\n')
+                except OSError:
+                    pass
+            time.sleep(0.05)
+    os._exit(0)
+open("/tmp/left.txt", "w").write("mine")
+open("/dev/shm/left", "w").write("mine")
+os.makedirs("/tmp/closed/deeper")
+open("/tmp/closed/deeper/left.txt", "w").write("mine")
+os.chmod("/tmp/closed/deeper", 0)
+os.chmod("/tmp/closed", 0)
+print("left behind")
+"""
+
+
+def test_nothing_of_one_job_is_there_for_the_next(box):
+    """A double-forked process, files in /tmp and /dev/shm: the next student's job sees none of them."""
+    first = box.run(_job(_cell(SURVIVOR)))
+    assert _printed(first, 1) == "left behind"
+    second = box.run(
+        _job(
+            "import time; time.sleep(1.0)",
+            "import os; print(sorted(os.listdir('/tmp')), sorted(os.listdir('/dev/shm')))",
+            "import os; print(sorted(p for p in os.listdir('/proc') if p.isdigit() and int(p) > 3))",
+        )
+    )
+    assert _printed(second, 2) == "['home'] []"
+    assert "planted" not in second["answers"] and set(second["cells"]) == {"1", "2", "3"}
+    assert len(json.loads(_printed(second, 3).replace("'", '"'))) == 1  # this job's own child, and nothing else
+
+
+def test_a_stopped_zygote_is_killed_at_the_limit_and_the_next_job_gets_a_new_sandbox(box):
+    """SIGSTOP of its parent (the same user) stopped the zygote's clock: the clock outside kills the sandbox."""
+    result = box.run(
+        _job(
+            "print('before')",
+            "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\ntime.sleep(60)",
+            "print('after')",
+        )
+    )
+    assert result["lost"] == {"cell": 2, "why": "stopped"}
+    assert _printed(result, 1) == "before" and "3" not in result["cells"]
+    assert box.child is None  # killed, bwrap and all
+    after = box.run(_job("print('next')"))
+    assert _printed(after, 1) == "next" and after["lost"] is None
+
+
+def test_a_stopped_child_is_killed_at_the_limit(box):
+    result = box.run(_job("print('before')", "import os, signal; os.kill(os.getpid(), signal.SIGSTOP)", "print(3)"))
+    assert result["lost"] == {"cell": 2, "why": "stopped"}
+    assert _printed(result, 1) == "before"
+    assert box.run(_job("print('next')"))["cells"] == {
+        "1": [{"output_type": "stream", "name": "stdout", "text": "next\n"}]
+    }
+
+
+def test_a_cell_cannot_restart_its_clock_through_the_pipe(box):
+    """The report pipe is the child's: writing an earlier cell's number gives no cell more time."""
+    spin = "import os, time\nfor _ in range(40):\n    for fd in range(3, 20):\n        try:\n"
+    spin += "            os.write(fd, b'1\\n')\n        except OSError:\n            pass\n    time.sleep(0.25)"
+    result = box.run(_job("print(1)", spin))
+    assert result["timed_out"] == [2]
+
+
+def test_a_fork_bomb_stops_at_the_process_limit_and_leaves_nothing(box):
+    bomb = """
+    import os, time
+    made = 0
+    for _ in range(3 * MAX):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        made += 1
+    print(made)
+    """.replace("MAX", str(sandbox.MAX_PROCESSES))
+    result = box.run(_job(_cell(bomb)))
+    assert 0 < int(_printed(result, 1)) < sandbox.MAX_PROCESSES
+    after = box.run(_job("import os; print(len([p for p in os.listdir('/proc') if p.isdigit()]))"))
+    assert int(_printed(after, 1)) <= 4  # bwrap's init, the zygote, this job's child: the bomb is gone
+
+
+def test_a_cell_cannot_take_3_gib_of_memory(box):
+    hog = "try:\n    block = bytearray(3 << 30)\n    print('took it')\nexcept MemoryError:\n    print('MemoryError')"
+    result = box.run(_job(hog, "print('still here')"))
+    assert _printed(result, 1) == "MemoryError" and _printed(result, 2) == "still here"
+
+
+def test_tmp_and_shm_are_sized(box):
+    fill = """
+    import os
+    for folder, size in (("/tmp", TMP), ("/dev/shm", SHM)):
+        try:
+            with open(folder + "/fill", "wb") as out:
+                for _ in range(size // (1 << 20) + 8):
+                    out.write(bytes(1 << 20))
+            print("filled", folder)
+        except OSError as exc:
+            print("full", exc.errno)
+        os.unlink(folder + "/fill")
+    """.replace("TMP", str(sandbox.TMP_BYTES)).replace("SHM", str(sandbox.SHM_BYTES))
+    result = box.run(_job(_cell(fill), timeout_s=30))
+    if not sandbox._has_size():
+        pytest.skip("this bwrap has no --size (before 0.10): /tmp and /dev/shm are not sized")
+    assert _printed(result, 1) == "full 28\nfull 28"  # ENOSPC
+
+
+def test_a_venv_under_tmp_survives_the_clean_up(box, monkeypatch, tmp_path):
+    """An environment under /tmp (a CI clone's venv) is bound inside: the sandbox's wipe of /tmp never reaches it,
+    not even after a cell tried to make it writable."""
+    site = Path("/tmp") / f"grader-test-site-{os.getpid()}"
+    (site / "pkg-1.0.dist-info").mkdir(parents=True)
+    (site / "pkg.py").write_text("x = 1\n")
+    try:
+        monkeypatch.setattr(sandbox, "_site_dirs", lambda bound: [site])
+        attack = f"import subprocess\nsubprocess.run(['mount', '-o', 'remount,rw,bind', {str(site)!r}])\nprint(1)"
+        result = box.run(_job(attack))
+        assert _printed(result, 1) == "1"
+        assert sorted(p.name for p in site.iterdir()) == ["pkg-1.0.dist-info", "pkg.py"]
+    finally:
+        shutil.rmtree(site)
+
+
+def test_preflight_names_what_this_host_gives(tmp_path):
+    said = sandbox.preflight()
+    assert said.startswith("sandbox: bubblewrap") and "no capabilities" in said
+
+
+def test_preflight_refuses_a_bwrap_that_keeps_capabilities(monkeypatch):
+    """A host where the sandbox would keep root's capabilities is refused before anyone is graded."""
+    monkeypatch.setattr(sandbox, "ISOLATION", ("--unshare-pid",))
+    with pytest.raises(UsageError, match=r"^grading refused: the sandbox "):
+        sandbox.preflight()
+
+
+def test_the_environment_digest_sees_a_planted_file(tmp_path, monkeypatch):
+    env = tmp_path / "env"
+    (env / "lib").mkdir(parents=True)
+    (env / "lib" / "a.py").write_text("a = 1\n")
+    monkeypatch.setattr(sandbox, "_environment_dirs", lambda: [env])
+    monkeypatch.setattr(sandbox, "_site_dirs", lambda bound: [])
+    before = sandbox.environment_digest()
+    assert sandbox.environment_digest() == before
+    assert sandbox.unchanged(before) == f"unchanged ({before.split()[0]})"
+    (env / "lib" / "zz.pth").write_text("import os\n")
+    assert sandbox.environment_digest() != before
+    with pytest.raises(UsageError, match=r"^the environment the sandbox binds changed while grading \("):
+        sandbox.unchanged(before)
+
+
+# -- as a plain user -------------------------------------------------------------------------------------------
+
+PLAIN = """
+import json, sys
+from pathlib import Path
+from grader import warm
+from grader.warm import Job, WarmSandbox
+from labcore.errors import UsageError
+warm.SILENT_S = 3.0
+cells = json.loads(sys.argv[1])
+box = WarmSandbox((), Path(sys.argv[2]))
+box.scratch.mkdir(parents=True)
+results = []
+for job in cells:
+    program = {"cells": [[i, s, i] for i, s in enumerate(job, 1)], "placeholders": []}
+    results.append(box.run(Job("a", "s", {}, program, program, 7, 2, (), "c")))
+box.stop()
+print(json.dumps(results))
+"""
+
+
+def _closed(path: Path) -> Path | None:
+    """The first folder above path (or path itself) that other users cannot search, if any."""
+    for folder in [*reversed(path.parents), path]:
+        if not folder.stat().st_mode & 0o001:
+            return folder
+    return None
+
+
+def _as_plain_user(jobs: list[list[str]]) -> list[dict]:
+    """Run jobs in a WarmSandbox started by uid 65534 (setpriv), or skip saying why this host cannot.
+
+    A Python installed under a folder closed to other users (root's pyenv under /root, mode 0700) is opened to
+    this run only: in a mount namespace of its own, a tmpfs over that folder with the Python bound back into it."""
+    if os.geteuid() != 0 or not (shutil.which("setpriv") and shutil.which("unshare")):
+        pytest.skip("dropping to a plain user needs root, setpriv and unshare")
+    home = Path(tempfile.mkdtemp(prefix="grader-plain-"))
+    try:
+        home.chmod(0o755)
+        os.chown(home, 65534, 65534)
+        opened = ""
+        python = Path(sys.base_prefix).resolve()
+        closed = _closed(python)
+        if closed is not None:
+            if closed.parent != Path("/") and _closed(closed.parent):
+                pytest.skip(f"{closed.parent} is closed to other users")
+            inner = python.relative_to(closed)
+            opened = (
+                f"mount --make-rprivate / && keep=$(mktemp -d) && mount --bind {python} $keep && "
+                f"mount -t tmpfs -o mode=755 tmpfs {closed} && mkdir -p {closed / inner} && "
+                f"mount --bind $keep {closed / inner} && "
+            )
+        for path in (REPO, Path(sys.prefix)):
+            if _closed(path) not in (None, closed):
+                pytest.skip(f"{_closed(path)} is closed to other users")
+        env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO), "HOME": str(home), "TMPDIR": str(home)}
+        drop = "exec setpriv --reuid 65534 --regid 65534 --clear-groups"
+        script = f'{opened}{drop} {sys.executable} -c "$0" "$1" "$2"'
+        done = subprocess.run(
+            ["unshare", "-m", "sh", "-c", script, PLAIN, json.dumps(jobs), str(home / "warm")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.splitlines()[-1])
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_as_a_plain_user_the_same_attacks_fail():
+    first, second, stopped, after = _as_plain_user(
+        [
+            [
+                "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])",
+                _cell(REMOUNT),
+                "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                "print(libc.ptrace(16, os.getppid(), 0, 0), ctypes.get_errno())",
+                _cell(SURVIVOR),
+            ],
+            ["import time; time.sleep(1.0)", "import os; print(sorted(os.listdir('/tmp')), os.listdir('/dev/shm'))"],
+            ["print('before')", "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\ntime.sleep(60)"],
+            ["print('next')"],
+        ],
+    )
+    assert _printed(first, 1) == "0000000000000000"
+    assert all(line.startswith("refused") for line in _printed(first, 2).splitlines())
+    assert _printed(first, 3) == "-1 1"
+    assert _printed(second, 2) == "['home'] []" and "planted" not in second["answers"]
+    assert stopped["lost"] == {"cell": 2, "why": "stopped"} and _printed(after, 1) == "next"
+
+
+def test_a_link_left_for_the_trusted_reader_is_not_followed(tmp_path):
+    """The sandbox's out folder is the student's: a link there to root's files reads as nothing, a FIFO does not
+    hang the reader."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the instructor's\n")
+    (tmp_path / "answers.jsonl").symlink_to(secret)
+    os.mkfifo(tmp_path / "cells.jsonl")
+    assert warm._read_answers(tmp_path / "answers.jsonl") == ""
+    assert warm._read_cells(tmp_path / "cells.jsonl", {1}) == {}
+
+
+def test_autograde_refuses_before_grading_anyone_where_the_sandbox_does_not_hold(tmp_path, monkeypatch):
+    """A host whose bwrap gives no user namespace (or keeps capabilities): one line, exit 2, nobody graded."""
+    pytest.importorskip("nbgrader")
+    from test_grader_cli import TOY, grader, make_checkout
+
+    checkout = make_checkout(tmp_path / "checkout")
+    assert grader("--repo", str(checkout), "generate").rc == 0
+    subs, root = tmp_path / "submissions", tmp_path / "grading"
+    shutil.copytree(TOY / "submissions" / "correct", subs / "alice")
+    assert grader("--repo", str(checkout), "setup", str(root)).rc == 0
+    assert grader("collect", str(root), str(subs)).rc == 0
+    monkeypatch.setattr(sandbox, "ISOLATION", ("--unshare-pid",))
+    done = grader("autograde", str(root))
+    assert done.rc == 2
+    assert done.err.strip().splitlines() == [done.err.strip()] and done.err.startswith("error: grading refused: ")
+    assert not (root / "autograded").exists()
