@@ -46,11 +46,11 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grader.bundle import sandbox_library
 from grader.grading import GradingDir, skipped_at_collect, source_notebooks
 from grader.layout import COURSE_ID, GRADEBOOK, KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
 from grader.runner import KILLED, REPO, last_error, nbgrader
 from grader.status import pending, state
-from grader.withhold import sandbox_library
 from labcore.device import gpu_available
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from grader import sandbox
+from grader.bundle import sandbox_library
 from grader.runner import REPO, course_env, kill_tree
-from grader.withhold import sandbox_library
 from labcore.answers import MAX_FILE_BYTES as MAX_ANSWERS_BYTES
 
 READY_S = 120  # a warm process's start: imports and the shipped profiles

@@ -27,13 +27,18 @@ data from the shipped profile (`grading()`), never from a variable of the studen
 from __future__ import annotations
 
 import base64
+import contextlib
+import dataclasses
 import functools
 import hashlib
+import importlib
+import inspect
 import json
 import math
 import os
 import secrets
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,6 +47,9 @@ import numpy as np
 ENV = "LABCORE_ANSWERS"
 SEED_ENV = "LABCORE_SEED"
 MAX_FILE_BYTES = 256 << 20  # an answers file larger than this is refused whole
+RECORD_ENV = "LABCORE_RECORD_REFERENCES"  # a folder: the instructors' checkout records what its references gave
+RECORDED_DIR = Path(__file__).with_name("recorded")  # the student bundle's copy of such a folder (grader.bundle)
+RECORDED_CALLS = "references.jsonl"
 
 
 class NoAnswer(AssertionError):
@@ -53,23 +61,171 @@ class AnswerRaised(AssertionError):
 
 
 class ReferenceWithheld(RuntimeError):
-    """Raised by a lesson's reference answer in the grading sandbox, where its body is withheld."""
+    """Raised by a lesson's reference answer where its body is withheld: the student bundle, the grading sandbox."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"{name} is the lesson's reference answer, withheld while grading: write your own")
+        super().__init__(
+            f"{name} is the lesson's reference answer to an exercise, withheld from students' code (the student "
+            "edition and the grading sandbox hold no copy of it): write your own"
+        )
 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def reference(fn: F) -> F:
-    """Mark a lesson's reference answer to an exercise.
+def reference(fn: F | None = None, *, recordable: bool = True) -> Any:
+    """Mark a lesson's reference answer to an exercise (`@reference`, or `@reference(recordable=False)`).
 
-    It works as written everywhere but in the grading sandbox, whose copy of the lesson packages has the body of
-    every function marked so replaced by `raise ReferenceWithheld(...)` (grader.withhold): a student's answer
-    that calls it, under any name, fails there, while the lesson keeps it for its own runs.
+    It works as written in the instructors' checkout only. The student bundle and the grading sandbox get copies of
+    the lesson packages in which the body of every function marked so is replaced by a call of
+    `recorded_reference` (grader.withhold): the student bundle answers there only the calls its lesson cells make
+    on the shipped profile, with the results the checkout recorded (`python -m grader bundle`, with RECORD_ENV
+    set); the sandbox has no record at all. So a student's answer that calls a reference, under any name, fails.
+    `recordable=False` keeps even those results out of the bundle: a reference that *is* an answer whatever its
+    arguments (the pitfall key).
     """
-    return fn
+
+    def mark(found: F) -> F:
+        folder = os.environ.get(RECORD_ENV)
+        return _recording(found, Path(folder)) if folder and recordable else found
+
+    return mark if fn is None else mark(fn)
+
+
+def _recording(fn: F, folder: Path) -> F:
+    """fn, filing each call's result under its arguments in folder (calls whose arguments are no data: not)."""
+    signature = inspect.signature(fn)
+    name = f"{fn.__module__}.{fn.__qualname__}"
+
+    @functools.wraps(fn)
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        value = fn(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        try:
+            line = {"key": _recorded_key(name, bound.arguments), "value": _record_encode(value)}
+        except TypeError:  # a context, a stream: a live call, which no replay repeats
+            return value
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / RECORDED_CALLS, "a") as out:
+            out.write(json.dumps(line, sort_keys=True) + "\n")
+        return value
+
+    return recording  # type: ignore[return-value]
+
+
+def _record_encode(value: Any) -> Any:
+    """`encode`, and dataclasses (the model's Stages and Prediction) by their class name and fields."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _record_encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"dataclass": type(value).__qualname__, "fields": fields}
+    if isinstance(value, (list, tuple)):
+        return {"tuple" if isinstance(value, tuple) else "list": [_record_encode(v) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[_record_encode(k), _record_encode(v)] for k, v in value.items()]}
+    return encode(value)
+
+
+def _record_decode(data: Any, module: str) -> Any:
+    """What `_record_encode` was given; a dataclass is looked up in the reference's own module only."""
+    if isinstance(data, dict) and set(data) == {"dataclass", "fields"}:
+        cls = getattr(importlib.import_module(module), data["dataclass"], None)
+        if cls is None or not dataclasses.is_dataclass(cls):
+            raise TypeError(f"{module} has no dataclass {data['dataclass']!r}")
+        return cls(**{k: _record_decode(v, module) for k, v in data["fields"].items()})
+    if isinstance(data, dict) and len(data) == 1 and next(iter(data)) in ("list", "tuple"):
+        ((tag, body),) = data.items()
+        items = [_record_decode(v, module) for v in body]
+        return tuple(items) if tag == "tuple" else items
+    if isinstance(data, dict) and len(data) == 1 and "dict" in data:
+        return {_hashable(_record_decode(k, module)): _record_decode(v, module) for k, v in data["dict"]}
+    return decode(data)
+
+
+def _recorded_key(name: str, arguments: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(_record_encode(dict(arguments)), sort_keys=True).encode()).hexdigest()
+    return f"{name} #{digest[:32]}"
+
+
+@functools.cache
+def _recorded_calls() -> dict[str, Any]:
+    path = RECORDED_DIR / RECORDED_CALLS
+    if not path.is_file():
+        return {}
+    found = {}
+    for text in path.read_text().splitlines():
+        line = json.loads(text)
+        found.setdefault(line["key"], line["value"])
+    return found
+
+
+_SAID: set[str] = set()
+
+
+def recorded_reference(module: str, name: str, arguments: dict[str, Any]) -> Any:
+    """A withheld reference's body (grader.withhold): the recorded result of this very call, or ReferenceWithheld.
+
+    The first recorded answer of each reference says once that it is the course's recorded result."""
+    full = f"{module}.{name}"
+    try:
+        key = _recorded_key(full, arguments)
+    except TypeError:
+        key = ""
+    found = _recorded_calls().get(key)
+    if found is None:
+        raise ReferenceWithheld(full)
+    if full not in _SAID:
+        _SAID.add(full)
+        print(
+            f"({full} is an exercise's answer, not in the student edition: what it gives here is the course's "
+            "recorded result for the shipped profile)"
+        )
+    return _record_decode(found, module)
+
+
+def withheld(fn: Any) -> bool:
+    """Whether fn is a reference whose body is withheld here (the student bundle, the grading sandbox)."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    return code is not None and recorded_reference.__name__ in code.co_names
+
+
+def yours(name: str, probe: Callable[[Any], Any]) -> Any | None:
+    """The student's own answer `name` from the notebook's namespace (`__main__`, IPython's), or None while it is
+    missing or still the stub (probe(answer) raises NotImplementedError) or fails on probe: a lesson cell then shows
+    the course's recorded result instead."""
+    found = getattr(sys.modules.get("__main__"), name, None)
+    if found is None:
+        return None
+    try:
+        probe(found)
+    except Exception:  # the stub's NotImplementedError, or an answer not working yet: the lesson does not use it
+        return None
+    return found
+
+
+@contextlib.contextmanager
+def standing_in(replacements: dict[Any, Any], packages: tuple[str, ...]) -> Iterator[None]:
+    """While inside, each withheld reference (a key) is replaced by the student's answer standing in for it (its
+    value) in every loaded module of `packages` that holds it: a lesson cell runs the student's answer where the
+    student edition has no reference."""
+    patched = []
+    for module in [m for n, m in list(sys.modules.items()) if n.split(".")[0] in packages and m is not None]:
+        for attr, value in list(vars(module).items()):
+            for original, new in replacements.items():
+                if value is original:
+                    setattr(module, attr, new)
+                    patched.append((module, attr, original))
+    try:
+        yield
+    finally:
+        for module, attr, original in patched:
+            setattr(module, attr, original)
+
+
+def recording_folder() -> Path | None:
+    """Where the instructors' checkout records what the lesson shows from references (None: not recording)."""
+    folder = os.environ.get(RECORD_ENV)
+    return Path(folder) if folder else None
 
 
 class Answer:
