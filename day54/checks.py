@@ -87,21 +87,16 @@ def traced(
     if streams is not None:
         question += f", {streams} streams"
         inputs += (streams,)
-    text = answers.answer(
-        question,
-        inputs,
-        lambda: trace.record(schedule, n_chunks, buffers, n_streams=streams, window_bytes=window).to_json(),
-    )
-    assert isinstance(text, str), f"{question}: the answer is not a trace"
-    found = trace.Trace.from_json(text)
-    shape = (found.n_chunks, found.n_buffers, found.n_streams, found.window_bytes)
-    want = (n_chunks, buffers, streams or buffers, window)
-    assert shape == want, f"{question}: the trace is of another configuration {shape}"
-    limit = MAX_CALLS_PER_CHUNK * n_chunks + 64
-    assert len(found.events) <= limit, (
-        f"{question}: {len(found.events)} calls, more than {limit}; a schedule makes a few per chunk"
-    )
-    return found
+    text = answers.answer(question, inputs, ask_trace, schedule, n_chunks, buffers, window, streams)
+    if answers.planning():
+        return None
+    return _trace_of(text, question, (n_chunks, buffers, streams or buffers, window))
+
+
+@answers.asker
+def ask_trace(schedule: Callable[[Any], None], n_chunks: int, buffers: int, window: int, streams: int | None) -> str:
+    """The schedule's trace at one configuration, as JSON text (what `traced` asks)."""
+    return trace.record(schedule, n_chunks, buffers, n_streams=streams, window_bytes=window).to_json()
 
 
 def format_window(window: int) -> str:
@@ -498,6 +493,38 @@ def challenge_settings(settings: Any) -> ChallengeSettings:
     return ChallengeSettings(window, buffers, streams)
 
 
+CHALLENGE_CHUNKS = (1, 7, 16)  # besides the timed configuration's, chunk counts the challenge's schedule must get right
+
+
+@answers.asker
+def ask_challenge(schedule: Callable[[Any], None], settings: Any) -> dict[str, Any]:
+    """The challenge's one question: the settings, and the schedule's traces at them (at the timed chunk count, then
+    at CHALLENGE_CHUNKS); settings that are not valid come back alone, for the check to say why."""
+    try:
+        picked = challenge_settings(settings)
+    except AssertionError:
+        return {"settings": settings}
+    counts = (picked.n_chunks, *CHALLENGE_CHUNKS)
+    return {
+        "settings": settings,
+        "traces": [ask_trace(schedule, n, picked.buffers, picked.window, picked.streams) for n in counts],
+    }
+
+
+def _trace_of(text: Any, question: str, want: tuple[int, int, int, int]) -> trace.Trace:
+    """A trace that came back as an answer, refused unless of the configuration asked (chunks, buffers, streams,
+    window) and of a few calls per chunk."""
+    assert isinstance(text, str), f"{question}: the answer is not a trace"
+    found = trace.Trace.from_json(text)
+    shape = (found.n_chunks, found.n_buffers, found.n_streams, found.window_bytes)
+    assert shape == want, f"{question}: the trace is of another configuration {shape}"
+    limit = MAX_CALLS_PER_CHUNK * want[0] + 64
+    assert len(found.events) <= limit, (
+        f"{question}: {len(found.events)} calls, more than {limit}; a schedule makes a few per chunk"
+    )
+    return found
+
+
 @dataclasses.dataclass(frozen=True)
 class ChallengeTiming:
     mine_ms: float
@@ -603,18 +630,27 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
     would be nbgrader's partial credit, and this cell is worth no points).
     """
     assert_own_schedule(schedule)
-    chosen = answers.answer("your challenge settings", ("day54 challenge settings",), lambda: settings)
-    if answers.collecting():
-        try:
-            picked = challenge_settings(chosen)
-        except AssertionError:
-            return
-    else:
-        picked = challenge_settings(chosen)
-    timed = traced(schedule, picked.n_chunks, picked.buffers, picked.window, picked.streams)
-    others = [traced(schedule, n, picked.buffers, picked.window, picked.streams) for n in (1, 7, 16)]
+    asked = answers.answer(
+        "your challenge settings and your schedule's calls at them",
+        ("day54 challenge",),
+        ask_challenge,
+        schedule,
+        settings,
+    )
     if answers.collecting():
         return
+    assert isinstance(asked, dict) and "settings" in asked, "the challenge's answer is not settings and traces"
+    picked = challenge_settings(asked["settings"])
+    texts = asked.get("traces")
+    assert isinstance(texts, list) and len(texts) == len(CHALLENGE_CHUNKS) + 1, "the challenge's traces are missing"
+    timed, *others = (
+        _trace_of(
+            text,
+            f"your schedule's calls at {n} chunks, {picked.describe()}",
+            (n, picked.buffers, picked.streams, picked.window),
+        )
+        for text, n in zip(texts, (picked.n_chunks, *CHALLENGE_CHUNKS), strict=True)
+    )
     for one in [timed, *others]:
         problem = _fake_problems(one)
         assert problem is None, f"the challenge counts only a correct schedule, and this one is not: {problem}"
@@ -654,15 +690,19 @@ def check_sweep_ratios(
         record = shipped_profile()
     records = (
         (record, "this run's record"),
-        (_scaled(record, {"pipelined": 0.9, "naive": 1.1}), "a rescaled record"),
+        (_scaled(record, SWEEP_RESCALED), "a rescaled record"),
     )
     got = [
         answers.answer(
             f"sweep_ratios on {label} with {buffers} buffers",
             ("day54 sweep", label, buffers),
-            lambda rec=rec: sweep_ratios(rec, buffers),
+            ask_sweep,
+            sweep_ratios,
+            buffers,
+            scaled,
+            None if answers.grading() else record,
         )
-        for rec, label in records
+        for scaled, (rec, label) in enumerate(records)
     ]
     if answers.collecting():
         return got[0]
@@ -678,6 +718,18 @@ def check_sweep_ratios(
     result = got[0]
     say("ratios: " + ", ".join(f"{w // MiB} MiB {r:.3f}" for w, r in sorted(result.items())))
     return result
+
+
+SWEEP_RESCALED = {"pipelined": 0.9, "naive": 1.1}
+
+
+@answers.asker
+def ask_sweep(
+    sweep_ratios: Callable[[Record, int], Any], buffers: int, scaled: int, record: Record | None = None
+) -> Any:
+    """The student's sweep on a record (while grading the shipped profile), rescaled when `scaled`."""
+    record = shipped_profile() if record is None else record
+    return sweep_ratios(_scaled(record, SWEEP_RESCALED) if scaled else record, buffers)
 
 
 def check_worst_window(result: dict[int, float]) -> None:
@@ -712,7 +764,9 @@ def check_prediction(
         (19.40, 5.24, 19.49, 4, 3, 22.0),
     ]
     got_all = [
-        answers.answer(f"predict_pipelined_ms{tuple(case)}", ("day54 predict", case), lambda c=case: predict_ms(*c))
+        answers.answer(
+            f"predict_pipelined_ms{tuple(case)}", ("day54 predict", case), answers.ask_call, predict_ms, *case
+        )
         for case in cases
     ]
     if answers.collecting():
@@ -753,7 +807,9 @@ def check_pitfall_names(answer: Any) -> None:
     Names are the lesson's (legacy-launch, sync-in-loop, more-streams-than-buffers, pageable, timing-the-enqueue),
     in any case, with spaces, underscores or hyphens.
     """
-    named = answers.answer("your names for the pitfall timelines A-E", ("day54 pitfall names",), lambda: answer)
+    named = answers.answer(
+        "your names for the pitfall timelines A-E", ("day54 pitfall names",), answers.ask_value, answer
+    )
     if answers.collecting():
         return
     letters = _pitfall_letters(named)

@@ -6,9 +6,15 @@ from standard input (one JSON line: the job's folder name, the program of grader
 forks a child that runs the student's cells:
 
 - the child first points standard input, output and error away from the protocol (a student's code cannot
-  speak for the zygote), moves into /sandbox/work/JOB, sets LABCORE_ANSWERS=collect:/sandbox/out/JOB/answers.jsonl,
-  and runs each cell in a fresh namespace, filing its outputs in /sandbox/out/JOB/cells.jsonl (data, read by the
-  grader as such), and telling the zygote on a pipe which cell it starts;
+  speak for the zygote), moves into /sandbox/work/JOB, sets LABCORE_ANSWERS=ask, and runs the program's cells in a
+  fresh namespace, filing their outputs in /sandbox/out/JOB/cells.jsonl (data, read by the grader as such), and
+  telling the zygote on a pipe which cell it starts. The program holds no test cell: in a test cell's place it has
+  the questions the trusted planner recorded from it (grader.checker), which the child answers from the student's
+  names (labcore.answers.ask), sending each answer on a second pipe the zygote opened before the fork;
+- the zygote keeps an answer only to a question of the plan, each at most once and in the plan's order: any other
+  line on that pipe (an answer not asked, a second answer, a forged or unreadable line) refuses every answer of
+  the job, with the reason. It writes the answers file itself, once the child and everything it started are dead,
+  so no process of the student's can write it;
 - a cell past the limit gets SIGINT (a KeyboardInterrupt in the cell: the next cells still run), and SIGKILL if
   no next cell starts within GRACE_S; a child that dies ends the job with the cell it died in;
 - when the child is gone, every other process in the sandbox's PID namespace is killed (nothing a student
@@ -34,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import cells
+from labcore.answers import MAX_FILE_BYTES as MAX_ANSWERS_BYTES
 
 INSIDE = Path("/sandbox")
 END = b"end\n"  # the child ran every cell: without it, the child was lost in the cell it last named
@@ -62,8 +69,83 @@ def _undumpable() -> None:
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-def _child(job: dict[str, Any], report: int, ip: Any) -> None:
-    """In the forked child: run the job's cells. Never returns."""
+class Answering:
+    """The zygote's side of the answers pipe: what the child sends, checked against the plan, kept in memory, and
+    written to the answers file once no process of the job's is left."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        program = job["program"]
+        planned = program.get("questions", {})
+        self.keys = [q["key"] for index, source, _ in program["cells"] if source is None for q in planned[str(index)]]
+        self.read_fd, self.write_fd = os.pipe()
+        self.buffer, self.kept, self.size = b"", [], 0
+        self.next = 0  # the plan's position of the next question an answer may be to
+        self.refused = ""
+
+    def in_parent(self) -> None:
+        os.close(self.write_fd)
+
+    def feed(self) -> bool:
+        """Read what is there; False at the end of the pipe."""
+        chunk = os.read(self.read_fd, 1 << 16)
+        if self.refused:
+            return bool(chunk)
+        *lines, self.buffer = (self.buffer + chunk).split(b"\n")
+        for line in lines:
+            self._line(line)
+        if len(self.buffer) > MAX_ANSWERS_BYTES:
+            self.refused, self.buffer = f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB", b""
+        return bool(chunk)
+
+    def _line(self, raw: bytes) -> None:
+        if self.refused:
+            return
+        self.size += len(raw) + 1
+        try:
+            line = json.loads(raw)
+            key = line["key"]
+        except (ValueError, TypeError, KeyError):
+            self.refused = "the sandbox sent a line that is not an answer"
+            return
+        if self.size > MAX_ANSWERS_BYTES:
+            self.refused = f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
+        elif not isinstance(line, dict) or set(line) not in ({"key", "value"}, {"key", "raised"}):
+            self.refused = "the sandbox sent a line that is not an answer"
+        elif key not in self.keys[self.next :]:
+            self.refused = "an answer to a question not asked, or a second answer to one, came from the sandbox"
+        else:
+            self.next = self.keys.index(key, self.next) + 1
+            self.kept.append(raw)
+
+    def finish(self, path: Path) -> str:
+        """Drain the pipe (every writer is dead), write the answers file afresh; why they were refused, or ''."""
+        while self.feed():
+            pass
+        os.close(self.read_fd)
+        if path.is_dir() and not path.is_symlink():  # whatever the student's code left in its place goes
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.is_symlink() or path.exists():
+            path.unlink()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(path, flags, 0o644), "wb") as out:
+            if self.refused:
+                out.write(json.dumps({"refused": self.refused}).encode() + b"\n")
+            else:
+                out.writelines(line + b"\n" for line in self.kept)
+        return self.refused
+
+
+def _sender(fd: int) -> Any:
+    def send(line: dict[str, Any]) -> None:
+        data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
+        while data:  # a signal may cut a write short: send the rest
+            data = data[os.write(fd, data) :]
+
+    return send
+
+
+def _child(job: dict[str, Any], report: int, ip: Any, answers_fd: int = -1) -> None:
+    """In the forked child: run the job's cells, answer its questions. Never returns."""
     try:
         work, out = INSIDE / "work" / job["job"], INSIDE / "out" / job["job"]
         log = os.open(out / "output.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -75,16 +157,20 @@ def _child(job: dict[str, Any], report: int, ip: Any) -> None:
         os.close(log)
         sys.stdin = open(os.devnull)
         os.chdir(work)
-        os.environ["LABCORE_ANSWERS"] = f"collect:{out / 'answers.jsonl'}"
-        os.environ["LABCORE_SEED"] = str(job["seed"])
+        os.environ["LABCORE_ANSWERS"] = "ask"  # no file: the answers go to the zygote on answers_fd
+        os.environ.pop("LABCORE_SEED", None)  # the questions carry the inputs: the run's seed stays outside
         signal.signal(signal.SIGINT, signal.default_int_handler)
         cells.fresh_namespace(ip)
         program = job["program"]
+        questions, send = program.get("questions", {}), _sender(answers_fd)
         cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)
         with open(out / "cells.jsonl", "a") as filed:
             for index, source, count in program["cells"]:
                 os.write(report, f"{index}\n".encode())
-                outputs = cells.run_cell(ip, source, count)
+                if source is None:  # a test cell's place: its planned questions
+                    outputs = cells.ask_cell(ip, questions.get(str(index), []), send)
+                else:
+                    outputs = cells.run_cell(ip, source, count)
                 filed.write(json.dumps({"cell": index, "outputs": outputs}) + "\n")
                 filed.flush()
         os.write(report, END)
@@ -143,11 +229,15 @@ def _wipe(folder: Path) -> None:
 def run_job(job: dict[str, Any], ip: Any) -> dict[str, Any]:
     """Fork, run, watch the clock; what happened, as data."""
     read, write = os.pipe()
+    answering = Answering(job)
     pid = os.fork()
     if pid == 0:
         os.close(read)
-        _child(job, write, ip)
+        os.close(answering.read_fd)
+        _child(job, write, ip, answering.write_fd)
     os.close(write)
+    answering.in_parent()
+    pipe_open = True
     limit = float(job["timeout_s"])
     current, deadline, interrupted, ended = None, None, False, False
     timed_out: list[int] = []
@@ -155,7 +245,12 @@ def run_job(job: dict[str, Any], ip: Any) -> dict[str, Any]:
     buffer = b""
     while True:
         wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select([read], [], [], wait)
+        ready, _, _ = select.select([read, *[answering.read_fd] * pipe_open], [], [], wait)
+        if answering.read_fd in ready:
+            pipe_open = answering.feed()
+            ready.remove(answering.read_fd)
+            if not ready:
+                continue
         if ready:
             chunk = os.read(read, 4096)
             if not chunk:
@@ -185,9 +280,10 @@ def run_job(job: dict[str, Any], ip: Any) -> dict[str, Any]:
     if lost is None and not ended:
         lost = {"cell": current, "why": "died", "status": exit_status(status)}
     _kill_others()
+    refused = answering.finish(INSIDE / "out" / job["job"] / "answers.jsonl")
     _wipe(Path("/tmp"))
     Path("/tmp/home").mkdir(exist_ok=True)
-    return {"job": job["job"], "timed_out": timed_out, "lost": lost}
+    return {"job": job["job"], "timed_out": timed_out, "lost": lost, "answers_refused": refused}
 
 
 def main(argv: list[str]) -> int:
