@@ -10,11 +10,14 @@ forks a child that runs the student's cells:
   fresh namespace, filing their outputs in /sandbox/out/JOB/cells.jsonl (data, read by the grader as such), and
   telling the zygote on a pipe which cell it starts. The program holds no test cell: in a test cell's place it has
   the questions the trusted planner recorded from it (grader.checker), which the child answers from the student's
-  names (labcore.answers.ask), sending each answer on a second pipe the zygote opened before the fork;
-- the zygote keeps an answer only to a question of the plan, each at most once and in the plan's order: any other
-  line on that pipe (an answer not asked, a second answer, a forged or unreadable line) refuses every answer of
-  the job, with the reason. It writes the answers file itself, once the child and everything it started are dead,
-  so no process of the student's can write it;
+  names (labcore.answers.ask), sending each answer as a JSON line on that same pipe, opened before any student code
+  ran, so answers and cell starts arrive in the order they were sent;
+- the zygote keeps an answer only to a question of the test cell the child said it started, each at most once and
+  in the plan's order: any other line on that pipe (an answer not asked, or asked by another cell, a second answer,
+  a forged or unreadable line) refuses every answer of the job, with the reason. It writes the answers file
+  itself, once the child and everything it started are dead, so no process of the student's can write it. (A
+  student's code runs in the child and may speak on the pipe too, but an answer that passes is then just what
+  that code gave for the question's trusted inputs: it is judged like any other);
 - a cell past the limit gets SIGINT (a KeyboardInterrupt in the cell: the next cells still run), and SIGKILL if
   no next cell starts within GRACE_S; a child that dies ends the job with the cell it died in;
 - when the child is gone, every other process in the sandbox's PID namespace is killed (nothing a student
@@ -70,34 +73,25 @@ def _undumpable() -> None:
 
 
 class Answering:
-    """The zygote's side of the answers pipe: what the child sends, checked against the plan, kept in memory, and
-    written to the answers file once no process of the job's is left."""
+    """The answers the child sends on its report pipe, each line checked against the plan as it comes, kept in memory
+    and written to the answers file once no process of the job's is left."""
 
     def __init__(self, job: dict[str, Any]) -> None:
         program = job["program"]
         planned = program.get("questions", {})
-        self.keys = [q["key"] for index, source, _ in program["cells"] if source is None for q in planned[str(index)]]
-        self.read_fd, self.write_fd = os.pipe()
-        self.buffer, self.kept, self.size = b"", [], 0
-        self.next = 0  # the plan's position of the next question an answer may be to
+        self.keys = {
+            index: [q["key"] for q in planned.get(str(index), [])]
+            for index, source, _ in program["cells"]
+            if source is None
+        }
+        self.kept: list[bytes] = []
+        self.size = 0
+        self.cell: int | None = None  # the cell the child last said it started: only its questions may be answered
+        self.answered: dict[int, int] = {}  # cell -> its plan position after the last answer taken
         self.refused = ""
 
-    def in_parent(self) -> None:
-        os.close(self.write_fd)
-
-    def feed(self) -> bool:
-        """Read what is there; False at the end of the pipe."""
-        chunk = os.read(self.read_fd, 1 << 16)
-        if self.refused:
-            return bool(chunk)
-        *lines, self.buffer = (self.buffer + chunk).split(b"\n")
-        for line in lines:
-            self._line(line)
-        if len(self.buffer) > MAX_ANSWERS_BYTES:
-            self.refused, self.buffer = f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB", b""
-        return bool(chunk)
-
-    def _line(self, raw: bytes) -> None:
+    def line(self, raw: bytes) -> None:
+        """One answer line: kept, or the reason every answer of the job is refused."""
         if self.refused:
             return
         self.size += len(raw) + 1
@@ -107,21 +101,27 @@ class Answering:
         except (ValueError, TypeError, KeyError):
             self.refused = "the sandbox sent a line that is not an answer"
             return
+        at = self.answered.get(self.cell, 0) if self.cell is not None else 0
+        asked = self.keys.get(self.cell, []) if self.cell is not None else []
         if self.size > MAX_ANSWERS_BYTES:
             self.refused = f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
         elif not isinstance(line, dict) or set(line) not in ({"key", "value"}, {"key", "raised"}):
             self.refused = "the sandbox sent a line that is not an answer"
-        elif key not in self.keys[self.next :]:
+        elif key not in asked[at:]:
             self.refused = "an answer to a question not asked, or a second answer to one, came from the sandbox"
         else:
-            self.next = self.keys.index(key, self.next) + 1
+            self.answered[self.cell] = asked.index(key, at) + 1
             self.kept.append(raw)
 
+    def bounded(self, pending: bytes) -> bytes:
+        """A partial line waiting for its end, unless it is already past the answers' limit (then refused)."""
+        if len(pending) > MAX_ANSWERS_BYTES:
+            self.refused = self.refused or f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
+            return b""
+        return pending
+
     def finish(self, path: Path) -> str:
-        """Drain the pipe (every writer is dead), write the answers file afresh; why they were refused, or ''."""
-        while self.feed():
-            pass
-        os.close(self.read_fd)
+        """Write the answers file afresh (every process of the job is dead); why they were refused, or ''."""
         if path.is_dir() and not path.is_symlink():  # whatever the student's code left in its place goes
             shutil.rmtree(path, ignore_errors=True)
         elif path.is_symlink() or path.exists():
@@ -144,7 +144,7 @@ def _sender(fd: int) -> Any:
     return send
 
 
-def _child(job: dict[str, Any], report: int, ip: Any, answers_fd: int = -1) -> None:
+def _child(job: dict[str, Any], report: int, ip: Any) -> None:
     """In the forked child: run the job's cells, answer its questions. Never returns."""
     try:
         work, out = INSIDE / "work" / job["job"], INSIDE / "out" / job["job"]
@@ -157,12 +157,12 @@ def _child(job: dict[str, Any], report: int, ip: Any, answers_fd: int = -1) -> N
         os.close(log)
         sys.stdin = open(os.devnull)
         os.chdir(work)
-        os.environ["LABCORE_ANSWERS"] = "ask"  # no file: the answers go to the zygote on answers_fd
+        os.environ["LABCORE_ANSWERS"] = "ask"  # no file: the answers go to the zygote on the report pipe
         os.environ.pop("LABCORE_SEED", None)  # the questions carry the inputs: the run's seed stays outside
         signal.signal(signal.SIGINT, signal.default_int_handler)
         cells.fresh_namespace(ip)
         program = job["program"]
-        questions, send = program.get("questions", {}), _sender(answers_fd)
+        questions, send = program.get("questions", {}), _sender(report)
         cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)
         with open(out / "cells.jsonl", "a") as filed:
             for index, source, count in program["cells"]:
@@ -233,11 +233,8 @@ def run_job(job: dict[str, Any], ip: Any) -> dict[str, Any]:
     pid = os.fork()
     if pid == 0:
         os.close(read)
-        os.close(answering.read_fd)
-        _child(job, write, ip, answering.write_fd)
+        _child(job, write, ip)
     os.close(write)
-    answering.in_parent()
-    pipe_open = True
     limit = float(job["timeout_s"])
     current, deadline, interrupted, ended = None, None, False, False
     timed_out: list[int] = []
@@ -245,14 +242,9 @@ def run_job(job: dict[str, Any], ip: Any) -> dict[str, Any]:
     buffer = b""
     while True:
         wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select([read, *[answering.read_fd] * pipe_open], [], [], wait)
-        if answering.read_fd in ready:
-            pipe_open = answering.feed()
-            ready.remove(answering.read_fd)
-            if not ready:
-                continue
+        ready, _, _ = select.select([read], [], [], wait)
         if ready:
-            chunk = os.read(read, 4096)
+            chunk = os.read(read, 1 << 16)
             if not chunk:
                 break
             buffer += chunk
@@ -261,11 +253,16 @@ def run_job(job: dict[str, Any], ip: Any) -> dict[str, Any]:
                 if line + b"\n" == END:
                     ended = True
                     continue
+                if line.startswith(b"{"):  # an answer, in order with the cell starts around it
+                    answering.line(line)
+                    continue
                 try:
                     current = int(line)
                 except ValueError:
                     continue
+                answering.cell = current
                 deadline, interrupted = time.monotonic() + limit, False
+            buffer = answering.bounded(buffer)
             continue
         if not interrupted:  # past the limit: interrupt the cell, as a notebook's kernel would be
             timed_out.append(current)

@@ -9,7 +9,6 @@ The end-to-end tests run real bubblewrap through grader.warm.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import nbformat
@@ -70,18 +69,15 @@ def test_the_students_own_kernel_judges_on_the_spot(monkeypatch):
 
 
 def _answering(keys: list[str]) -> Answering:
-    job = {"program": {"cells": [[3, None, 2]], "questions": {"3": [{"key": k} for k in keys]}}}
-    made = Answering(job)
-    made.in_parent()  # no child here: the test writes into the pipe itself
+    made = Answering({"program": {"cells": [[3, None, 2]], "questions": {"3": [{"key": k} for k in keys]}}})
+    made.cell = 3  # the child said it started test cell 3
     return made
 
 
 def _sent(made: Answering, *lines: object) -> None:
-    """Write lines into the answers pipe as the child would (the write end reopened through /proc)."""
-    writer = os.open(f"/proc/self/fd/{made.read_fd}", os.O_WRONLY)
+    """Lines as the child sends them on its report pipe."""
     for line in lines:
-        os.write(writer, (line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n")
-    os.close(writer)
+        made.line(line if isinstance(line, bytes) else json.dumps(line).encode())
 
 
 @pytest.mark.parametrize(
@@ -94,11 +90,14 @@ def _sent(made: Answering, *lines: object) -> None:
         ([{"key": "z", "value": 1}], "not asked, or a second answer"),
         ([{"key": "a", "value": 1, "raised": "x"}], "not an answer"),
         ([b"not json"], "not an answer"),
+        ([{"key": "a", "value": 1}], "cell 7"),  # sent while the child was in another cell
     ],
 )
 def test_the_zygote_keeps_only_planned_answers_once_in_order(tmp_path, lines, refused):
     """Any answer not asked, out of order or twice refuses the job's answers, and the file says why."""
     made = _answering(["a", "b"])
+    if refused == "cell 7":
+        made.cell, refused = 7, "not asked, or a second answer"
     _sent(made, *lines)
     target = tmp_path / "answers.jsonl"
     target.symlink_to(tmp_path / "elsewhere")  # whatever the student left at the path is replaced, not followed
