@@ -1285,9 +1285,11 @@ CORPUS: tuple[Submission, ...] = (
     Submission(
         "zc-malformed-answer",
         Z,
-        "correct code, but first files answers of its own under the visible gather checks' keys: an array whose "
-        "header claims 50,000 rows over 16 bytes: the checker finds no readable answer, both gather cells 0",
-        full(Z, test_gather_correct=0, test_gather_bandwidth=0),
+        "correct code, but first tries to file answers of its own under the visible gather checks' keys (an array "
+        "whose header claims 50,000 rows over 16 bytes) in the file LABCORE_ANSWERS names: the sandbox names none "
+        "(its answers go to the zygote, which writes the file), so nothing is filed and the correct code gets full "
+        "points (a forged line on the zygote's pipe: q-forged-answers-zc)",
+        full(Z),
         edits={"gather_exercise": MALFORMED_ANSWER_GATHER},
     ),
     Submission(
