@@ -243,6 +243,76 @@ def test_the_bundles_lesson_runs_to_its_end_without_references(built, lesson):
     assert f"{built.out}/{lesson}/" in done.stdout  # the modules that ran were the bundle's
 
 
+def run_on_bundle(out: Path, script: str) -> subprocess.CompletedProcess:
+    """A Python script on the bundle's packages alone, on this machine's GPU."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV, "PYTHONPATH")}
+    env.update(PYTHONPATH=str(out), COURSE_PROFILES=str(out / "profiles"), MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-c", script], cwd=out, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU and CuPy (none here)")
+@pytest.mark.parametrize("lesson", ["day54", "zero_copy"])
+def test_on_a_gpu_the_bundles_lesson_shows_the_recorded_run_until_an_answer_is_written(built, lesson):
+    """Live, the untouched release runs to its end: what needs a reference says it shows the recorded numbers."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV)}
+    env.update(PYTHONPATH=f"{built.out}{os.pathsep}{ROOT}", COURSE_PROFILES=str(built.out / "profiles"))
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.recorded", "--show", str(built.out / "notebooks"), lesson],
+        cwd=built.out,
+        env={**env, "MPLBACKEND": "Agg"},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the course's recorded numbers" in done.stdout, done.stdout[-3000:]
+
+
+MY_PIPELINED = """
+def my_pipelined(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU and CuPy (none here)")
+def test_on_a_gpu_the_bundles_day54_lesson_measures_the_students_schedule(built):
+    """Once my_pipelined is written, the bundle's live measurement runs it as the pipeline, says so, and checks it
+    bit for bit against naive like the reference."""
+    done = run_on_bundle(
+        built.out,
+        MY_PIPELINED
+        + "from day54 import notebook\n"
+        + "record = notebook.measure(total='256MiB', windows='64MiB', buffers='2', repeats=1)\n"
+        + "print('MODE', record.mode, all(c.ok for c in record.checks))\n",
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the pipelined passes run your my_pipelined" in done.stdout and "MODE live True" in done.stdout, done.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU and CuPy (none here)")
+def test_on_a_gpu_the_bundles_gather_runs_the_students_grid_and_order(built):
+    """Once gather_launch and order_ids are written, the live gather experiment runs with them, saying so."""
+    done = run_on_bundle(
+        built.out,
+        "import numpy as np\n"
+        "def gather_launch(n_rows):\n    return 256, (32 * n_rows + 255) // 256\n"
+        "def order_ids(ids):\n    order = np.argsort(ids, kind='stable')\n    restore = np.empty_like(order)\n"
+        "    restore[order] = np.arange(order.size)\n    return ids[order], restore\n"
+        "from zero_copy import notebook\n"
+        "run = notebook.measure('gather', repeats=1)\n"
+        "print('MODE', run.mode)\n",
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "with your gather_launch, order_ids" in done.stdout and "MODE live" in done.stdout, done.stdout
+
+
 # -- what the bundle holds ---------------------------------------------------------------------------------------
 
 
