@@ -487,6 +487,17 @@ def ask(planned: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
     return _computed(str(planned["key"]), resolved)
 
 
+def ask_filed(questions: list[dict[str, Any]]) -> None:
+    """A test cell's place in the whole-notebook sandbox (`--feedback now`, role collect): its planned questions
+    answered from the notebook's namespace (`__main__`, IPython's) and filed."""
+    role, path = _role()
+    if role != "collect":
+        raise RuntimeError("planned questions are asked in the grading sandbox only")
+    namespace = vars(sys.modules["__main__"])
+    for question in questions:
+        _file(path, ask(question, namespace))
+
+
 def _raised(text: str) -> str:
     """What a failure of the student's code says: a stub's NotImplementedError means not written yet."""
     if text.startswith("NotImplementedError"):

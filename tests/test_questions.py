@@ -14,8 +14,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import warm
+from grader import judge, warm
+from grader.bundle import sandbox_library
 from grader.program import answers_program, checker_program
+from grader.runner import REPO
 from grader.zygote import Answering
 from labcore import answers
 
@@ -233,3 +235,22 @@ def test_forged_answers_on_every_fd_and_path_earn_nothing():
     result = grade(FORGER)
     assert "not asked, or a second answer" in result["extracted"]["answers_refused"]
     assert errors(result) and all("no answer of this run counts" in e for e in errors(result)), errors(result)
+
+
+# -- the whole-notebook path (--feedback now) -------------------------------------------------------------------
+
+
+def test_the_whole_notebook_sandbox_gets_questions_in_the_test_cells_place(tmp_path):
+    """judge.grade plans first: the notebook the sandbox runs asks the questions and holds no test text; the
+    honest answer passes, visible and hidden questions alike."""
+    nb = notebook(HONEST)
+    questions = judge.plan(nb, scratch=tmp_path / "plan", limit_s=120, seed=3)
+    assert [len(q) for q in questions.values()] == [0, 2]  # the setup cell asks nothing; the test cell two
+    sent = judge.asking_notebook(nb, questions)
+    assert MARKER not in nbformat.writes(sent) and "ask_filed" in sent.cells[2].source
+    sandbox_library(REPO, tmp_path / "library")
+    graded = judge.grade(
+        nb, folder=tmp_path / "none", library=tmp_path / "library", scratch=tmp_path / "s", timeout_s=30, seed=3
+    )
+    assert [o for o in graded.cells[2].outputs if o.output_type == "error"] == []
+    assert graded.cells[2].source == nb.cells[2].source  # the autograded notebook keeps the real test cell
