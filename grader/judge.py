@@ -13,6 +13,10 @@ the student's run files). Each check reads the student's answers back and judges
 trace on the GPU, poisons and verifies its timed output and times it itself, compiles CUDA source to PTX, or,
 without a GPU, replays the trace on the recording fake and the simulator or reads the student's exports.
 Its outputs become the test cells' outputs in the autograded notebook, and so the gradebook's points.
+
+Before the sandbox runs (`grade`, the whole-notebook path of `--feedback now`), the same cells run once in plan role
+(`plan`: grader.checker, trusted, no GPU) to record the questions they ask; the sandbox gets the notebook with each
+test cell replaced by one asking its planned questions (`asking_notebook`), so no test cell's text reaches it.
 """
 
 from __future__ import annotations

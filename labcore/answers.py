@@ -15,7 +15,9 @@ from LABCORE_ANSWERS:
     ask              the grading sandbox (grader.zygote's child) runs the student's cells, then answers each planned
                      question with `ask(question, namespace)`: no test cell runs there, and the answers go to the
                      zygote over a pipe opened before any student code ran, never to a file the student can reach
-    collect:FILE     the whole-notebook sandbox (`--feedback now`): asker(*args) runs and its value is filed in FILE
+    collect:FILE     the whole-notebook sandbox (`--feedback now`, grader.judge): each test cell's place asks its
+                     planned questions (`ask_filed`) and files the answers in FILE; a check run here computes and
+                     files its own
     judge:FILE       the trusted checker (grader.checker), which never runs student code: the value is read back
                      from the answers file by the same key and judged
 
