@@ -104,7 +104,7 @@ def _window(rng: random.Random, low: int = 4 * KiB, high: int = 256 * MiB) -> in
 
 def _not_divisible(rng: random.Random, buffers: int, low: int = 5, high: int = 60) -> int:
     """A chunk count the buffers do not divide (the last round of pairs is partial)."""
-    return rng.choice([n for n in range(low, high + 1) if n % buffers])
+    return rng.choice([n for n in range(low, high + 1) if n % buffers] or list(range(low, high + 1)))  # 1 divides all
 
 
 def drawn_cases(name: str, *, buffers: int | None = None, count: int = CASES, many: int = 400) -> list[Case]:
@@ -152,21 +152,16 @@ def traced(
     if streams is not None:
         question += f", {streams} streams"
         inputs += (streams,)
-    text = answers.answer(
-        question,
-        inputs,
-        lambda: trace.record(schedule, n_chunks, buffers, n_streams=streams, window_bytes=window).to_json(),
-    )
-    assert isinstance(text, str), f"{question}: the answer is not a trace"
-    found = trace.Trace.from_json(text)
-    shape = (found.n_chunks, found.n_buffers, found.n_streams, found.window_bytes)
-    want = (n_chunks, buffers, streams or buffers, window)
-    assert shape == want, f"{question}: the trace is of another configuration {shape}"
-    limit = MAX_CALLS_PER_CHUNK * n_chunks + 64
-    assert len(found.events) <= limit, (
-        f"{question}: {len(found.events)} calls, more than {limit}; a schedule makes a few per chunk"
-    )
-    return found
+    text = answers.answer(question, inputs, ask_trace, schedule, n_chunks, buffers, window, streams)
+    if answers.planning():
+        return None
+    return _trace_of(text, question, (n_chunks, buffers, streams or buffers, window))
+
+
+@answers.asker
+def ask_trace(schedule: Callable[[Any], None], n_chunks: int, buffers: int, window: int, streams: int | None) -> str:
+    """The schedule's trace at one configuration, as JSON text (what `traced` asks)."""
+    return trace.record(schedule, n_chunks, buffers, n_streams=streams, window_bytes=window).to_json()
 
 
 def format_window(window: int) -> str:
@@ -605,6 +600,45 @@ def challenge_settings(settings: Any) -> ChallengeSettings:
     return ChallengeSettings(window, buffers, streams)
 
 
+def challenge_counts() -> list[list[int]]:
+    """For every buffer count the settings may choose (index 1..CHALLENGE_MAX_BUFFERS), the chunk counts drawn for
+    this grading run (1, an odd count 3-31, one those buffers do not divide 5-60): drawn on the trusted side and
+    handed to the question, since the sandbox holds no grading seed."""
+    return [
+        [] if buffers == 0 else [c.n_chunks for c in drawn_cases("challenge", buffers=buffers, count=4)[:3]]
+        for buffers in range(CHALLENGE_MAX_BUFFERS + 1)
+    ]
+
+
+@answers.asker
+def ask_challenge(schedule: Callable[[Any], None], settings: Any, counts_by_buffers: list[list[int]]) -> dict[str, Any]:
+    """The challenge's one question: the settings, and the schedule's traces at them (at the timed chunk count, then
+    at the drawn counts for its buffers); settings that are not valid come back alone, for the check to say why."""
+    try:
+        picked = challenge_settings(settings)
+    except AssertionError:
+        return {"settings": settings}
+    counts = (picked.n_chunks, *counts_by_buffers[picked.buffers])
+    return {
+        "settings": settings,
+        "traces": [ask_trace(schedule, n, picked.buffers, picked.window, picked.streams) for n in counts],
+    }
+
+
+def _trace_of(text: Any, question: str, want: tuple[int, int, int, int]) -> trace.Trace:
+    """A trace that came back as an answer, refused unless of the configuration asked (chunks, buffers, streams,
+    window) and of a few calls per chunk."""
+    assert isinstance(text, str), f"{question}: the answer is not a trace"
+    found = trace.Trace.from_json(text)
+    shape = (found.n_chunks, found.n_buffers, found.n_streams, found.window_bytes)
+    assert shape == want, f"{question}: the trace is of another configuration {shape}"
+    limit = MAX_CALLS_PER_CHUNK * want[0] + 64
+    assert len(found.events) <= limit, (
+        f"{question}: {len(found.events)} calls, more than {limit}; a schedule makes a few per chunk"
+    )
+    return found
+
+
 @dataclasses.dataclass(frozen=True)
 class ChallengeTiming:
     mine_ms: float
@@ -711,19 +745,29 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
     would be nbgrader's partial credit, and this cell is worth no points).
     """
     assert_own_schedule(schedule)
-    chosen = answers.answer("your challenge settings", ("day54 challenge settings",), lambda: settings)
-    if answers.collecting():
-        try:
-            picked = challenge_settings(chosen)
-        except AssertionError:
-            return
-    else:
-        picked = challenge_settings(chosen)
-    timed = traced(schedule, picked.n_chunks, picked.buffers, picked.window, picked.streams)
-    counts = [case.n_chunks for case in drawn_cases("challenge", buffers=picked.buffers, count=4)[:3]]
-    others = [traced(schedule, n, picked.buffers, picked.window, picked.streams) for n in counts]
+    asked = answers.answer(
+        "your challenge settings and your schedule's calls at them",
+        ("day54 challenge",),
+        ask_challenge,
+        schedule,
+        settings,
+        challenge_counts(),
+    )
     if answers.collecting():
         return
+    assert isinstance(asked, dict) and "settings" in asked, "the challenge's answer is not settings and traces"
+    picked = challenge_settings(asked["settings"])
+    texts = asked.get("traces")
+    counts = challenge_counts()[picked.buffers]
+    assert isinstance(texts, list) and len(texts) == len(counts) + 1, "the challenge's traces are missing"
+    timed, *others = (
+        _trace_of(
+            text,
+            f"your schedule's calls at {n} chunks, {picked.describe()}",
+            (n, picked.buffers, picked.streams, picked.window),
+        )
+        for text, n in zip(texts, (picked.n_chunks, *counts), strict=True)
+    )
     for one in [timed, *others]:
         problem = _fake_problems(one)
         assert problem is None, f"the challenge counts only a correct schedule, and this one is not: {problem}"
@@ -763,15 +807,19 @@ def check_sweep_ratios(
         record = shipped_profile()
     records = (
         (record, "this run's record"),
-        (_scaled(record, {"pipelined": 0.9, "naive": 1.1}), "a rescaled record"),
+        (_scaled(record, SWEEP_RESCALED), "a rescaled record"),
     )
     got = [
         answers.answer(
             f"sweep_ratios on {label} with {buffers} buffers",
             ("day54 sweep", label, buffers),
-            lambda rec=rec: sweep_ratios(rec, buffers),
+            ask_sweep,
+            sweep_ratios,
+            buffers,
+            scaled,
+            None if answers.grading() else record,
         )
-        for rec, label in records
+        for scaled, (rec, label) in enumerate(records)
     ]
     if answers.collecting():
         return got[0]
@@ -787,6 +835,18 @@ def check_sweep_ratios(
     result = got[0]
     say("ratios: " + ", ".join(f"{w // MiB} MiB {r:.3f}" for w, r in sorted(result.items())))
     return result
+
+
+SWEEP_RESCALED = {"pipelined": 0.9, "naive": 1.1}
+
+
+@answers.asker
+def ask_sweep(
+    sweep_ratios: Callable[[Record, int], Any], buffers: int, scaled: int, record: Record | None = None
+) -> Any:
+    """The student's sweep on a record (while grading the shipped profile), rescaled when `scaled`."""
+    record = shipped_profile() if record is None else record
+    return sweep_ratios(_scaled(record, SWEEP_RESCALED) if scaled else record, buffers)
 
 
 def check_worst_window(result: dict[int, float]) -> None:
@@ -821,7 +881,9 @@ def check_prediction(
         (19.40, 5.24, 19.49, 4, 3, 22.0),
     ]
     got_all = [
-        answers.answer(f"predict_pipelined_ms{tuple(case)}", ("day54 predict", case), lambda c=case: predict_ms(*c))
+        answers.answer(
+            f"predict_pipelined_ms{tuple(case)}", ("day54 predict", case), answers.ask_call, predict_ms, *case
+        )
         for case in cases
     ]
     if answers.collecting():
@@ -862,7 +924,9 @@ def check_pitfall_names(answer: Any) -> None:
     Names are the lesson's (legacy-launch, sync-in-loop, more-streams-than-buffers, pageable, timing-the-enqueue),
     in any case, with spaces, underscores or hyphens.
     """
-    named = answers.answer("your names for the pitfall timelines A-E", ("day54 pitfall names",), lambda: answer)
+    named = answers.answer(
+        "your names for the pitfall timelines A-E", ("day54 pitfall names",), answers.ask_value, answer
+    )
     if answers.collecting():
         return
     letters = _pitfall_letters(named)

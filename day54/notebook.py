@@ -1,8 +1,15 @@
-"""What the day-54 notebook calls: one record per question, live on a GPU or replayed, saying which."""
+"""What the day-54 notebook calls: one record per question, live on a GPU or replayed, saying which.
+
+In the student edition (`python -m grader bundle`) the exercises' reference answers are withheld: the pipelined
+schedule, the cost model and the pitfall key. The lesson cells still run to the end there: each shows the course's
+recorded result for the shipped profile (labcore.answers.recorded_reference, a recorded figure) until the student's
+own answer exists in the notebook (`my_pipelined`, `predict_pipelined_ms`), then runs the student's, and says which.
+"""
 
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import shutil
 import statistics
@@ -12,13 +19,20 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from day54 import LESSON, multi_gpu, report
+from matplotlib.figure import Figure
+from matplotlib.image import imread
+
+from day54 import LESSON, model, multi_gpu, plots, report, schedules
 from day54.config import Config, MiB, PassKey
 from day54.context import Context
 from day54.live import run_live
+from day54.model import Prediction
+from day54.pitfalls import pitfall_key
 from day54.plots import multi_gpus
 from day54.recording import RecordingContext
 from day54.replay import describe, load_profile
+from labcore import answers
+from labcore.answers import ReferenceWithheld
 from labcore.device import gpu_available, gpu_count
 from labcore.mode import FROM_PROFILE, NO_GPU, Mode, live_line
 from labcore.predictions import LEDGER, Quantity
@@ -37,14 +51,32 @@ def measure(
     pitfalls: bool = True,
     profile: str | Path | None = None,
 ) -> Record:
-    """Measure live when a GPU is here (printing which), else replay the recorded profile (saying so)."""
+    """Measure live when a GPU is here (printing which), else replay the recorded profile (saying so).
+
+    In the student edition the live pipelined passes run the student's `my_pipelined` once it is written (the
+    pitfalls, variants of the reference, are then not run); until then the cell replays the course's recorded run."""
     mode = Mode.decide(profile)
+    mine = _your_schedule()
+    if mode.live and answers.withheld(schedules.pipelined) and mine is None:
+        record = load_profile(None)
+        print(
+            f"{LESSON}: {describe(record)}; the live passes need the pipelined schedule, exercise 1's answer, which "
+            "is not in the student edition: these are the course's recorded numbers until your my_pipelined is "
+            "written (then run this cell again)"
+        )
+        return record
     if not mode.live:
         record = load_profile(mode.profile)
         why = "" if mode.reason == FROM_PROFILE else f"; {mode.reason}, so these are recorded numbers"
         print(f"{LESSON}: {describe(record)}{why}")
         return record
-    print(live_line(LESSON))
+    edition = answers.withheld(schedules.pipelined)
+    print(
+        live_line(LESSON)
+        + (": the pipelined passes run your my_pipelined (the student edition has no reference schedule)" * edition)
+    )
+    if edition:
+        pitfalls = False
     cfg = Config(
         total_bytes=parse_size(total),
         window_bytes=parse_size(window),
@@ -54,7 +86,84 @@ def measure(
         repeats=repeats,
         pitfalls=pitfalls,
     )
-    return run_live(cfg)
+    with _stand_ins():
+        return run_live(cfg)
+
+
+# -- the student's answers standing in for the withheld references (the student edition) ---------------------------
+
+
+def _your_schedule() -> Any | None:
+    return answers.yours("my_pipelined", lambda fn: fn(RecordingContext(16, 2)))
+
+
+def _your_model() -> Any | None:
+    """The student's predict_pipelined_ms as the model's `predict` (its bound only), or None while not written."""
+    mine = answers.yours("predict_pipelined_ms", lambda fn: float(fn(10.0, 5.0, 10.0, 16, 2, None)))
+    if mine is None:
+        return None
+
+    def predict(stages: model.Stages, n_buffers: int, link_floor_ms: float | None = None) -> Prediction:
+        bound = float(mine(stages.h2d_ms, stages.kernel_ms, stages.d2h_ms, stages.n_chunks, n_buffers, link_floor_ms))
+        return Prediction(math.nan, math.nan, link_floor_ms, bound, "your predict_pipelined_ms")
+
+    return predict
+
+
+def _stand_ins() -> Any:
+    """Where references are withheld, the student's written answers stand in for them (saying so once a cell)."""
+    found: dict[Any, Any] = {}
+    if answers.withheld(schedules.pipelined) and (schedule := _your_schedule()) is not None:
+        found[schedules.pipelined] = schedule
+    if answers.withheld(model.predict) and (predict := _your_model()) is not None:
+        found[model.predict] = predict
+        print("(the cost model here is your predict_pipelined_ms: the student edition has no reference model)")
+    return answers.standing_in(found, ("day54",))
+
+
+def _or_recorded(show: Any, record: Record) -> Any:
+    """show(record) with the student's answers standing in; where that needs a withheld reference the student has
+    not answered yet, show(the course's recorded run), saying so."""
+    try:
+        with _stand_ins():
+            return show(record)
+    except ReferenceWithheld as withheld:
+        shipped = load_profile(None)
+        print(
+            f"({withheld}.) Shown instead for the course's recorded run ({describe(shipped)}), until your answer "
+            "is written; then run this cell again."
+        )
+        return show(shipped)
+
+
+def figure(name: str, record: Record) -> Figure:
+    """One of day54.plots' figures of a record (`figure("sweep", record)`), as `_or_recorded` draws it."""
+    return _or_recorded(getattr(plots, name), record)
+
+
+UNLABELLED = "day54.unlabelled_pitfalls.png"  # the exercise's five timelines, drawn from the shipped profile
+
+
+def unlabelled_pitfalls(record: Record) -> Figure:
+    """The "name the pitfall" timelines A-E. The student edition has no pitfall key (the answer), so it shows them
+    as the instructors' checkout drew them from the course's recorded run."""
+    if not answers.withheld(pitfall_key):
+        drawn = plots.unlabelled_pitfalls(record)
+        folder = answers.recording_folder()
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            drawn.savefig(folder / UNLABELLED, dpi=100)
+        return drawn
+    path = answers.RECORDED_DIR / UNLABELLED
+    if not path.is_file():  # the grading sandbox: no recording at all
+        return plots.unlabelled_pitfalls(record)
+    print("the five timelines of the course's recorded run (the student edition draws them from that run only)")
+    image = imread(path)
+    shown = Figure(figsize=(image.shape[1] / 100, image.shape[0] / 100), dpi=100)
+    axes = shown.add_axes((0, 0, 1, 1))
+    axes.imshow(image)
+    axes.set_axis_off()
+    return shown
 
 
 PARTS = ("checks", "stages", "sweep", "model", "pitfalls", "verdicts")
@@ -62,12 +171,16 @@ PARTS = ("checks", "stages", "sweep", "model", "pitfalls", "verdicts")
 
 def show(record: Record, part: str = "all", window: str | None = None) -> None:
     """Print what `python -m day54` prints, or one part of it: one of PARTS (the lesson shows them in turn)."""
+    if part != "all" and part not in PARTS:
+        raise ValueError(f"no report part called {part!r}; choose from {', '.join(PARTS)}")
+    _or_recorded(lambda rec: _show(rec, part, window), record)
+
+
+def _show(record: Record, part: str, window: str | None) -> None:
     w = report.main_window(record, parse_size(window) if window else None)
     if part == "all":
         print(report.render(record, w))
         return
-    if part not in PARTS:
-        raise ValueError(f"no report part called {part!r}; choose from {', '.join(PARTS)}")
     if part == "checks":
         print(report.checks_text(record))
     elif part == "stages":

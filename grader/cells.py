@@ -11,7 +11,10 @@ import contextlib
 import gc
 import io
 import traceback
+from collections.abc import Callable
 from typing import Any
+
+from labcore import answers
 
 MAX_TEXT = 100_000  # characters of a cell's printed text kept (the rest is cut, saying so)
 
@@ -70,6 +73,27 @@ def run_cell(ip: Any, source: str, count: int) -> list[dict[str, Any]]:
         else:
             lines = ip.InteractiveTB.structured_traceback(type(exc), exc, exc.__traceback__, tb_offset=1)
         outputs.append(error(type(exc).__name__, _cut(str(exc)), [_cut("\n".join(lines))]))
+    return outputs
+
+
+def ask_cell(ip: Any, questions: list[dict[str, Any]], send: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+    """A test cell's place in the grading sandbox: each of its planned questions answered from the namespace the
+    student's cells made (labcore.answers.ask) and sent; its outputs: what the student's code printed meanwhile, and
+    an interrupt or exit that stopped it (the cell's remaining questions are then not answered)."""
+    out, err = io.StringIO(), io.StringIO()
+    stopped = None
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            for question in questions:
+                send(answers.ask(question, ip.user_ns))
+        except (KeyboardInterrupt, SystemExit) as exc:  # the time limit's SIGINT, or the student's code exiting
+            stopped = exc
+    outputs: list[dict[str, Any]] = []
+    for name, buffer in (("stdout", out), ("stderr", err)):
+        if buffer.getvalue():
+            outputs.append({"output_type": "stream", "name": name, "text": _cut(buffer.getvalue())})
+    if stopped is not None:
+        outputs.append(error(type(stopped).__name__, _cut(str(stopped))))
     return outputs
 
 

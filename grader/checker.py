@@ -4,9 +4,14 @@ It never runs a line of a student's: for each job read from standard input (one 
 answers file the sandbox filled and the student's run files, the checker program of grader.program, the seed) it
 runs the locked setup cell, placeholders for the student's names, and the locked test cells, in a fresh namespace,
 with LABCORE_ANSWERS=judge:FOLDER/answers.jsonl, in that folder. It answers with one JSON line: each test cell's
-outputs (what the check printed, and the error that fails it). Imports, the shipped profiles and, on a GPU, the
-CUDA context, compiled kernels and the checks' large buffers (labcore.reuse) are made once and kept for every
-later submission.
+outputs (what the check printed, and the error that fails it).
+
+A job {"plan": true, ...} instead runs the same cells with LABCORE_ANSWERS=plan:FILE and answers with the questions
+they asked, per test cell (labcore.answers: key, asker, arguments): the sandbox's program asks those and holds no
+test cell. A grading worker keeps one such planner beside its sandbox (grader.warm), with no GPU.
+
+Imports, the shipped profiles and, on a GPU, the CUDA context, compiled kernels and the checks' large buffers
+(labcore.reuse) are made once and kept for every later submission.
 
 With GRADER_CHECKER_PROFILE=DIR in its environment (benchmarks/class_grade.py --checker-profile), each job's test
 cells run under cProfile and the statistics go to DIR/checker-PID-N.prof: where a class's checker time goes.
@@ -18,6 +23,7 @@ import cProfile
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -58,6 +64,27 @@ def judge(job: dict[str, Any], ip: Any) -> dict[str, Any]:
     return {"cells": judged, "cells_s": seconds, "checker_s": round(time.perf_counter() - began, 3)}
 
 
+def plan(job: dict[str, Any], ip: Any) -> dict[str, Any]:
+    """The questions the test cells ask, by cell index, in order; nothing is answered or judged."""
+    with tempfile.TemporaryDirectory(prefix="grader-plan-") as folder:
+        path = Path(folder) / "plan.jsonl"
+        path.touch()
+        os.chdir(folder)
+        os.environ["LABCORE_ANSWERS"] = f"plan:{path}"
+        os.environ["LABCORE_SEED"] = str(job["seed"])
+        cells.fresh_namespace(ip)
+        program = job["program"]
+        cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)
+        questions, seen = {}, 0
+        for index, source, count in program["cells"]:
+            cells.run_cell(ip, source, count)  # a check stops after asking: its outputs say nothing here
+            lines = path.read_text().splitlines()
+            questions[str(index)] = [json.loads(line) for line in lines[seen:]]
+            seen = len(lines)
+        os.chdir("/")
+    return {"questions": questions}
+
+
 def main(argv: list[str]) -> int:
     protocol_in, protocol_out = sys.stdin, sys.stdout
     sys.stdout = sys.stderr
@@ -68,7 +95,8 @@ def main(argv: list[str]) -> int:
     protocol_out.write(json.dumps({"ready": True}) + "\n")
     protocol_out.flush()
     for line in protocol_in:
-        protocol_out.write(json.dumps(judge(json.loads(line), ip)) + "\n")
+        job = json.loads(line)
+        protocol_out.write(json.dumps(plan(job, ip) if job.get("plan") else judge(job, ip)) + "\n")
         protocol_out.flush()
     return 0
 

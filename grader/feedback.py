@@ -4,15 +4,21 @@
 (grader.preprocessors; DIR/nbgrader_config.py puts it there): hidden-test regions are cut out of every cell
 with `split_hidden` below and their cells' outputs reduced to a verdict line. It then reads every produced
 HTML file as text and looks for each hidden-test line that does not also appear in the visible part of that
-notebook; an HTML file that quotes one is deleted and reported. nbgrader also copies the other files of each
+notebook, verbatim or encoded (base64 of the line or of a whole region at any offset, standard or URL-safe, hex,
+zlib or gzip inside those, each also reversed or rot13; whitespace ignored): an HTML file that quotes one is
+deleted and reported. The sandbox never holds hidden test text (it asks planned questions), so this is defence in
+depth against a page that carries it anyway. nbgrader also copies the other files of each
 autograded folder into feedback/ (the student's run files and every non-notebook file of source/<a>/): hidden
 test data must never live in such a file.
 """
 
 from __future__ import annotations
 
+import base64
+import codecs
 import html
 import re
+import zlib
 from pathlib import Path
 
 from grader.grading import GradingDir
@@ -57,6 +63,54 @@ def leak_lines(notebook: Path) -> set[str]:
     return {line for line in hidden - visible if len(line) >= MIN_LEAK_CHARS}
 
 
+B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}")  # base64-looking (standard or URL-safe), padding dropped
+HEX_RUN = re.compile(r"[0-9a-fA-F]{16,}")
+MAX_INFLATED = 1 << 20  # bytes a zlib or gzip stream found in a page may inflate to here
+
+
+def _texts(blob: bytes) -> list[str]:
+    """What bytes decoded from a page may say: themselves as text, and what they inflate to as zlib, gzip or raw."""
+    found = [blob.decode("utf-8", "replace")]
+    for wbits in (15, 31, -15):
+        try:
+            found.append(zlib.decompressobj(wbits).decompress(blob, MAX_INFLATED).decode("utf-8", "replace"))
+        except zlib.error:
+            pass
+    return found
+
+
+def _base64(run: str) -> list[bytes]:
+    """A base64-looking run decoded from each of its four offsets (a copy may begin after other base64-like text),
+    its padding put back."""
+    standard = run.replace("-", "+").replace("_", "/")
+    found = []
+    for offset in range(4):
+        piece = standard[offset:]
+        piece = piece[: len(piece) - (len(piece) % 4 == 1)]  # a lone last character holds no whole byte
+        if len(piece) >= 8:
+            found.append(base64.b64decode(piece + "=" * (-len(piece) % 4)))
+    return found
+
+
+def decodings(text: str) -> list[str]:
+    """The text of a page and what it could be hiding: every base64 and hex run decoded (and inflated), and each of
+    those, the text included, also reversed and rot13; whitespace removed throughout (wrapped base64 joins up)."""
+    squeezed = re.sub(r"\s+", "", text)
+    found = [squeezed]
+    for run in set(B64_RUN.findall(squeezed)):
+        found += [t for blob in _base64(run) for t in _texts(blob)]
+    for run in set(HEX_RUN.findall(squeezed)):
+        found += [t for offset in (0, 1) for t in _texts(bytes.fromhex(run[offset:][: (len(run) - offset) // 2 * 2]))]
+    shown = [re.sub(r"\s+", "", t) for t in found]
+    return [v for t in shown for v in (t, t[::-1], codecs.encode(t, "rot13"))]
+
+
+def quoted_lines(text: str, lines: set[str]) -> list[str]:
+    """The hidden lines a page's text quotes in any form `decodings` reads, whitespace ignored."""
+    forms = "\0".join(decodings(text))
+    return sorted(line for line in lines if re.sub(r"\s+", "", line) in forms)
+
+
 def html_text(path: Path) -> str:
     """The text a reader sees in an HTML file: tags (syntax-highlighting spans) removed, entities decoded."""
     return html.unescape(re.sub(r"<[^>]*>", "", path.read_text(errors="replace")))
@@ -69,7 +123,7 @@ def leaks(grading: GradingDir, assignment: str) -> list[str]:
         student = page.parent.parent.name
         notebook = grading.root / "autograded" / student / assignment / f"{page.stem}.ipynb"
         text = html_text(page)
-        quoted = sorted(line for line in leak_lines(notebook) if line in text) if notebook.is_file() else []
+        quoted = quoted_lines(text, leak_lines(notebook)) if notebook.is_file() else []
         if quoted:
             page.unlink()
             found.append(f"{page.relative_to(grading.root)} quoted a hidden test ({quoted[0]!r}); deleted it")

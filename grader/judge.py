@@ -13,14 +13,20 @@ the student's run files). Each check reads the student's answers back and judges
 trace on the GPU, poisons and verifies its timed output and times it itself, compiles CUDA source to PTX, or,
 without a GPU, replays the trace on the recording fake and the simulator or reads the student's exports.
 Its outputs become the test cells' outputs in the autograded notebook, and so the gradebook's points.
+
+Before the sandbox runs (`grade`, the whole-notebook path of `--feedback now`), the same cells run once in plan role
+(`plan`: grader.checker, trusted, no GPU) to record the questions they ask; the sandbox gets the notebook with each
+test cell replaced by one asking its planned questions (`asking_notebook`), so no test cell's text reaches it.
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
+import copy
 import dataclasses
 import fcntl
+import json
 import shutil
 import subprocess
 import sys
@@ -31,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, TIMED_OUT, TIMES_KEY
 from grader.outputs import error_output, safe_cells
-from grader.program import SETUP_CELL, grade_id, is_solution, is_test, names
+from grader.program import SETUP_CELL, checker_program, grade_id, is_solution, is_test, names
 from grader.runner import course_env, kill_tree
 from grader.sandbox import SandboxRun, run_notebook
 from labcore.answers import ENV, MAX_FILE_BYTES, SEED_ENV
@@ -91,6 +97,44 @@ def judge_notebook(nb: NotebookNode) -> NotebookNode:
         *(nbformat.v4.new_code_cell(c.source, metadata=c.metadata) for c in tests),
     ]
     return out
+
+
+def plan(nb: NotebookNode, *, scratch: Path, limit_s: float, seed: int) -> dict[str, list]:
+    """The questions nb's test cells ask, by cell index: a one-job grader.checker in plan role (trusted, no GPU)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    job = {"plan": True, "program": checker_program(nb).to_json(), "seed": seed}
+    env = {**course_env(), "MPLBACKEND": "Agg", "CUDA_VISIBLE_DEVICES": ""}
+    env.pop(ENV, None)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "grader.checker"],
+            input=json.dumps(job) + "\n",
+            capture_output=True,
+            text=True,
+            cwd=scratch,
+            env=env,
+            timeout=limit_s,
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"planning the test cells' questions ran past {limit_s:.0f} s") from None
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or len(lines) < 2:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"planning the test cells' questions failed ({tail[:300]})")
+    return json.loads(lines[1])["questions"]
+
+
+ASK_CELL = "from labcore.answers import ask_filed as _ask_filed\n\n_ask_filed(__import__('json').loads({text!r}))\n"
+
+
+def asking_notebook(nb: NotebookNode, questions: dict[str, list]) -> NotebookNode:
+    """nb as the whole-notebook sandbox runs it: each test cell's source replaced by a cell asking its planned
+    questions, so no test cell's text (hidden tests least of all) reaches the sandbox."""
+    sent = copy.deepcopy(nb)
+    for index, cell in enumerate(sent.cells):
+        if is_test(cell):
+            cell.source = ASK_CELL.format(text=json.dumps(questions.get(str(index), [])))
+    return sent
 
 
 def judge(
@@ -173,8 +217,13 @@ def grade(
     """Fill nb's outputs: the sandbox's for the student's and the lesson's cells, the checker's for test cells."""
     run_files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".ipynb") if folder.is_dir() else []
     started = time.perf_counter()
+    try:
+        sent = asking_notebook(nb, plan(nb, scratch=scratch / "plan", limit_s=budget_s(nb, timeout_s), seed=seed))
+    except RuntimeError as trouble:
+        merge(nb, SandboxRun(None, scratch / "no-answers.jsonl", str(trouble)), {}, str(trouble))
+        return nb
     run = run_notebook(
-        nb,
+        sent,
         run_files=run_files,
         library=library,
         scratch=scratch / "sandbox",
@@ -193,7 +242,7 @@ def grade(
         seed=seed,
         lock=checker_lock,
     )
-    merge(nb, run, checked.cells, checked.trouble)
+    merge(nb, run, checked.cells, checked.trouble, sent=sent)
     # wall seconds of each process, the checker's without its wait for its turn on the GPU: only the checker
     # uses a GPU (`python -m grader autograde` reports both)
     nb.metadata[TIMES_KEY] = {
@@ -211,9 +260,17 @@ def _same_cells(ran: NotebookNode | None, nb: NotebookNode) -> bool:
     return ran is not None and shape(ran) == shape(nb)
 
 
-def merge(nb: NotebookNode, run: SandboxRun, judged: dict[str, NotebookNode], trouble: str) -> None:
-    """The autograded notebook's outputs (see `grade`), safe to record; every test cell without a verdict says why."""
-    executed = run.executed if _same_cells(run.executed, nb) else None
+def merge(
+    nb: NotebookNode,
+    run: SandboxRun,
+    judged: dict[str, NotebookNode],
+    trouble: str,
+    *,
+    sent: NotebookNode | None = None,
+) -> None:
+    """The autograded notebook's outputs (see `grade`), safe to record; every test cell without a verdict says why.
+    `sent`: the notebook the sandbox was given (test cells asking their questions), when it is not nb itself."""
+    executed = run.executed if _same_cells(run.executed, nb if sent is None else sent) else None
     lost = run.reason or ("" if executed else "the notebook the sandbox wrote back is not the submission")
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":

@@ -45,13 +45,13 @@ from nbgrader.preprocessors import ClearHiddenTests, DeduplicateIds, Execute, Nb
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Integer, Unicode
 
+from grader.bundle import sandbox_library
 from grader.feedback import split_hidden
 from grader.judge import grade
 from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, PENDING_GPU, TIMED_OUT, TIMES_KEY
 from grader.outputs import error_output
 from grader.program import cell_name
 from grader.runner import ANSI, REPO
-from grader.withhold import sandbox_library
 
 
 class ExecuteToTheEnd(Execute):

@@ -1,15 +1,17 @@
-"""What grading runs of a submission, and where: the answer cells in the sandbox, the test cells in the checker.
+"""What grading runs of a submission, and where: the answer cells in the sandbox, the test cells on the trusted side.
 
 A grade needs the student's answers and the trusted checks, not the lesson: so a submission's grading runs, in
 the sandbox, only
 
-    the locked `setup` cell, every cell the student may edit (exercises, predictions, cells they added), and the
-    test cells (whose checks ask the student's code their questions and file the answers),
+    the locked `setup` cell, every cell the student may edit (exercises, predictions, cells they added), and in
+    each test cell's place (its source is None there: no test cell's text reaches the sandbox) the questions the
+    trusted planner recorded from it (grader.checker's plan: which asker, with which arguments),
 
 in notebook order, after a cell binding every name that a skipped lesson cell would have made (`record`,
 `breakeven_run`, ...) to a placeholder: checks never take lesson data from the notebook while grading (they read
 the shipped profile). The lesson cells (locked, not graded, not `setup`) run only for feedback (`--feedback now`).
-The checker runs the setup cell, placeholders for every other name the test cells read, and the test cells.
+The planner and the checker run the setup cell, placeholders for every other name the test cells read, and the test
+cells: the planner to record the questions, the checker to judge their answers.
 
 Cells are named by their index in the sanitized notebook (nbgrader's: locked cells restored from the gradebook).
 """
@@ -99,9 +101,10 @@ def is_setup(cell: NotebookNode) -> bool:
 class Program:
     """Cells to run, as (index, source, count) in order, and the names bound to placeholders before them.
 
-    A cell's count is its In [count] in the autograded notebook, the same for a test cell in both programs."""
+    A cell's count is its In [count] in the autograded notebook, the same for a test cell in both programs. In the
+    sandbox's program a test cell's source is None: its place, where the planned questions are asked."""
 
-    cells: tuple[tuple[int, str, int], ...]
+    cells: tuple[tuple[int, str | None, int], ...]
     placeholders: tuple[str, ...]
 
     def to_json(self) -> dict:
@@ -109,7 +112,8 @@ class Program:
 
 
 def answers_program(nb: NotebookNode) -> Program:
-    """The sandbox's program: setup, the student's cells and the test cells; lesson names as placeholders."""
+    """The sandbox's program: setup, the student's cells and the test cells' places (no source); lesson names that
+    the student's cells read as placeholders."""
     run = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code" and not is_lesson(c)]
     made: set[str] = set()
     for cell in nb.cells:
@@ -117,8 +121,9 @@ def answers_program(nb: NotebookNode) -> Program:
             made |= names(cell.source)[1]
     read: set[str] = set()
     for _, cell in run:
-        read |= names(cell.source)[0]
-    return Program(tuple((i, c.source, n) for n, (i, c) in enumerate(run, 1)), tuple(sorted(made & read)))
+        read |= set() if is_test(cell) else names(cell.source)[0]
+    cells = tuple((i, None if is_test(c) else c.source, n) for n, (i, c) in enumerate(run, 1))
+    return Program(cells, tuple(sorted(made & read)))
 
 
 def checker_program(nb: NotebookNode) -> Program:

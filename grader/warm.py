@@ -1,7 +1,9 @@
 """A grading worker's two warm processes, and the two steps of grading a submission that use them.
 
-    extract(job)             the student's answer cells in the warm sandbox (grader.zygote, in bwrap): the
-                             answers file and each cell's outputs come back as data; no GPU
+    extract(job)             the test cells planned in a warm planner (grader.checker's plan: the questions they
+                             ask, no test text), then the student's cells and those questions in the warm sandbox
+                             (grader.zygote, in bwrap): the answers file and each cell's outputs come back as data;
+                             no GPU
     check(job, extracted)    the test cells in the warm trusted checker (grader.checker) against those answers:
                              each test cell's verdict, with what the sandbox said of each cell (the answers
                              themselves, megabytes of arrays, stay with the workers); the only step that uses a GPU
@@ -30,8 +32,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from grader import sandbox
+from grader.bundle import sandbox_library
 from grader.runner import REPO, course_env, kill_tree
-from grader.withhold import sandbox_library
 from grader.zygote import GRACE_S
 from labcore.answers import MAX_FILE_BYTES as MAX_ANSWERS_BYTES
 from labcore.errors import UsageError
@@ -240,11 +242,12 @@ class WarmSandbox(_Warm):
                 continue
             return told, ""
 
-    def run(self, job: Job) -> dict[str, Any]:
+    def run(self, job: Job, questions: dict[str, list] | None = None) -> dict[str, Any]:
         try:
             self.ensure()
         except _Trouble as trouble:
             return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": str(trouble), "sandbox_s": 0}
+        program = {**job.answers_program, "questions": questions or {}}
         self.count += 1
         name = f"job{self.count}"
         work, out = self.work / name, self.out / name
@@ -257,7 +260,7 @@ class WarmSandbox(_Warm):
             cells = len(job.answers_program["cells"])
             budget = job.timeout_s * (cells + 1) + sandbox_grace(cells)
             began = time.perf_counter()
-            request = {"job": name, "program": job.answers_program, "seed": job.seed, "timeout_s": job.timeout_s}
+            request = {"job": name, "program": program, "seed": job.seed, "timeout_s": job.timeout_s}
             told, reason = self._watch(request, job.timeout_s, budget)
             took = round(time.perf_counter() - began, 3)
             order = [i for i, _, _ in job.answers_program["cells"]]
@@ -271,6 +274,7 @@ class WarmSandbox(_Warm):
                 "timed_out": [i for i in told.get("timed_out", []) if isinstance(i, int)],
                 "lost": lost if isinstance(lost, dict) else None,
                 "reason": reason,
+                "answers_refused": str(told.get("answers_refused") or ""),
                 "sandbox_s": took,
             }
         finally:
@@ -345,16 +349,21 @@ def _read_answers(path: Path) -> str:
 
 
 class WarmChecker(_Warm):
-    """grader.checker: trusted, outside the sandbox, with the GPU when there is one."""
+    """grader.checker: trusted, outside the sandbox, with the GPU when there is one; as a planner, never a GPU."""
 
-    def __init__(self, lessons: tuple[str, ...], scratch: Path) -> None:
-        super().__init__("checker")
-        self.lessons, self.scratch = lessons, scratch
-        self.log = scratch / "checker.log"
+    def __init__(self, lessons: tuple[str, ...], scratch: Path, *, planner: bool = False) -> None:
+        super().__init__("planner" if planner else "checker")
+        self.lessons, self.scratch, self.planner = lessons, scratch, planner
+        self.log = scratch / f"{self.what}.log"
         self.count = 0
 
+    def plan(self, job: Job) -> dict[str, list]:
+        """The questions of the job's test cells, per cell index (raises _Trouble when the planner fails)."""
+        budget = job.timeout_s * (len(job.checker_program["cells"]) + 1)
+        return self.ask({"plan": True, "program": job.checker_program, "seed": job.seed}, budget)["questions"]
+
     def _start(self) -> None:
-        env = {**course_env(), "MPLBACKEND": "Agg"}
+        env = {**course_env(), "MPLBACKEND": "Agg", **({"CUDA_VISIBLE_DEVICES": ""} if self.planner else {})}
         for name in ("LABCORE_ANSWERS", "LABCORE_SEED"):
             env.pop(name, None)
         with open(self.log, "ab") as log:
@@ -447,17 +456,28 @@ def _refuse_other_code(job: Job) -> None:
         )
 
 
+def _warm(kind: str, job: Job, make: Any) -> Any:
+    key = f"{kind}:{','.join(job.lessons)}"
+    if key not in _WARM:
+        _WARM[key] = make(job.lessons, _scratch() / f"{kind}-{len(_WARM)}")
+        _WARM[key].scratch.mkdir(parents=True)
+    return _WARM[key]
+
+
 def extract(job: Job) -> dict[str, Any]:
-    """Step 1 of grading a submission, on any worker: the answer cells in the warm sandbox."""
+    """Step 1 of grading a submission, on any worker: the test cells' questions planned, then the student's cells and
+    those questions in the warm sandbox."""
     _refuse_other_code(job)
     refused = _sandbox_refused()
     if refused:  # this worker's host (a cluster's node) does not give what the sandbox needs: no one graded here
         return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": refused, "sandbox_s": 0}
-    key = f"sandbox:{','.join(job.lessons)}"
-    if key not in _WARM:
-        _WARM[key] = WarmSandbox(job.lessons, _scratch() / f"sandbox-{len(_WARM)}")
-        _WARM[key].scratch.mkdir(parents=True)
-    return _WARM[key].run(job)
+    planner = _warm("planner", job, lambda lessons, scratch: WarmChecker(lessons, scratch, planner=True))
+    try:
+        questions = planner.plan(job)
+    except _Trouble as trouble:
+        reason = f"the test cells' questions could not be planned: {trouble}"
+        return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": reason, "sandbox_s": 0}
+    return _warm("sandbox", job, WarmSandbox).run(job, questions)
 
 
 def check(job: Job, extracted: dict[str, Any]) -> dict[str, Any]:
@@ -465,11 +485,7 @@ def check(job: Job, extracted: dict[str, Any]) -> dict[str, Any]:
     result: {"extracted": what the sandbox said of each cell, "checked": the verdicts}. The answers are left out:
     the verdicts are what they came to, and the coordinator neither needs nor stores them."""
     _refuse_other_code(job)
-    key = f"checker:{','.join(job.lessons)}"
-    if key not in _WARM:
-        _WARM[key] = WarmChecker(job.lessons, _scratch() / f"checker-{len(_WARM)}")
-        _WARM[key].scratch.mkdir(parents=True)
-    checked = _WARM[key].run(job, extracted)
+    checked = _warm("checker", job, WarmChecker).run(job, extracted)
     return {"extracted": {k: v for k, v in extracted.items() if k != "answers"}, "checked": checked}
 
 

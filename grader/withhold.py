@@ -1,11 +1,14 @@
-"""The lesson packages as the grading sandbox sees them: the student bundle's packages, reference answers withheld.
+"""Reference answers withheld from a copy of the lesson packages: the student bundle's and the grading sandbox's.
 
-A lesson keeps the reference answer to each exercise for its own runs (the pipelined schedule it measures, the
-cost model it plots), and students install it with the bundle. While grading, a student's answer that calls it,
-under any name, must not pass. So the sandbox gets a copy of the packages in which:
+A lesson keeps the reference answer to each exercise for its own runs in the instructors' checkout (the pipelined
+schedule it measures, the cost model it plots, the grader's live checks, which time against the reference). No
+copy that students' code can run or read holds them: grader.bundle writes both the bundle's packages and the
+sandbox's through this module, in which
 
 - every Python function decorated `@reference` (labcore.answers.reference) has its body replaced by
-  `raise ReferenceWithheld(...)`; its signature, decorators and docstring stay, so every module imports;
+  `return recorded_reference(module, name, locals())`, which answers only a call the bundle's lesson made on the
+  shipped profile with the result the checkout recorded, and raises ReferenceWithheld otherwise (the sandbox has
+  no record); its signature, decorators and docstring stay, so every module imports;
 - every region of a CUDA file between a line holding `BEGIN REFERENCE` and one holding `END REFERENCE`
   becomes one comment line.
 
@@ -17,17 +20,15 @@ from __future__ import annotations
 import ast
 import re
 import shutil
-import tomllib
 from pathlib import Path
 
-from grader.bundle import PROFILES_PACKAGE, shipped_packages
 from labcore.errors import UsageError
 
 MARKER = "reference"
 CUDA_SUFFIXES = (".cu", ".cuh", ".h")
 CUDA_REGION = re.compile(r"^[^\n]*BEGIN REFERENCE[^\n]*\n.*?^[^\n]*END REFERENCE[^\n]*$", re.M | re.S)
-WITHHELD_CUDA = "// (the reference is withheld while grading)"
-SANDBOX_PACKAGES = ("grader",)  # besides the bundle's: the sandbox runs the notebook with grader.sandboxed
+WITHHELD_CUDA = "// (the reference is withheld: it is an exercise's answer)"
+STUB = "recorded_reference"  # labcore.answers' function that a withheld body calls
 
 
 def _is_marker(node: ast.expr) -> bool:
@@ -37,8 +38,8 @@ def _is_marker(node: ast.expr) -> bool:
     )
 
 
-def withhold_python(text: str, where: str, module: str = "") -> tuple[str, list[str]]:
-    """(the module with every @reference body replaced, the qualified names withheld)."""
+def reference_bodies(text: str, where: str) -> list[tuple[int, int, int, str]]:
+    """(first body line after any docstring, last line, its indent, qualified name) of each @reference function."""
     try:
         tree = ast.parse(text, filename=where)
     except SyntaxError as exc:
@@ -60,12 +61,17 @@ def withhold_python(text: str, where: str, module: str = "") -> tuple[str, list[
                     visit(child, f"{name}.")
 
     visit(tree, "")
+    return found
+
+
+def withhold_python(text: str, where: str, module: str = "") -> tuple[str, list[str]]:
+    """(the module with every @reference body replaced, the qualified names withheld)."""
+    found = reference_bodies(text, where)
     lines = text.splitlines(keepends=True)
     for first, last, indent, name in sorted(found, reverse=True):
-        stub = " " * indent + f"raise ReferenceWithheld({(module + '.' if module else '') + name!r})\n"
-        lines[first - 1 : last] = [stub]
+        lines[first - 1 : last] = [" " * indent + f"return {STUB}({module!r}, {name!r}, locals())\n"]
     if found:
-        lines.append("\n\nfrom labcore.answers import ReferenceWithheld  # noqa: E402 (added by grader.withhold)\n")
+        lines.append(f"\n\nfrom labcore.answers import {STUB}  # noqa: E402 (added by grader.withhold)\n")
     return "".join(lines), [name for *_, name in found]
 
 
@@ -74,28 +80,36 @@ def withhold_cuda(text: str) -> tuple[str, int]:
     return CUDA_REGION.subn(WITHHELD_CUDA, text)
 
 
-def sandbox_library(repo: Path, dest: Path) -> list[str]:
-    """Write the sandbox's packages into dest (one folder per import name); the names of what was withheld."""
-    main = tomllib.loads((repo / "pyproject.toml").read_text())
+def reference_lines(text: str, where: str) -> list[str]:
+    """The lines a withheld copy must not hold: each @reference body's (docstring left out) or reference region's,
+    stripped, those that say something (not blank, a lone brace or bracket, `pass`, a comment alone)."""
+    if where.endswith(".py"):
+        lines = text.splitlines()
+        held = [line for first, last, _, _ in reference_bodies(text, where) for line in lines[first - 1 : last]]
+    else:
+        held = [line for region in CUDA_REGION.findall(text) for line in region.splitlines()[1:-1]]
+    stripped = (line.strip() for line in held)
+    return [
+        s for s in stripped if s and s != "pass" and not re.fullmatch(r"[\W_]+", s) and not s.startswith(("#", "//"))
+    ]
+
+
+def write_withheld(package: str, src: Path, files: list[Path], into: Path, *, data_only: bool = False) -> list[str]:
+    """Copy one package's files (from its folder src) into the folder into, references withheld; the names of what
+    was withheld. `data_only`: a package of data files (the profiles), copied as they are."""
     withheld: list[str] = []
-    packages = [*shipped_packages(repo, main), *((p, repo / p, sorted(_py_files(repo / p))) for p in SANDBOX_PACKAGES)]
-    for package, src, files in packages:
-        for path in files:
-            target = dest / package / path.relative_to(src)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if path.suffix == ".py" and package != PROFILES_PACKAGE:
-                module = ".".join([package, *path.relative_to(src).with_suffix("").parts]).removesuffix(".__init__")
-                text, names = withhold_python(path.read_text(), str(path), module)
-                withheld += [f"{module}.{n}" for n in names]
-                target.write_text(text)
-            elif path.suffix in CUDA_SUFFIXES:
-                text, count = withhold_cuda(path.read_text())
-                withheld += [f"{package}/{path.relative_to(src).as_posix()}: {count} region(s)"] if count else []
-                target.write_text(text)
-            else:
-                shutil.copy2(path, target)
+    for path in files:
+        target = into / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".py" and not data_only:
+            module = ".".join([package, *path.relative_to(src).with_suffix("").parts]).removesuffix(".__init__")
+            text, names = withhold_python(path.read_text(), str(path), module)
+            withheld += [f"{module}.{n}" for n in names]
+            target.write_text(text)
+        elif path.suffix in CUDA_SUFFIXES and not data_only:
+            text, count = withhold_cuda(path.read_text())
+            withheld += [f"{package}/{path.relative_to(src).as_posix()}: {count} region(s)"] if count else []
+            target.write_text(text)
+        else:
+            shutil.copy2(path, target)
     return withheld
-
-
-def _py_files(folder: Path) -> list[Path]:
-    return [p for p in folder.rglob("*.py") if "__pycache__" not in p.parts]

@@ -6,9 +6,18 @@ from standard input (one JSON line: the job's folder name, the program of grader
 forks a child that runs the student's cells:
 
 - the child first points standard input, output and error away from the protocol (a student's code cannot
-  speak for the zygote), moves into /sandbox/work/JOB, sets LABCORE_ANSWERS=collect:/sandbox/out/JOB/answers.jsonl,
-  and runs each cell in a fresh namespace, filing its outputs in /sandbox/out/JOB/cells.jsonl (data, read by the
-  grader as such), and telling the zygote on a pipe which cell it starts;
+  speak for the zygote), moves into /sandbox/work/JOB, sets LABCORE_ANSWERS=ask, and runs the program's cells in a
+  fresh namespace, filing their outputs in /sandbox/out/JOB/cells.jsonl (data, read by the grader as such), and
+  telling the zygote on a pipe which cell it starts. The program holds no test cell: in a test cell's place it has
+  the questions the trusted planner recorded from it (grader.checker), which the child answers from the student's
+  names (labcore.answers.ask), sending each answer as a JSON line on that same pipe, opened before any student code
+  ran, so answers and cell starts arrive in the order they were sent;
+- the zygote keeps an answer only to a question of the test cell the child said it started, each at most once and
+  in the plan's order: any other line on that pipe (an answer not asked, or asked by another cell, a second answer,
+  a forged or unreadable line) refuses every answer of the job, with the reason. It writes the answers file
+  itself, once the child and everything it started are dead, so no process of the student's can write it. (A
+  student's code runs in the child and may speak on the pipe too, but an answer that passes is then just what
+  that code gave for the question's trusted inputs: it is judged like any other);
 - a cell past the limit gets SIGINT (a KeyboardInterrupt in the cell: the next cells still run), and SIGKILL if
   no next cell starts within GRACE_S; a child that dies ends the job with the cell it died in;
 - each cell's start is also told on standard output ({"cell": N}): the trusted side (grader.warm.WarmSandbox) keeps
@@ -29,6 +38,7 @@ import importlib.util
 import json
 import os
 import select
+import shutil
 import signal
 import sys
 import time
@@ -36,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import cells
+from labcore.answers import MAX_FILE_BYTES as MAX_ANSWERS_BYTES
 
 INSIDE = Path("/sandbox")
 END = b"end\n"  # the child ran every cell: without it, the child was lost in the cell it last named
@@ -65,8 +76,80 @@ def _undumpable() -> None:
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
+class Answering:
+    """The answers the child sends on its report pipe, each line checked against the plan as it comes, kept in memory
+    and written to the answers file once no process of the job's is left."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        program = job["program"]
+        planned = program.get("questions", {})
+        self.keys = {
+            index: [q["key"] for q in planned.get(str(index), [])]
+            for index, source, _ in program["cells"]
+            if source is None
+        }
+        self.kept: list[bytes] = []
+        self.size = 0
+        self.cell: int | None = None  # the cell the child last said it started: only its questions may be answered
+        self.answered: dict[int, int] = {}  # cell -> its plan position after the last answer taken
+        self.refused = ""
+
+    def line(self, raw: bytes) -> None:
+        """One answer line: kept, or the reason every answer of the job is refused."""
+        if self.refused:
+            return
+        self.size += len(raw) + 1
+        try:
+            line = json.loads(raw)
+            key = line["key"]
+        except (ValueError, TypeError, KeyError):
+            self.refused = "the sandbox sent a line that is not an answer"
+            return
+        at = self.answered.get(self.cell, 0) if self.cell is not None else 0
+        asked = self.keys.get(self.cell, []) if self.cell is not None else []
+        if self.size > MAX_ANSWERS_BYTES:
+            self.refused = f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
+        elif not isinstance(line, dict) or set(line) not in ({"key", "value"}, {"key", "raised"}):
+            self.refused = "the sandbox sent a line that is not an answer"
+        elif key not in asked[at:]:
+            self.refused = "an answer to a question not asked, or a second answer to one, came from the sandbox"
+        else:
+            self.answered[self.cell] = asked.index(key, at) + 1
+            self.kept.append(raw)
+
+    def bounded(self, pending: bytes) -> bytes:
+        """A partial line waiting for its end, unless it is already past the answers' limit (then refused)."""
+        if len(pending) > MAX_ANSWERS_BYTES:
+            self.refused = self.refused or f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
+            return b""
+        return pending
+
+    def finish(self, path: Path) -> str:
+        """Write the answers file afresh (every process of the job is dead); why they were refused, or ''."""
+        if path.is_dir() and not path.is_symlink():  # whatever the student's code left in its place goes
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.is_symlink() or path.exists():
+            path.unlink()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(path, flags, 0o644), "wb") as out:
+            if self.refused:
+                out.write(json.dumps({"refused": self.refused}).encode() + b"\n")
+            else:
+                out.writelines(line + b"\n" for line in self.kept)
+        return self.refused
+
+
+def _sender(fd: int) -> Any:
+    def send(line: dict[str, Any]) -> None:
+        data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
+        while data:  # a signal may cut a write short: send the rest
+            data = data[os.write(fd, data) :]
+
+    return send
+
+
 def _child(job: dict[str, Any], report: int, ip: Any) -> None:
-    """In the forked child: run the job's cells. Never returns."""
+    """In the forked child: run the job's cells, answer its questions. Never returns."""
     try:
         work, out = INSIDE / "work" / job["job"], INSIDE / "out" / job["job"]
         log = os.open(out / "output.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -78,16 +161,20 @@ def _child(job: dict[str, Any], report: int, ip: Any) -> None:
         os.close(log)
         sys.stdin = open(os.devnull)
         os.chdir(work)
-        os.environ["LABCORE_ANSWERS"] = f"collect:{out / 'answers.jsonl'}"
-        os.environ["LABCORE_SEED"] = str(job["seed"])
+        os.environ["LABCORE_ANSWERS"] = "ask"  # no file: the answers go to the zygote on the report pipe
+        os.environ.pop("LABCORE_SEED", None)  # the questions carry the inputs: the run's seed stays outside
         signal.signal(signal.SIGINT, signal.default_int_handler)
         cells.fresh_namespace(ip)
         program = job["program"]
+        questions, send = program.get("questions", {}), _sender(report)
         cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)
         with open(out / "cells.jsonl", "a") as filed:
             for index, source, count in program["cells"]:
                 os.write(report, f"{index}\n".encode())
-                outputs = cells.run_cell(ip, source, count)
+                if source is None:  # a test cell's place: its planned questions
+                    outputs = cells.ask_cell(ip, questions.get(str(index), []), send)
+                else:
+                    outputs = cells.run_cell(ip, source, count)
                 filed.write(json.dumps({"cell": index, "outputs": outputs}) + "\n")
                 filed.flush()
         os.write(report, END)
@@ -106,10 +193,11 @@ def exit_status(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}"
 
 
-def _drain(fd: int) -> tuple[bytes, bool]:
-    """What a non-blocking pipe holds now, and whether it is at its end (every writer gone)."""
+def _drain(fd: int, most: int = 1 << 20) -> tuple[bytes, bool]:
+    """What a non-blocking pipe holds now (at most about `most` bytes: a flooding writer waits for the next read),
+    and whether it is at its end (every writer gone)."""
     data = b""
-    while True:
+    while len(data) < most:
         try:
             chunk = os.read(fd, 1 << 16)
         except BlockingIOError:
@@ -117,6 +205,7 @@ def _drain(fd: int) -> tuple[bytes, bool]:
         if not chunk:
             return data, True
         data += chunk
+    return data, False
 
 
 def _stopped(pid: int) -> bool:
@@ -190,6 +279,7 @@ def run_job(job: dict[str, Any], ip: Any, tell: Any = None) -> dict[str, Any]:
     """Fork, run, watch the clock; what happened, as data. tell(cell) says each cell's start to the trusted side
     (grader.warm), whose own clock outlives a stopped zygote."""
     read, write = os.pipe()
+    answering = Answering(job)
     pid = os.fork()
     if pid == 0:
         os.close(read)
@@ -214,6 +304,9 @@ def run_job(job: dict[str, Any], ip: Any, tell: Any = None) -> dict[str, Any]:
                 if line + b"\n" == END:
                     ended = True
                     continue
+                if line.startswith(b"{"):  # an answer, in order with the cell starts around it
+                    answering.line(line)
+                    continue
                 try:
                     cell = int(line)
                 except ValueError:
@@ -222,8 +315,10 @@ def run_job(job: dict[str, Any], ip: Any, tell: Any = None) -> dict[str, Any]:
                 if current is not None and cell <= current:
                     continue
                 current, deadline, interrupted = cell, time.monotonic() + limit, False
+                answering.cell = current
                 if tell is not None:
                     tell(current)
+            buffer = answering.bounded(buffer)
             if gone in ready or at_end:
                 break
             continue
@@ -241,8 +336,10 @@ def run_job(job: dict[str, Any], ip: Any, tell: Any = None) -> dict[str, Any]:
     _, status = os.waitpid(pid, 0)
     if lost is None and not ended:
         lost = {"cell": current, "why": "died", "status": exit_status(status)}
+    _kill_others()
+    refused = answering.finish(INSIDE / "out" / job["job"] / "answers.jsonl")  # once no process of the job is left
     _clean_up()
-    return {"job": job["job"], "timed_out": timed_out, "lost": lost}
+    return {"job": job["job"], "timed_out": timed_out, "lost": lost, "answers_refused": refused}
 
 
 def main(argv: list[str]) -> int:

@@ -1,39 +1,52 @@
 """Answers as data: the one seam between a student's code and the checks that grade it.
 
 A check never judges what a student's function does by trusting the process it ran in. Every call a check
-makes into student code goes through `answer(question, inputs, compute)`, which behaves by the process's
-role, read once from LABCORE_ANSWERS:
+makes into student code is a question, `answer(question, inputs, asker, *args)`: `asker` is a module-level function
+of a course module marked `@asker`, and `args` its arguments, data or the student's names (the placeholders
+`Answer(name)` that the grading processes bind them to). What happens depends on the process's role, read once
+from LABCORE_ANSWERS:
 
-    (unset)          the student's own kernel: compute() runs and its value is judged on the spot (visible
+    (unset)          the student's own kernel: asker(*args) runs and its value is judged on the spot (visible
                      tests, self-checks; nothing here counts for a grade)
-    collect:FILE     the grading sandbox (grader.sandbox): compute() runs and its value, or the error it
-                     raised, is appended to FILE as one JSON line keyed by (question, inputs); the check
-                     then stops (`collecting()`), judging nothing
-    judge:FILE       the trusted checker (grader.judge), which never runs student code: compute() is not
-                     called; the value is read back from FILE by the same key and judged
+    plan:FILE        the trusted side (grader.checker) runs the test cells, visible and hidden, with the student's
+                     names as placeholders: each question is appended to FILE as data (key, asker's qualified
+                     name, arguments with `{"student": name}` for a student's name), nothing is computed, and the
+                     check stops (`collecting()`); the question list is all the sandbox learns of the tests
+    ask              the grading sandbox (grader.zygote's child) runs the student's cells, then answers each planned
+                     question with `ask(question, namespace)`: no test cell runs there, and the answers go to the
+                     zygote over a pipe opened before any student code ran, never to a file the student can reach
+    collect:FILE     the whole-notebook sandbox (`--feedback now`, grader.judge): each test cell's place asks its
+                     planned questions (`ask_filed`) and files the answers in FILE; a check run here computes and
+                     files its own
+    judge:FILE       the trusted checker (grader.checker), which never runs student code: the value is read back
+                     from the answers file by the same key and judged
 
 Values travel as JSON (numbers, strings, lists, dicts with any keys, NumPy arrays of numbers as their raw
-bytes in base64), never as pickles, so reading them back cannot run code. What a sandbox wrote is only ever data
+bytes in base64), never as pickles, so reading them back cannot run code. What a sandbox sent is only ever data
 to be judged: a forged value is judged exactly as if the student's function had returned it. Every value
-round-trips through the same encoding in all three roles, so the student's own kernel sees what the checker will
-see.
+round-trips through the same encoding in all roles, so the student's own kernel sees what the checker will see.
 
 The inputs are the trusted side's: random inputs come from `fresh_seed(name)`, fresh on every call in a
-student's kernel and, while grading, derived from LABCORE_SEED (new for every grading run, the same in the
-sandbox and the checker), so both sides build the same inputs. While grading, a check reads the lesson's
-data from the shipped profile (`grading()`), never from a variable of the student's notebook.
+student's kernel and, while grading, derived from LABCORE_SEED (new for every grading run) in the planner and the
+checker, which build the same inputs; the sandbox gets them as the questions' arguments. While grading, a check
+reads the lesson's data from the shipped profile (`grading()`), never from a variable of the student's notebook.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import dataclasses
 import functools
 import hashlib
+import importlib
+import inspect
 import json
 import math
 import os
 import secrets
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,6 +55,10 @@ import numpy as np
 ENV = "LABCORE_ANSWERS"
 SEED_ENV = "LABCORE_SEED"
 MAX_FILE_BYTES = 256 << 20  # an answers file larger than this is refused whole
+REFUSED = "#refused"  # where _answers keeps an answers file's {"refused": why} line (the zygote refused the run's)
+RECORD_ENV = "LABCORE_RECORD_REFERENCES"  # a folder: the instructors' checkout records what its references gave
+RECORDED_DIR = Path(__file__).with_name("recorded")  # the student bundle's copy of such a folder (grader.bundle)
+RECORDED_CALLS = "references.jsonl"
 
 
 class NoAnswer(AssertionError):
@@ -53,23 +70,171 @@ class AnswerRaised(AssertionError):
 
 
 class ReferenceWithheld(RuntimeError):
-    """Raised by a lesson's reference answer in the grading sandbox, where its body is withheld."""
+    """Raised by a lesson's reference answer where its body is withheld: the student bundle, the grading sandbox."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"{name} is the lesson's reference answer, withheld while grading: write your own")
+        super().__init__(
+            f"{name} is the lesson's reference answer to an exercise, withheld from students' code (the student "
+            "edition and the grading sandbox hold no copy of it): write your own"
+        )
 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def reference(fn: F) -> F:
-    """Mark a lesson's reference answer to an exercise.
+def reference(fn: F | None = None, *, recordable: bool = True) -> Any:
+    """Mark a lesson's reference answer to an exercise (`@reference`, or `@reference(recordable=False)`).
 
-    It works as written everywhere but in the grading sandbox, whose copy of the lesson packages has the body of
-    every function marked so replaced by `raise ReferenceWithheld(...)` (grader.withhold): a student's answer
-    that calls it, under any name, fails there, while the lesson keeps it for its own runs.
+    It works as written in the instructors' checkout only. The student bundle and the grading sandbox get copies of
+    the lesson packages in which the body of every function marked so is replaced by a call of
+    `recorded_reference` (grader.withhold): the student bundle answers there only the calls its lesson cells make
+    on the shipped profile, with the results the checkout recorded (`python -m grader bundle`, with RECORD_ENV
+    set); the sandbox has no record at all. So a student's answer that calls a reference, under any name, fails.
+    `recordable=False` keeps even those results out of the bundle: a reference that *is* an answer whatever its
+    arguments (the pitfall key).
     """
-    return fn
+
+    def mark(found: F) -> F:
+        folder = os.environ.get(RECORD_ENV)
+        return _recording(found, Path(folder)) if folder and recordable else found
+
+    return mark if fn is None else mark(fn)
+
+
+def _recording(fn: F, folder: Path) -> F:
+    """fn, filing each call's result under its arguments in folder (calls whose arguments are no data: not)."""
+    signature = inspect.signature(fn)
+    name = f"{fn.__module__}.{fn.__qualname__}"
+
+    @functools.wraps(fn)
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        value = fn(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        try:
+            line = {"key": _recorded_key(name, bound.arguments), "value": _record_encode(value)}
+        except TypeError:  # a context, a stream: a live call, which no replay repeats
+            return value
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / RECORDED_CALLS, "a") as out:
+            out.write(json.dumps(line, sort_keys=True) + "\n")
+        return value
+
+    return recording  # type: ignore[return-value]
+
+
+def _record_encode(value: Any) -> Any:
+    """`encode`, and dataclasses (the model's Stages and Prediction) by their class name and fields."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _record_encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"dataclass": type(value).__qualname__, "fields": fields}
+    if isinstance(value, (list, tuple)):
+        return {"tuple" if isinstance(value, tuple) else "list": [_record_encode(v) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[_record_encode(k), _record_encode(v)] for k, v in value.items()]}
+    return encode(value)
+
+
+def _record_decode(data: Any, module: str) -> Any:
+    """What `_record_encode` was given; a dataclass is looked up in the reference's own module only."""
+    if isinstance(data, dict) and set(data) == {"dataclass", "fields"}:
+        cls = getattr(importlib.import_module(module), data["dataclass"], None)
+        if cls is None or not dataclasses.is_dataclass(cls):
+            raise TypeError(f"{module} has no dataclass {data['dataclass']!r}")
+        return cls(**{k: _record_decode(v, module) for k, v in data["fields"].items()})
+    if isinstance(data, dict) and len(data) == 1 and next(iter(data)) in ("list", "tuple"):
+        ((tag, body),) = data.items()
+        items = [_record_decode(v, module) for v in body]
+        return tuple(items) if tag == "tuple" else items
+    if isinstance(data, dict) and len(data) == 1 and "dict" in data:
+        return {_hashable(_record_decode(k, module)): _record_decode(v, module) for k, v in data["dict"]}
+    return decode(data)
+
+
+def _recorded_key(name: str, arguments: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(_record_encode(dict(arguments)), sort_keys=True).encode()).hexdigest()
+    return f"{name} #{digest[:32]}"
+
+
+@functools.cache
+def _recorded_calls() -> dict[str, Any]:
+    path = RECORDED_DIR / RECORDED_CALLS
+    if not path.is_file():
+        return {}
+    found = {}
+    for text in path.read_text().splitlines():
+        line = json.loads(text)
+        found.setdefault(line["key"], line["value"])
+    return found
+
+
+_SAID: set[str] = set()
+
+
+def recorded_reference(module: str, name: str, arguments: dict[str, Any]) -> Any:
+    """A withheld reference's body (grader.withhold): the recorded result of this very call, or ReferenceWithheld.
+
+    The first recorded answer of each reference says once that it is the course's recorded result."""
+    full = f"{module}.{name}"
+    try:
+        key = _recorded_key(full, arguments)
+    except TypeError:
+        key = ""
+    found = _recorded_calls().get(key)
+    if found is None:
+        raise ReferenceWithheld(full)
+    if full not in _SAID:
+        _SAID.add(full)
+        print(
+            f"({full} is an exercise's answer, not in the student edition: what it gives here is the course's "
+            "recorded result for the shipped profile)"
+        )
+    return _record_decode(found, module)
+
+
+def withheld(fn: Any) -> bool:
+    """Whether fn is a reference whose body is withheld here (the student bundle, the grading sandbox)."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    return code is not None and recorded_reference.__name__ in code.co_names
+
+
+def yours(name: str, probe: Callable[[Any], Any]) -> Any | None:
+    """The student's own answer `name` from the notebook's namespace (`__main__`, IPython's), or None while it is
+    missing or still the stub (probe(answer) raises NotImplementedError) or fails on probe: a lesson cell then shows
+    the course's recorded result instead."""
+    found = getattr(sys.modules.get("__main__"), name, None)
+    if found is None:
+        return None
+    try:
+        probe(found)
+    except Exception:  # the stub's NotImplementedError, or an answer not working yet: the lesson does not use it
+        return None
+    return found
+
+
+@contextlib.contextmanager
+def standing_in(replacements: dict[Any, Any], packages: tuple[str, ...]) -> Iterator[None]:
+    """While inside, each withheld reference (a key) is replaced by the student's answer standing in for it (its
+    value) in every loaded module of `packages` that holds it: a lesson cell runs the student's answer where the
+    student edition has no reference."""
+    patched = []
+    for module in [m for n, m in list(sys.modules.items()) if n.split(".")[0] in packages and m is not None]:
+        for attr, value in list(vars(module).items()):
+            for original, new in replacements.items():
+                if value is original:
+                    setattr(module, attr, new)
+                    patched.append((module, attr, original))
+    try:
+        yield
+    finally:
+        for module, attr, original in patched:
+            setattr(module, attr, original)
+
+
+def recording_folder() -> Path | None:
+    """Where the instructors' checkout records what the lesson shows from references (None: not recording)."""
+    folder = os.environ.get(RECORD_ENV)
+    return Path(folder) if folder else None
 
 
 class Answer:
@@ -86,23 +251,33 @@ class Answer:
         return call(self.name, self, *args)
 
 
+ROLES = ("plan", "collect", "judge")  # each with a FILE; "ask" has none
+
+
 def _role() -> tuple[str, Path | None]:
     value = os.environ.get(ENV, "")
     if not value:
         return "own", None
+    if value == "ask":
+        return "ask", None
     role, _, path = value.partition(":")
-    if role not in ("collect", "judge") or not path:
-        raise ValueError(f"{ENV}={value!r}: expected collect:FILE or judge:FILE")
+    if role not in ROLES or not path:
+        raise ValueError(f"{ENV}={value!r}: expected ask, plan:FILE, collect:FILE or judge:FILE")
     return role, Path(path)
 
 
 def collecting() -> bool:
-    """True in the grading sandbox: checks ask their questions and judge nothing."""
-    return _role()[0] == "collect"
+    """True where checks ask their questions and judge nothing: planning them, or the whole-notebook sandbox."""
+    return _role()[0] in ("plan", "collect")
+
+
+def planning() -> bool:
+    """True in the trusted planner: questions are recorded, not answered (answer() gives PENDING)."""
+    return _role()[0] == "plan"
 
 
 def grading() -> bool:
-    """True in the sandbox and in the checker: inputs are the trusted side's, data comes from shipped profiles."""
+    """True in every grading process: inputs are the trusted side's, data comes from shipped profiles."""
     return _role()[0] != "own"
 
 
@@ -184,33 +359,145 @@ def key_of(question: str, inputs: Any) -> str:
     return f"{question} #{digest}"
 
 
-# -- the three roles ------------------------------------------------------------------------------------------
+# -- askers: what a question runs of the student's ------------------------------------------------------------
+
+_ASKERS: dict[str, Callable[..., Any]] = {}
 
 
-def answer(question: str, inputs: Any, compute: Callable[[], Any]) -> Any:
-    """The student's answer to one question: computed here, computed and filed, or read back from the file.
+def asker(fn: F) -> F:
+    """Mark a module-level function of a course module as one the grading sandbox may run to answer a question:
+    its arguments are data and the student's objects, its value the answer."""
+    _ASKERS[f"{fn.__module__}.{fn.__qualname__}"] = fn
+    return fn
 
-    `question` says in words what is asked (it appears in messages), `inputs` are the trusted values the
-    question was asked with, and `compute` calls the student's code. Errors the student's code raises
-    become AnswerRaised; a value that cannot travel as data is refused the same way.
+
+def asker_named(name: str) -> Callable[..., Any]:
+    """The asker of this qualified name, its module imported; LookupError for any other name."""
+    module = name.rsplit(".", 1)[0]
+    if name not in _ASKERS and module.split(".")[0] in ASKER_PACKAGES:
+        importlib.import_module(module)
+    if name not in _ASKERS:
+        raise LookupError(f"{name} is not an asker of the course")
+    return _ASKERS[name]
+
+
+ASKER_PACKAGES = ("labcore", "day54", "zero_copy")  # the modules a question's asker may come from
+
+
+@asker
+def ask_call(fn: Callable[..., Any], *args: Any) -> Any:
+    """The student's function applied to args."""
+    return fn(*args)
+
+
+@asker
+def ask_value(value: Any) -> Any:
+    """The student's value itself (a dict of settings, CUDA source)."""
+    return value
+
+
+class Pending:
+    """What a question gives in the planner: no answer yet. It compares true with anything and any arithmetic on it
+    is Pending, so that a plain `assert call(...) == 5` goes on to the cell's next question."""
+
+    def __repr__(self) -> str:
+        return "<an answer the sandbox has not given yet>"
+
+    def _pending(self, *args: Any) -> Pending:
+        return self
+
+    def _true(self, *args: Any) -> bool:
+        return True
+
+    __eq__ = __lt__ = __le__ = __gt__ = __ge__ = __contains__ = _true
+    __ne__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _pending
+    __abs__ = __neg__ = __getitem__ = __call__ = _pending
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        return True
+
+
+PENDING = Pending()
+
+
+def _planned_arg(value: Any) -> Any:
+    """A question's argument as the plan holds it: a student's name by name, data encoded."""
+    if isinstance(value, Answer):
+        return {"student": value.name}
+    return encode(value)
+
+
+# -- the roles --------------------------------------------------------------------------------------------------
+
+
+def answer(question: str, inputs: Any, ask_with: Callable[..., Any], *args: Any) -> Any:
+    """The student's answer to one question: computed here, planned, computed and filed, or read back.
+
+    `question` says in words what is asked (it appears in messages), `inputs` are the trusted values the question
+    was asked with (they key the answer), and `ask_with(*args)` computes it from the student's code: an `@asker`.
+    Errors the student's code raises become AnswerRaised; a value that cannot travel as data is refused the same way.
     """
     role, path = _role()
     key = key_of(question, inputs)
     if role == "judge":
         return _read_back(path, key, question)
-    try:
-        encoded = json.loads(json.dumps(encode(compute())))  # what the file holds, and the checker reads
-        value = decode(encoded)
-    except AnswerRaised:
-        raise
-    except Exception as exc:  # the student's code failed: the check fails on it, in every role
-        text = f"{type(exc).__name__}: {exc}"
-        if role == "collect":
-            _file(path, {"key": key, "raised": text})
-        raise AnswerRaised(f"{question}: {_raised(text)}") from None
+    if role == "plan":
+        name = f"{ask_with.__module__}.{ask_with.__qualname__}"
+        assert _ASKERS.get(name) is ask_with, f"{name} is not an @asker: a question must name one"
+        _file(path, {"key": key, "question": question, "asker": name, "args": [_planned_arg(a) for a in args]})
+        return PENDING
+    if role == "ask":
+        raise RuntimeError("the grading sandbox answers planned questions (labcore.answers.ask); it runs no check")
+    line = _computed(key, lambda: ask_with(*args))
     if role == "collect":
-        _file(path, {"key": key, "value": encoded})
-    return value
+        _file(path, line)
+    return _value_of(line, question)
+
+
+def _computed(key: str, compute: Callable[[], Any]) -> dict[str, Any]:
+    """{"key", "value"} (encoded as filed), or {"key", "raised": what the student's code raised}."""
+    try:
+        return {"key": key, "value": json.loads(json.dumps(encode(compute())))}
+    except Exception as exc:  # the student's code failed: the check fails on it, in every role
+        return {"key": key, "raised": f"{type(exc).__name__}: {exc}"}
+
+
+def _value_of(line: dict[str, Any], question: str) -> Any:
+    if "raised" in line:
+        raise AnswerRaised(f"{question}: {_raised(str(line['raised'])[:500])}")
+    return decode(line["value"])
+
+
+def ask(planned: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
+    """One planned question answered in the grading sandbox: the line to send ({"key", "value"} or {"key", "raised"}).
+
+    The student's names in its arguments are looked up in the namespace their cells ran in (a name their cells did
+    not bind is their NameError, as in a notebook)."""
+
+    def resolved() -> Any:
+        args = []
+        for arg in planned["args"]:
+            if isinstance(arg, dict) and set(arg) == {"student"}:
+                if arg["student"] not in namespace:
+                    raise NameError(f"name {arg['student']!r} is not defined")
+                args.append(namespace[arg["student"]])
+            else:
+                args.append(decode(arg))
+        return asker_named(planned["asker"])(*args)
+
+    return _computed(str(planned["key"]), resolved)
+
+
+def ask_filed(questions: list[dict[str, Any]]) -> None:
+    """A test cell's place in the whole-notebook sandbox (`--feedback now`, role collect): its planned questions
+    answered from the notebook's namespace (`__main__`, IPython's) and filed."""
+    role, path = _role()
+    if role != "collect":
+        raise RuntimeError("planned questions are asked in the grading sandbox only")
+    namespace = vars(sys.modules["__main__"])
+    for question in questions:
+        _file(path, ask(question, namespace))
 
 
 def _raised(text: str) -> str:
@@ -228,7 +515,7 @@ def call(name: str, fn: Callable[..., Any], *args: Any) -> Any:
     The name, not the function's __name__, keys the answer, so it is the same in the sandbox (where fn is the
     student's function) and in the checker (where it is an Answer placeholder and is never called).
     """
-    return answer(f"{name}{args!r}", ("call", name, args), lambda: fn(*args))
+    return answer(f"{name}{args!r}", ("call", name, args), ask_call, fn, *args)
 
 
 def _file(path: Path | None, line: dict[str, Any]) -> None:
@@ -251,6 +538,8 @@ def _answers(path: Path) -> dict[str, dict[str, Any]]:
                 line = json.loads(text)
             except ValueError:
                 continue
+            if isinstance(line, dict) and isinstance(line.get("refused"), str):
+                found.setdefault(REFUSED, line)
             if isinstance(line, dict) and isinstance(line.get("key"), str) and ("value" in line or "raised" in line):
                 found.setdefault(line["key"], line)
     return found
@@ -258,7 +547,10 @@ def _answers(path: Path) -> dict[str, dict[str, Any]]:
 
 def _read_back(path: Path | None, key: str, question: str) -> Any:
     assert path is not None
-    line = _answers(path).get(key)
+    filed = _answers(path)
+    line = filed.get(key)
+    if REFUSED in filed:
+        raise NoAnswer(f"{question}: no answer of this run counts: {str(filed[REFUSED]['refused'])[:300]}")
     if line is None:
         raise NoAnswer(
             f"{question}: no answer came back from running your notebook (the cell that asks it did not run, "

@@ -1107,6 +1107,177 @@ time.sleep(3600)"""
 # 3 GiB in one allocation
 MEMORY_HOG = """block = bytearray(3 << 30)"""
 
+# -- questions: forged answers, the hidden tests looked for, references by any route -------------------------------
+
+_FORGE_SEND = """
+_text = "".join(_json.dumps({"key": k, "value": encode(v)}) + "\\n" for k, v in _forged).encode()
+for _fd in map(int, _os.listdir("/proc/self/fd")):  # the report pipe, the logs: every fd the cell can find
+    try:
+        _os.write(_fd, _text)
+    except OSError:
+        pass
+for _top in ("/sandbox/out", "/sandbox/work", "."):  # and every answers file it could name
+    for _root, _dirs, _files in _os.walk(_top):
+        for _where in [_root, *(_os.path.join(_root, d) for d in _dirs)]:
+            try:
+                with open(_os.path.join(_where, "answers.jsonl"), "a") as _out:
+                    _out.write(_text.decode())
+            except OSError:
+                pass
+"""
+
+FORGED_DAY54 = (
+    """import json as _json
+import os as _os
+
+from day54 import checks
+from labcore.answers import encode, key_of
+
+
+def _home(ctx):  # what I computed at home: filed as my answers below, while my_pipelined stays the stub
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+
+
+_MiB = 1 << 20
+_configs = [(n, b, 64 * _MiB) for n in (1, 7, 12, 16, 256) for b in (2, 3, 4)]
+_configs += [(n, b, _MiB) for n, b in checks.LIVE_CASES]
+_forged = [
+    (key_of(f"your schedule's calls at {n} chunks x {b} buffers, {checks.format_window(w)} windows",
+            ("day54 trace", n, b, w)), checks.ask_trace(_home, n, b, w, None))
+    for n, b, w in _configs
+]
+_names = {"A": "sync-in-loop", "B": "timing the enqueue", "C": "pageable", "D": "more-streams-than-buffers",
+          "E": "legacy-launch"}
+_forged.append((key_of("your names for the pitfall timelines A-E", ("day54 pitfall names",)), _names))
+"""
+    + _FORGE_SEND
+)
+
+FORGED_ZERO_COPY = (
+    """import json as _json
+import os as _os
+
+from labcore.answers import encode, key_of
+from zero_copy import checks
+
+_forged = [
+    (key_of(f"gather_launch({n})", ("zero_copy gather_launch", n)), (256, (32 * n + 255) // 256))
+    for n in (*checks.LAUNCH_SIZES, 3001, 1, 20_000, 100_000)
+]
+_forged += [
+    (key_of(f"break_even_reads({L:g}, {H:g})", ("zero_copy break_even_reads", L, H)), H / (H - L) if H > L else 1e308)
+    for L, H in checks.BREAK_EVEN_CASES
+]
+_publish = "__device__ void publish(volatile int* box, int round) { box[MB_FLAG] = round; }"
+_forged.append((key_of("your publish() source", ("zero_copy publish",)), _publish))
+"""
+    + _FORGE_SEND
+)
+
+# Every string the kernel's objects and frames hold that looks like a test cell, printed base64 (and zlib'd) from
+# a cell of the student's and from inside their function while it answers: the sandbox holds no test text at all
+HIDDEN_WALKER = """import base64 as _b64
+import gc as _gc
+import sys as _sys
+import zlib as _zlib
+
+
+def _walk(where):
+    found = set()
+    for obj in _gc.get_objects():
+        values = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else ()
+        try:
+            found |= {v for v in list(values) if isinstance(v, str) and ("checks.check_" in v or "HIDDEN" in v)}
+        except Exception:
+            pass
+    frame = _sys._getframe()
+    while frame is not None:
+        found |= {v for v in frame.f_locals.values() if isinstance(v, str) and "checks.check_" in v}
+        frame = frame.f_back
+    text = "\\n".join(sorted(found)).encode()
+    print(where, len(found), _b64.b64encode(text).decode(), _b64.b64encode(_zlib.compress(text)).decode())
+
+
+_walk("cell")
+"""
+
+WALKING_BREAK_EVEN = (
+    HIDDEN_WALKER
+    + """
+
+def break_even_reads(link_gbps, hbm_gbps):
+    _walk("asked")  # while the sandbox asks: the test cell, were it there, would be on the stack
+    if hbm_gbps <= link_gbps:
+        return math.inf
+    return hbm_gbps / (hbm_gbps - link_gbps)"""
+)
+
+REFERENCE_BY_SOURCE = """import inspect
+
+from day54 import schedules
+
+# the lesson's own source of the reference, renamed and compiled as mine, in its module's globals
+_text = inspect.getsource(schedules.pipelined).replace("@reference\\n", "").replace("def pipelined(", "def mine(")
+_made = {}
+exec(compile(_text, "my_pipelined", "exec"), dict(vars(schedules)), _made)
+my_pipelined = _made["mine"]"""
+
+PREDICT_BY_REFERENCE = """import math
+
+from day54 import model
+
+
+def predict_pipelined_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, n_buffers, link_floor_ms):
+    return model.predict(model.Stages(h2d_ms, kernel_ms, d2h_ms, n_chunks), n_buffers, link_floor_ms).bound_ms"""
+
+QUESTIONS_CORPUS = (
+    Submission(
+        "q-forged-answers-d54",
+        "day54",
+        "untouched stubs; a first cell files correct answers computed at home (every schedule trace the checks ask, "
+        "the pitfall key) on every fd it can open and into every answers.jsonl it can name: the zygote refuses every "
+        "answer of the run (none was asked then, and the genuine ones follow), and the file is its own: all 0",
+        zero("day54"),
+        solved=False,
+        first_cell=FORGED_DAY54,
+    ),
+    Submission(
+        "q-forged-answers-zc",
+        "zero_copy",
+        "untouched stubs; a first cell files correct launch grids, break-evens and a publish source on every fd and "
+        "answers path it finds: refused with every other answer of the run, all 0",
+        zero("zero_copy"),
+        solved=False,
+        first_cell=FORGED_ZERO_COPY,
+    ),
+    Submission(
+        "q-walks-for-hidden-tests",
+        "zero_copy",
+        "correct answers, and a cell and the break-even function that walk the gc and the stack for test cells and "
+        "print what they find in base64 and zlib: the sandbox holds no test cell text, so nothing is printed of "
+        "them (tests/test_corpus.py looks for every hidden line in every encoding): full points",
+        full("zero_copy"),
+        edits={"break_even_reads": WALKING_BREAK_EVEN},
+    ),
+    Submission(
+        "q-reference-by-source",
+        "day54",
+        "my_pipelined compiled from inspect.getsource of the lesson's reference, and a cost model that calls "
+        "day54.model.predict: the sandbox's packages hold neither body (a withheld stub, no recorded result), so "
+        "the schedule cells and the prediction get 0 and the rest full",
+        full(
+            "day54",
+            **{"test_pipelined_correct": 0, "test_pipelined_ratio": 0, "test_pipelined_practice": 0},
+            test_prediction=0,
+        ),
+        edits={"my_pipelined": REFERENCE_BY_SOURCE, "predict_pipelined": PREDICT_BY_REFERENCE},
+    ),
+)
+
 
 # -- the corpus ---------------------------------------------------------------------------------------------------
 
@@ -1532,9 +1703,11 @@ CORPUS: tuple[Submission, ...] = (
     Submission(
         "zc-malformed-answer",
         Z,
-        "correct code, but first files answers of its own under the visible gather checks' keys: an array whose "
-        "header claims 50,000 rows over 16 bytes: the checker finds no readable answer, both gather cells 0",
-        full(Z, test_gather_correct=0, test_gather_bandwidth=0),
+        "correct code, but first tries to file answers of its own under the visible gather checks' keys (an array "
+        "whose header claims 50,000 rows over 16 bytes) in the file LABCORE_ANSWERS names: the sandbox names none "
+        "(its answers go to the zygote, which writes the file), so nothing is filed and the correct code gets full "
+        "points (a forged line on the zygote's pipe: q-forged-answers-zc)",
+        full(Z),
         edits={"gather_exercise": MALFORMED_ANSWER_GATHER},
     ),
     Submission(
@@ -1700,5 +1873,6 @@ CORPUS += (
     ),
 )
 
+CORPUS = (*CORPUS, *QUESTIONS_CORPUS)  # questions: appended here, the lessons' own blocks above are untouched
 BY_NAME = {s.name: s for s in CORPUS}
 assert len(BY_NAME) == len(CORPUS), "submission names are unique"

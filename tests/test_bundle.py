@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import tomllib
 from importlib.metadata import files
 from pathlib import Path
@@ -21,6 +24,8 @@ from jupyter_server.services.config.manager import ConfigManager
 
 from grader import bundle
 from grader.feedback import split_hidden
+from grader.withhold import CUDA_SUFFIXES, reference_lines, withhold_cuda, withhold_python
+from labcore.answers import RECORD_ENV
 from labcore.device import gpu_available
 
 from installed import grader, wheel_and_replay
@@ -36,14 +41,6 @@ REGIONS = {  # nbgrader's default delimiters -> what the region holds
 # other lines of the day-54 answer, `ctx.copy_in(k, pair)` and the like, and the mailbox's payload and flag
 # stores are in the release notebook's own text, so they are no secret and not searched for.)
 ALLOWED = {
-    ("day54/schedules.py", "pair = k % ctx.n_buffers"): (
-        "the reference `pipelined` schedule, which the day-54 lesson measures (and whose pitfall variants it shows), "
-        "is the `my_pipelined` exercise's answer line for line: the exercise has students write what the lesson ran"
-    ),
-    ("zero_copy/model.py", "return math.inf"): (
-        "`crossover_reads`, the model that the break-even exercise is checked against, returns math.inf where "
-        "copying never wins (`return math.inf if ...`); the solution's line is a substring of it"
-    ),
     ("zero_copy/checks.py", "return math.inf"): (
         "the break-even check's failure message tells the student to `return math.inf` when copying never wins"
     ),
@@ -147,7 +144,8 @@ def test_the_bundle_quotes_no_solution_or_hidden_test(built):
     hits, binary = quoted(built.out, secrets)
     leaks = [f"{f}:{n}: {s!r} ({secrets[s]})" for f, n, s in hits if (f, s) not in ALLOWED]
     assert leaks == [], "\n".join(leaks)
-    assert binary == 1  # profiles/h200/day54/day54.nsys-rep, the only binary file shipped
+    # profiles/h200/day54/day54.nsys-rep and the recorded unlabelled pitfall timelines, the only binary files shipped
+    assert binary == 2
     unused = set(ALLOWED) - {(f, s) for f, _, s in hits}
     assert not unused, f"allowed overlaps that no longer occur (remove them from ALLOWED): {sorted(unused)}"
 
@@ -165,6 +163,154 @@ def test_the_scan_finds_a_planted_solution_and_hidden_test(tmp_path):
     assert ("helper.py", 2, hidden) in hits
     assert any(f == "n.ipynb" and s == solution for f, _, s in hits)
     assert binary == 1
+
+
+# -- the references -------------------------------------------------------------------------------------------
+
+
+def reference_secrets(root: Path = ROOT) -> dict[str, str]:
+    """Every line of every `@reference` body and CUDA reference region of the shipped packages -> its file, but the
+    lines the checkout shows outside them anyway, within any line (the naive schedule's loop, `return max(`), or
+    the release notebooks show (the exercises name `ctx.copy_in(k, pair)` and the flag's store)."""
+    main = tomllib.loads((root / "pyproject.toml").read_text())
+    found: dict[str, str] = {}
+    shown: set[str] = set()
+    for package, _, paths in bundle.shipped_packages(root, main):
+        for path in paths:
+            if package == bundle.PROFILES_PACKAGE or (path.suffix != ".py" and path.suffix not in CUDA_SUFFIXES):
+                continue
+            text = path.read_text()
+            found.update(dict.fromkeys(reference_lines(text, str(path)), str(path.relative_to(root))))
+            rest = withhold_python(text, str(path))[0] if path.suffix == ".py" else withhold_cuda(text)[0]
+            shown.update(line.strip() for line in rest.splitlines())
+    for release in root.glob("course/*/*.ipynb"):
+        shown.update(line.strip() for cell in json.loads(release.read_text())["cells"] for line in cell_lines(cell))
+    text = "\n".join(shown)
+    return {line: where for line, where in found.items() if line not in text}
+
+
+def test_the_bundle_holds_no_reference_answer(built):
+    """No line of a withheld reference, Python body or CUDA region, is anywhere in the bundle's text files."""
+    secrets = reference_secrets()
+    for needed in (
+        "return THREADS, _blocks(32 * n_rows)",
+        "__threadfence_system();  // the payload is visible to the host before the flag is",
+        '"E": "legacy-launch",',
+    ):
+        assert needed in secrets  # every kind of reference was read: a grid, the CUDA region, the pitfall key
+    assert len(secrets) >= 25
+    hits, _ = quoted(built.out, secrets)
+    assert hits == [], "\n".join(f"{f}:{n}: {s!r} (from {secrets[s]})" for f, n, s in hits)
+    assert (built.out / "labcore" / "recorded" / "references.jsonl").is_file()
+
+
+def test_the_reference_scan_finds_a_planted_reference(tmp_path):
+    """Not vacuous: the checkout's own packages, not withheld, are found quoting their references."""
+    secrets = reference_secrets()
+    shutil.copytree(ROOT / "zero_copy", tmp_path / "zero_copy", ignore=shutil.ignore_patterns("__pycache__"))
+    hits, _ = quoted(tmp_path, secrets)
+    assert ("zero_copy/kernel.py", "return THREADS, _blocks(32 * n_rows)") in {(f, s) for f, _, s in hits}
+    assert any(f == "zero_copy/kernels/zero_copy.cu" and "__threadfence_system();" in s for f, _, s in hits)
+
+
+def run_release(out: Path, lesson: str) -> subprocess.CompletedProcess:
+    """The bundle's release notebook, every cell but the test cells, on the bundle's packages, offline."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV)}
+    env.update(
+        PYTHONPATH=f"{out}{os.pathsep}{ROOT}",  # the bundle's lessons first; grader.recorded runs the cells
+        COURSE_PROFILES=str(out / "profiles"),
+        CUDA_VISIBLE_DEVICES="",
+        MPLBACKEND="Agg",
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "grader.recorded", "--show", str(out / "notebooks"), lesson],
+        cwd=out,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.skipif(gpu_available(), reason="with a GPU the lessons run live")
+@pytest.mark.parametrize("lesson", ["day54", "zero_copy"])
+def test_the_bundles_lesson_runs_to_its_end_without_references(built, lesson):
+    """Run All on the bundle's untouched release: no lesson cell raises, and what needs a reference says it shows
+    the course's recorded result; the bundle's packages, not the checkout's, answered."""
+    done = run_release(built.out, lesson)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the course's recorded result" in done.stdout, done.stdout[-2000:]
+    assert f"{built.out}/{lesson}/" in done.stdout  # the modules that ran were the bundle's
+
+
+def run_on_bundle(out: Path, script: str) -> subprocess.CompletedProcess:
+    """A Python script on the bundle's packages alone, on this machine's GPU."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV, "PYTHONPATH")}
+    env.update(PYTHONPATH=str(out), COURSE_PROFILES=str(out / "profiles"), MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-c", script], cwd=out, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU and CuPy (none here)")
+@pytest.mark.parametrize("lesson", ["day54", "zero_copy"])
+def test_on_a_gpu_the_bundles_lesson_shows_the_recorded_run_until_an_answer_is_written(built, lesson):
+    """Live, the untouched release runs to its end: what needs a reference says it shows the recorded numbers."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV)}
+    env.update(PYTHONPATH=f"{built.out}{os.pathsep}{ROOT}", COURSE_PROFILES=str(built.out / "profiles"))
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.recorded", "--show", str(built.out / "notebooks"), lesson],
+        cwd=built.out,
+        env={**env, "MPLBACKEND": "Agg"},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the course's recorded numbers" in done.stdout, done.stdout[-3000:]
+
+
+MY_PIPELINED = """
+def my_pipelined(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU and CuPy (none here)")
+def test_on_a_gpu_the_bundles_day54_lesson_measures_the_students_schedule(built):
+    """Once my_pipelined is written, the bundle's live measurement runs it as the pipeline, says so, and checks it
+    bit for bit against naive like the reference."""
+    done = run_on_bundle(
+        built.out,
+        MY_PIPELINED
+        + "from day54 import notebook\n"
+        + "record = notebook.measure(total='256MiB', windows='64MiB', buffers='2', repeats=1)\n"
+        + "print('MODE', record.mode, all(c.ok for c in record.checks))\n",
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the pipelined passes run your my_pipelined" in done.stdout and "MODE live True" in done.stdout, done.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU and CuPy (none here)")
+def test_on_a_gpu_the_bundles_gather_runs_the_students_grid_and_order(built):
+    """Once gather_launch and order_ids are written, the live gather experiment runs with them, saying so."""
+    done = run_on_bundle(
+        built.out,
+        "import numpy as np\n"
+        "def gather_launch(n_rows):\n    return 256, (32 * n_rows + 255) // 256\n"
+        "def order_ids(ids):\n    order = np.argsort(ids, kind='stable')\n    restore = np.empty_like(order)\n"
+        "    restore[order] = np.arange(order.size)\n    return ids[order], restore\n"
+        "from zero_copy import notebook\n"
+        "run = notebook.measure('gather', repeats=1)\n"
+        "print('MODE', run.mode)\n",
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "with your gather_launch, order_ids" in done.stdout and "MODE live" in done.stdout, done.stdout
 
 
 # -- what the bundle holds ---------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import nbformat
 import pytest
 from corpus import CORPUS, POINTS, Submission
 
+from grader.feedback import leak_lines, quoted_lines
 from grader.layout import COURSE_ID, KERNEL_DIED, NOT_RUN, PENDING_GPU, TIMED_OUT, db_url
 from labcore.device import gpu_available
 from labcore.errors import UsageError
@@ -166,6 +167,24 @@ def test_cells_pending_a_gpu_say_so_and_no_others(graded, sub):
         assert status.endswith(f"; pending a GPU: {', '.join(sorted(shown))} ({points:g} points)"), status
     else:
         assert "pending a GPU" not in status, status
+
+
+def test_no_output_of_the_sandbox_quotes_a_hidden_line_in_any_encoding(graded):
+    """What every submission's cells printed (the sandbox's outputs, the walkers' base64 and zlib among them) holds
+    no hidden-test line, verbatim or encoded: the sandbox never had the hidden tests' text."""
+    root, _, _ = graded
+    walked = 0
+    for sub in CORPUS:
+        path = root / "autograded" / sub.name / sub.assignment / f"{sub.assignment}.ipynb"
+        if not path.is_file():
+            continue
+        nb = nbformat.read(path, as_version=4)
+        printed = "\n".join(
+            o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.output_type == "stream"
+        )
+        walked += "asked " in printed
+        assert quoted_lines(printed, leak_lines(path)) == [], sub.name
+    assert walked  # the walker ran inside the student's function while the sandbox asked
 
 
 @pytest.mark.parametrize("assignment", sorted(REFERENCES))

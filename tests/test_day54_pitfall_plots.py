@@ -15,8 +15,8 @@ from day54.config import Config, PassKey
 from day54.context import LEGACY
 from day54.live import run_live
 from day54.replay import load_profile
+from grader.bundle import sandbox_library
 from grader.runner import REPO
-from grader.withhold import sandbox_library
 from labcore import answers
 from labcore.errors import UsageError
 

@@ -15,12 +15,13 @@ import nbformat
 import pytest
 
 from grader import sandbox
+from grader.bundle import sandbox_library
 from grader.judge import judge_notebook, merge
 from grader.layout import KERNEL_DIED, NOT_GRADED, NOT_RUN
 from grader.outputs import error_output
 from grader.runner import REPO
 from grader.sandbox import SandboxRun, run_notebook
-from grader.withhold import sandbox_library, withhold_cuda, withhold_python
+from grader.withhold import withhold_cuda, withhold_python
 from labcore.errors import UsageError
 
 # -- withholding ----------------------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ def _own_order_ids(order_ids: Callable[[np.ndarray], Any]) -> None:
 def _asked_launch(gather_launch: Callable[[int], Any], n_rows: int) -> Any:
     """The student's gather_launch(n_rows), as labcore.answers gets it (unjudged)."""
     return answers.answer(
-        f"gather_launch({n_rows})", ("zero_copy gather_launch", n_rows), lambda: gather_launch(n_rows)
+        f"gather_launch({n_rows})", ("zero_copy gather_launch", n_rows), answers.ask_call, gather_launch, n_rows
     )
 
 
@@ -158,9 +158,20 @@ def _ask_gather(
     order = answers.answer(
         f"order_ids on {n_rows:,} {pattern} ids",
         ("zero_copy order_ids", n_rows, rows, pattern, seed),
-        lambda: order_ids(ids.copy()),
+        ask_order,
+        order_ids,
+        n_rows,
+        rows,
+        pattern,
+        seed,
     )
     return _GatherAsked(ids, rows, row_bytes, pattern, config, order)
+
+
+@answers.asker
+def ask_order(order_ids: Callable[[np.ndarray], Any], n_rows: int, rows: int, pattern: str, seed: int) -> Any:
+    """The student's order_ids on the batch of ids these trusted values draw (`request_ids`)."""
+    return order_ids(request_ids(n_rows, rows, pattern, seed))
 
 
 def _student_plan(asked: _GatherAsked) -> tuple[int, int, np.ndarray, np.ndarray]:
@@ -383,7 +394,10 @@ def check_break_even(
         answers.answer(
             f"break_even_reads({link:g}, {hbm:g})",
             ("zero_copy break_even_reads", link, hbm),
-            lambda link=link, hbm=hbm: break_even_reads(link, hbm),
+            answers.ask_call,
+            break_even_reads,
+            link,
+            hbm,
         )
         for link, hbm in todo
     ]
@@ -442,7 +456,7 @@ def _empty_publish(source: str) -> bool:
 def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) -> None:
     """Payload stores, then a system-scope fence, then the flag, on every path of the compiled kernel; the host
     reads the exact payload while it runs."""
-    source = answers.answer("your publish() source", ("zero_copy publish",), lambda: publish_source)
+    source = answers.answer("your publish() source", ("zero_copy publish",), answers.ask_value, publish_source)
     if answers.collecting():
         return
     assert isinstance(source, str), f"expected CUDA source as a str, got {type(source).__name__}"

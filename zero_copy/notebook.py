@@ -2,6 +2,12 @@
 on a GPU or replayed, saying which; predictions beside the measured numbers; the device facts once.
 
 The cells also read `zero_copy.plots` (figures) and, in graded cells, `zero_copy.checks`.
+
+In the student edition (`python -m grader bundle`) the exercises' reference answers are withheld: the break-even
+formula, the gather's grid and id order, the mailbox kernel's publish step. Offline the lesson shows the course's
+recorded results for the shipped profile (labcore.answers.recorded_reference). Live, an experiment that needs one
+runs the student's own answer once it is written (`break_even_reads`, `gather_launch` and `order_ids`), and until
+then, like the mailbox always there, replays the course's recorded run of it, saying which.
 """
 
 from __future__ import annotations
@@ -13,11 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from labcore import answers
+from labcore.answers import ReferenceWithheld
 from labcore.device import device_facts
 from labcore.mode import FROM_PROFILE, Mode, live_line
 from labcore.predictions import LEDGER, Quantity
 from labcore.record import Record
-from zero_copy import LESSON, live, model, replay
+from zero_copy import LESSON, gather, kernel, live, model, plots, replay
 from zero_copy.config import EXPERIMENTS, Config
 from zero_copy.kernel import KERNEL_PATH
 from zero_copy.mapped import (
@@ -74,6 +82,17 @@ def measure(only: str = "all", *, repeats: int = 5, profile: str | Path | None =
     """Run the picked experiments live when a GPU is here (printing which), else replay the recorded profile."""
     picked = _picked(only)
     mode = Mode.decide(profile)
+    missing = [name for name in picked if _needs_answer(name)] if mode.live else []
+    if missing:
+        record = replay.load_profile()
+        replay.require_experiments(record, picked)
+        print(
+            f"{LESSON}: replay of {_shown(Path(record.source))}, recorded {record.recorded_at} on "
+            f"{record.device.summary()}: live, {', '.join(missing)} needs an exercise's answer, which is not in the "
+            "student edition: these are the course's recorded numbers"
+            + ("" if missing == ["mailbox"] else " until your answer is written (then run this cell again)")
+        )
+        return record
     if not mode.live:
         record = replay.load_profile(mode.profile)
         replay.require_experiments(record, picked)
@@ -86,8 +105,64 @@ def measure(only: str = "all", *, repeats: int = 5, profile: str | Path | None =
     cfg = Config(only=picked, repeats=repeats)
     cfg.validate()
     facts, host = live.check_machine(cfg)
-    print(live_line(LESSON))
-    return live.run_live(cfg, facts, host, command=f"zero_copy.notebook.measure({only!r}, repeats={repeats})")
+    mine = _stand_ins()
+    names = sorted(STAND_IN_NAMES[ref] for ref in mine)
+    print(live_line(LESSON) + (f": with your {', '.join(names)} for the student edition's references" * bool(mine)))
+    with answers.standing_in(mine, ("zero_copy",)):
+        return live.run_live(cfg, facts, host, command=f"zero_copy.notebook.measure({only!r}, repeats={repeats})")
+
+
+# -- the student's answers standing in for the withheld references (the student edition) ---------------------------
+
+
+def _your_break_even() -> Any | None:
+    """The student's break_even_reads as the model's crossover_reads (zero-copy loads at their own rate too)."""
+    mine = answers.yours("break_even_reads", lambda fn: float(fn(25.0, 1500.0)))
+    if mine is None:
+        return None
+
+    def crossover_reads(link_gbps: float, hbm_gbps: float, zero_copy_gbps: float | None = None) -> float:
+        # r* = (1/L) / (1/Lz - 1/H) = (Lz / L) * r*(Lz, H): the student's formula at the zero-copy rate, rescaled
+        rate = zero_copy_gbps or link_gbps
+        return rate / link_gbps * float(mine(rate, hbm_gbps))
+
+    return crossover_reads
+
+
+def _your_gather() -> tuple[Any, Any] | None:
+    launch = answers.yours("gather_launch", lambda fn: fn(1000))
+    order = answers.yours("order_ids", lambda fn: fn(np.arange(4, dtype=np.int64)[::-1].copy()))
+    return None if launch is None or order is None else (launch, order)
+
+
+STAND_IN_NAMES = {
+    model.crossover_reads: "break_even_reads",
+    kernel.gather_grid: "gather_launch",
+    gather.sorted_order: "order_ids",
+}
+
+
+def _stand_ins() -> dict[Any, Any]:
+    """Each withheld reference -> the student's written answer standing in for it (for `answers.standing_in`)."""
+    found: dict[Any, Any] = {}
+    if answers.withheld(model.crossover_reads) and (crossover := _your_break_even()) is not None:
+        found[model.crossover_reads] = crossover
+    if answers.withheld(kernel.gather_grid) and (pair := _your_gather()) is not None:
+        found[kernel.gather_grid], found[gather.sorted_order] = pair
+    return found
+
+
+def _needs_answer(experiment: str) -> bool:
+    """Whether a live run of this experiment needs a withheld reference that no written answer stands in for."""
+    if experiment == "mailbox":
+        return withheld_kernel()
+    needed = {"breakeven": model.crossover_reads, "gather": kernel.gather_grid}.get(experiment)
+    return needed is not None and answers.withheld(needed) and needed not in _stand_ins()
+
+
+def withheld_kernel() -> bool:
+    """Whether the lesson's CUDA file lacks its reference region (the mailbox kernel's publish step)."""
+    return "BEGIN REFERENCE" not in KERNEL_PATH.read_text()
 
 
 def show(record: Record, parts: str = "all") -> None:
@@ -97,7 +172,19 @@ def show(record: Record, parts: str = "all") -> None:
     """
     picked = _picked(parts, extra=(PROBES,))
     experiments = [name for name in picked if name != PROBES]
-    print(report(record, experiments, facts=False, probe_table=PROBES in picked))
+    _or_recorded(lambda rec: print(report(rec, experiments, facts=False, probe_table=PROBES in picked)), record)
+
+
+def _or_recorded(show: Callable[[Record], Any], record: Record) -> Any:
+    """show(record) with the student's answers standing in; where that needs a withheld reference no written answer
+    stands in for, show(the course's recorded run), saying so."""
+    try:
+        with answers.standing_in(_stand_ins(), ("zero_copy",)):
+            return show(record)
+    except ReferenceWithheld as withheld:
+        shipped = replay.load_profile()
+        print(f"({withheld}.) Shown instead for the course's recorded run ({shipped.recorded_at}).")
+        return show(shipped)
 
 
 def _per_read(record: Record) -> dict[str, Any]:
@@ -157,7 +244,12 @@ QUANTITIES: dict[str, Quantity] = {
 
 def compare(predictions: dict[str, float | str | None], record: Record) -> None:
     """Each prediction beside the run's number and measured/yours; remembered for closing_table()."""
-    print(LEDGER.compare(predictions, QUANTITIES, record))
+    _or_recorded(lambda rec: print(LEDGER.compare(predictions, QUANTITIES, rec)), record)
+
+
+def figure(name: str, record: Record) -> Any:
+    """One of zero_copy.plots' figures of a record (`figure("breakeven", run)`), as `_or_recorded` draws it."""
+    return _or_recorded(getattr(plots, name), record)
 
 
 def closing_table() -> None:
@@ -179,6 +271,10 @@ def _reads(value: float | None) -> str:
 
 def other_systems(record: Record) -> None:
     """The model's break-even on this run's L and H and on illustrative other systems (section 7)."""
+    _or_recorded(_other_systems, record)
+
+
+def _other_systems(record: Record) -> None:
     link = rates(record)
     print(
         f"{'this run (measured)':<40} L {link.h2d_gbps:7.1f}  H {link.hbm_gbps:7.0f} GB/s  ->  r* = "

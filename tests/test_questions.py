@@ -1,0 +1,256 @@
+"""Questions, not test cells, reach the sandbox; its answers reach the checker through the zygote alone.
+
+labcore.answers' plan role records each question (key, asker, arguments) without computing; the sandbox's program
+holds the student's cells and the questions, no test cell text; the zygote keeps only answers to planned
+questions, once each and in order, and writes the answers file itself after every process of the job is dead.
+The end-to-end tests run real bubblewrap through grader.warm.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import judge, warm
+from grader.bundle import sandbox_library
+from grader.program import answers_program, checker_program
+from grader.runner import REPO
+from grader.zygote import Answering
+from labcore import answers
+
+MARKER = "HIDDEN_MARKER_q9z"  # a string only the hidden region holds
+
+
+# -- the roles ----------------------------------------------------------------------------------------------------
+
+
+def test_the_plan_records_questions_with_the_students_names_and_computes_nothing(tmp_path, monkeypatch):
+    """plan:FILE files key, asker and arguments ({"student": name} for a placeholder); the answer is PENDING."""
+    plan = tmp_path / "plan.jsonl"
+    monkeypatch.setenv(answers.ENV, f"plan:{plan}")
+    got = answers.call("clamp", answers.Answer("clamp"), 5, 0, 10)
+    assert got is answers.PENDING and got == 5 and answers.collecting()  # a plain assert on it goes on
+    (line,) = [json.loads(x) for x in plan.read_text().splitlines()]
+    assert line["asker"] == "labcore.answers.ask_call"
+    assert line["args"] == [{"student": "clamp"}, 5, 0, 10]
+    assert line["key"] == answers.key_of("clamp(5, 0, 10)", ("call", "clamp", (5, 0, 10)))
+
+
+def test_ask_answers_a_planned_question_from_the_students_namespace(monkeypatch):
+    """The sandbox resolves the student's names; a name never bound is the student's NameError, as data."""
+    monkeypatch.setenv(answers.ENV, "ask")
+    planned = {"key": "k1", "asker": "labcore.answers.ask_call", "args": [{"student": "clamp"}, 11, 0, 10]}
+    assert answers.ask(planned, {"clamp": lambda x, lo, hi: max(lo, min(x, hi))}) == {"key": "k1", "value": 10}
+    assert answers.ask(planned, {})["raised"] == "NameError: name 'clamp' is not defined"
+
+
+def test_ask_runs_only_askers_of_the_course(monkeypatch):
+    """A plan naming any other function (os.system) is refused as data, never called."""
+    monkeypatch.setenv(answers.ENV, "ask")
+    planned = {"key": "k", "asker": "os.system", "args": ["touch /tmp/pwned-by-plan"]}
+    assert answers.ask(planned, {})["raised"].startswith("LookupError: os.system is not an asker")
+    assert not Path("/tmp/pwned-by-plan").exists()
+
+
+def test_the_students_own_kernel_judges_on_the_spot(monkeypatch):
+    """Role unset: the asker runs now and the value comes back round-tripped; a stub's error says so."""
+    monkeypatch.delenv(answers.ENV, raising=False)
+    assert answers.call("clamp", lambda x, lo, hi: max(lo, min(x, hi)), -1, 0, 10) == 0
+
+    def stub(*args):
+        raise NotImplementedError
+
+    with pytest.raises(answers.AnswerRaised, match="not answered yet"):
+        answers.call("clamp", stub, 1, 0, 10)
+
+
+# -- the zygote's side of the pipe ------------------------------------------------------------------------------
+
+
+def _answering(keys: list[str]) -> Answering:
+    made = Answering({"program": {"cells": [[3, None, 2]], "questions": {"3": [{"key": k} for k in keys]}}})
+    made.cell = 3  # the child said it started test cell 3
+    return made
+
+
+def _sent(made: Answering, *lines: object) -> None:
+    """Lines as the child sends them on its report pipe."""
+    for line in lines:
+        made.line(line if isinstance(line, bytes) else json.dumps(line).encode())
+
+
+@pytest.mark.parametrize(
+    ("lines", "refused"),
+    [
+        ([{"key": "a", "value": 1}, {"key": "b", "value": 2}], ""),
+        ([{"key": "b", "value": 2}], ""),  # a question left unanswered (its cell timed out) is no fault
+        ([{"key": "b", "value": 2}, {"key": "a", "value": 1}], "not asked, or a second answer"),
+        ([{"key": "a", "value": 1}, {"key": "a", "value": 1}], "not asked, or a second answer"),
+        ([{"key": "z", "value": 1}], "not asked, or a second answer"),
+        ([{"key": "a", "value": 1, "raised": "x"}], "not an answer"),
+        ([b"not json"], "not an answer"),
+        ([{"key": "a", "value": 1}], "cell 7"),  # sent while the child was in another cell
+    ],
+)
+def test_the_zygote_keeps_only_planned_answers_once_in_order(tmp_path, lines, refused):
+    """Any answer not asked, out of order or twice refuses the job's answers, and the file says why."""
+    made = _answering(["a", "b"])
+    if refused == "cell 7":
+        made.cell, refused = 7, "not asked, or a second answer"
+    _sent(made, *lines)
+    target = tmp_path / "answers.jsonl"
+    target.symlink_to(tmp_path / "elsewhere")  # whatever the student left at the path is replaced, not followed
+    assert (made.finish(target) != "") == bool(refused) and refused in made.refused
+    filed = [json.loads(x) for x in target.read_text().splitlines()]
+    assert not (tmp_path / "elsewhere").exists()
+    assert filed == ([{"refused": made.refused}] if refused else lines)
+
+
+# -- end to end, in bubblewrap ----------------------------------------------------------------------------------
+
+
+def _cell(source: str, **meta: object) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(source)
+    if meta:
+        cell.metadata["nbgrader"] = {"schema_version": 3, **meta}
+    return cell
+
+
+def notebook(student_cell: str) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        _cell("from labcore.answers import call", grade_id="setup", locked=True, grade=False, solution=False),
+        _cell(student_cell, grade_id="clamp", solution=True, grade=False, locked=False),
+        _cell(
+            'assert call("clamp", clamp, 5, 0, 10) == 5\n'
+            "### BEGIN HIDDEN TESTS\n"
+            f'why = "{MARKER}"\n'
+            'assert call("clamp", clamp, 11, 0, 10) == 10, why\n'
+            "### END HIDDEN TESTS",
+            grade_id="test_clamp",
+            grade=True,
+            solution=False,
+            locked=True,
+            points=1,
+        ),
+    ]
+    return nb
+
+
+def grade(student_cell: str) -> dict:
+    nb = notebook(student_cell)
+    job = warm.Job(
+        assignment="toy",
+        student="s",
+        run_files={},
+        answers_program=answers_program(nb).to_json(),
+        checker_program=checker_program(nb).to_json(),
+        seed=11,
+        timeout_s=20,
+        lessons=(),
+        code=warm.code_digest(),
+    )
+    assert MARKER not in json.dumps(job.answers_program)  # the sandbox's program holds no test text
+    return warm.grade(job)
+
+
+def errors(result: dict) -> list[str]:
+    return [f"{o['ename']}: {o['evalue']}" for o in result["checked"]["verdicts"]["2"] if o["output_type"] == "error"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm_processes():
+    yield
+    warm.close()
+
+
+HONEST = "def clamp(x, lo, hi):\n    return max(lo, min(x, hi))"
+STUB = "def clamp(x, lo, hi):\n    raise NotImplementedError"
+
+
+def test_an_honest_answer_passes_visible_and_hidden_questions():
+    result = grade(HONEST)
+    assert errors(result) == [] and result["extracted"]["answers_refused"] == ""
+
+
+def test_the_sandbox_holds_no_hidden_test_text():
+    """A cell that walks the gc and the stack for the hidden region finds nothing to print."""
+    walker = STUB + (
+        "\nimport gc, sys, base64\n"
+        "marker = 'HIDDEN_' + 'MARKER_q9z'\n"
+        "def strings(o):\n"
+        "    if isinstance(o, (str, bytes)):\n"
+        "        yield o if isinstance(o, str) else o.decode('latin-1')\n"
+        "    elif isinstance(o, dict):\n"
+        "        for k, v in list(o.items()):\n"
+        "            yield from strings(k)\n"
+        "            yield from strings(v)\n"
+        "    elif isinstance(o, (list, tuple, set)):\n"
+        "        for v in list(o):\n"
+        "            if isinstance(v, (str, bytes)):\n"
+        "                yield from strings(v)\n"
+        "found = [s for o in gc.get_objects() for s in strings(o) if marker in s and s != marker]\n"
+        "frame = sys._getframe()\n"
+        "while frame:\n"
+        "    found += [s for s in strings(dict(frame.f_locals)) if marker in s and s != marker]\n"
+        "    frame = frame.f_back\n"
+        "print('FOUND', len(found), base64.b64encode(repr(found).encode()).decode())"
+    )
+    result = grade(walker)
+    printed = "".join(o.get("text", "") for o in result["extracted"]["cells"]["1"])
+    assert "FOUND 0 " in printed, printed
+    assert MARKER not in json.dumps(result["extracted"])
+
+
+FORGER = (
+    STUB
+    + """
+import json, os
+from labcore.answers import key_of
+lines = [json.dumps({"key": key_of(f"clamp({x}, 0, 10)", ("call", "clamp", (x, 0, 10))), "value": v}) + "\\n"
+         for x, v in ((5, 5), (11, 10))]
+for fd in map(int, os.listdir("/proc/self/fd")):
+    try:
+        os.write(fd, "".join(lines).encode())
+    except OSError:
+        pass
+for folder in ("/sandbox/out", "."):
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + ["."]:
+            try:
+                with open(os.path.join(root, name, "answers.jsonl"), "a") as out:
+                    out.writelines(lines)
+            except OSError:
+                pass
+"""
+)
+
+
+def test_forged_answers_on_every_fd_and_path_earn_nothing():
+    """Untouched stub plus correct answers written to every open fd and every answers.jsonl it can reach: the
+    genuine answers (the stub's error) follow the forged ones, so the zygote refuses them all: the cell fails."""
+    result = grade(FORGER)
+    assert "not asked, or a second answer" in result["extracted"]["answers_refused"]
+    assert errors(result) and all("no answer of this run counts" in e for e in errors(result)), errors(result)
+
+
+# -- the whole-notebook path (--feedback now) -------------------------------------------------------------------
+
+
+def test_the_whole_notebook_sandbox_gets_questions_in_the_test_cells_place(tmp_path):
+    """judge.grade plans first: the notebook the sandbox runs asks the questions and holds no test text; the
+    honest answer passes, visible and hidden questions alike."""
+    nb = notebook(HONEST)
+    questions = judge.plan(nb, scratch=tmp_path / "plan", limit_s=120, seed=3)
+    assert [len(q) for q in questions.values()] == [0, 2]  # the setup cell asks nothing; the test cell two
+    sent = judge.asking_notebook(nb, questions)
+    assert MARKER not in nbformat.writes(sent) and "ask_filed" in sent.cells[2].source
+    sandbox_library(REPO, tmp_path / "library")
+    graded = judge.grade(
+        nb, folder=tmp_path / "none", library=tmp_path / "library", scratch=tmp_path / "s", timeout_s=30, seed=3
+    )
+    assert [o for o in graded.cells[2].outputs if o.output_type == "error"] == []
+    assert graded.cells[2].source == nb.cells[2].source  # the autograded notebook keeps the real test cell
