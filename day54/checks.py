@@ -745,20 +745,21 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
     would be nbgrader's partial credit, and this cell is worth no points).
     """
     assert_own_schedule(schedule)
+    counts_by_buffers = challenge_counts()  # drawn once: in your own kernel every draw is fresh
     asked = answers.answer(
         "your challenge settings and your schedule's calls at them",
         ("day54 challenge",),
         ask_challenge,
         schedule,
         settings,
-        challenge_counts(),
+        counts_by_buffers,
     )
     if answers.collecting():
         return
     assert isinstance(asked, dict) and "settings" in asked, "the challenge's answer is not settings and traces"
     picked = challenge_settings(asked["settings"])
     texts = asked.get("traces")
-    counts = challenge_counts()[picked.buffers]
+    counts = counts_by_buffers[picked.buffers]
     assert isinstance(texts, list) and len(texts) == len(counts) + 1, "the challenge's traces are missing"
     timed, *others = (
         _trace_of(
