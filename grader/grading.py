@@ -22,6 +22,7 @@ refuses to run if the source breaks the rule.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fcntl
 import fnmatch
 import functools
@@ -233,12 +234,7 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
                 shutil.copy2(path, dest / path.name)
                 leftovers.discard(path.name)
             taken.setdefault(folder.name, []).append(name)
-        lines = [
-            f"{folder.name}/{n}: not collected (only <a>.ipynb and the <a>_run* files beside it are; "
-            f"a = {', '.join(assignments)})"
-            for n in sorted(leftovers)
-        ]
-        skipped += lines
+        skipped += [f"{folder.name}/{n}: {not_collected(n, assignments)}" for n in sorted(leftovers)]
         if folder.name not in taken:
             expected = " or ".join(f"{a}.ipynb" for a in assignments)
             found = ", ".join(sorted(leftovers)) or "nothing"
@@ -247,6 +243,15 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
         add_students(grading, sorted({*taken, *empty}))
     record_skipped(grading, taken, empty)
     return taken, skipped
+
+
+def not_collected(name: str, assignments: list[str]) -> str:
+    """Why collect left a file: a notebook not named as an assignment's says the name it expected."""
+    if not name.lower().endswith(".ipynb"):
+        return f"not collected (only <a>.ipynb and the <a>_run* files beside it are; a = {', '.join(assignments)})"
+    stem = name[: -len(".ipynb")].lower()
+    close = difflib.get_close_matches(stem, assignments, n=1, cutoff=0.6)
+    return f"not an assignment's notebook; expected {' or '.join(f'{a}.ipynb' for a in close or assignments)}"
 
 
 def record_skipped(grading: GradingDir, taken: dict[str, list[str]], empty: dict[str, str]) -> None:
