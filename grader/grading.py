@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.course import Course, run_file_clashes, tree_differences
+from grader.course import Course, run_file_clashes, tag_raising_cells, tree_differences
 from grader.layout import COURSE_ID, GRADEBOOK, GRADING_CONFIG, SKIPPED_AT_COLLECT, db_url, run_files_glob
 from grader.runner import REPO, nbgrader_or_fail
 from labcore.errors import UsageError
@@ -176,6 +176,7 @@ def setup(
             ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
         )
         nbgrader_or_fail(["generate_assignment", name, "--force"], cwd=grading.root)
+        tag_raising_cells(grading.root / "release" / name)  # as `generate` does: the release compared is the same
         stale += tree_differences(course.release / name, grading.root / "release" / name, f"course/{name}")
         if progress:
             progress(name)
