@@ -72,7 +72,8 @@ def test_the_course_extra_brings_nvrtc_to_instructors_and_students():
 
 def test_a_fresh_course_install_grades_the_references_with_full_marks(tmp_path, capsys):
     """setup, collect, autograde and export in a virtualenv of exactly `.[course]`: full marks for the references,
-    0 for the untouched release (its test cells are tagged raises-exception; nbgrader still scores them 0)."""
+    0 for the untouched release (its test cells are tagged raises-exception; nbgrader still scores them 0); in the
+    environment's own kernel, as a student runs it, no cell of the references raises (the mailbox check compiles)."""
     seconds = {}
     started = time.perf_counter()
     checkout = copy_checkout(tmp_path / "checkout")
@@ -108,5 +109,23 @@ def test_a_fresh_course_install_grades_the_references_with_full_marks(tmp_path, 
         **{("reference", a): FULL_MARKS[a] for a in ASSIGNMENTS},
         **{("untouched", a): 0.0 for a in ASSIGNMENTS},
     }, done.stdout
+    started = time.perf_counter()
+    for assignment in ASSIGNMENTS:  # the student's own kernel: every check of the reference passes there too
+        notebook = subs / "reference" / f"{assignment}.ipynb"
+        done = run([python, "-c", OWN_KERNEL, str(notebook)], cwd=subs / "reference")
+        assert done.stdout.split() == ["errors:", "0"], (assignment, done.stdout[-3000:])
+    seconds["own kernel"] = time.perf_counter() - started
     with capsys.disabled():
-        print(f"\n.[course] in a fresh virtualenv: install {seconds['install']:.0f} s, grade {seconds['grade']:.0f} s")
+        print("\n.[course] in a fresh virtualenv: " + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()))
+
+
+# Run a notebook in the fresh environment's own kernel, as a student does; print how many cells raised.
+OWN_KERNEL = """
+import sys, nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True).execute()
+raised = [(c.get("id"), o.ename, o.evalue) for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+print(raised or "", file=sys.stderr)
+print("errors:", len(raised))
+"""
