@@ -192,7 +192,8 @@ def check_profile_folder(path: str | None) -> None:
     missing = [report for report in REPLAYED_EXPORTS if report not in found]
     if found and missing:
         some = next(iter(found.values()))
-        prefix = some.name[: -len(f"_{next(iter(found))}.csv")]
+        ends = [f"_{alias}.csv" for alias in nsys.REPORT_ALIASES]
+        prefix = next((some.name[: -len(end)] for end in ends if some.name.endswith(end)), "<prefix>")
         files = " and ".join(f"{prefix}_{report}.csv" for report in missing)
         raise UsageError(
             f"--from-profile {path}: has nsys exports ({some.name}, ...) but no {files}; export "
