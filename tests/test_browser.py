@@ -128,9 +128,22 @@ def open_notebook(page, lab: SimpleNamespace, path: str) -> None:
 PROMPTS = "Array.from(document.querySelectorAll('.jp-InputPrompt')).map(e => e.textContent.trim())"
 
 
+def menu(page, title: str, command: str) -> None:
+    """Choose a menu bar item, then the entry running `command`; again (three tries) when the menu closed first."""
+    for attempt in range(3):
+        page.locator(".lm-MenuBar-item", has_text=title).first.click()
+        entry = page.locator(f".lm-Menu-item[data-command='{command}']")
+        try:
+            entry.click(timeout=10_000)
+            return
+        except Exception:  # playwright's TimeoutError: the menu was closed by a focus change, or never opened
+            page.keyboard.press("Escape")
+            if attempt == 2:
+                raise
+
+
 def _click_run_all(page) -> None:
-    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-    page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+    menu(page, "Run", "runmenu:run-all")
 
 
 def _started(prompts: list[str]) -> bool:
@@ -159,8 +172,7 @@ def run_all(page) -> float:
 def save(page, path: Path) -> nbformat.NotebookNode:
     """Save the notebook from the page (File > Save) and read what JupyterLab wrote."""
     before = path.stat().st_mtime_ns
-    page.locator(".lm-MenuBar-item", has_text="File").first.click()
-    page.locator(".lm-Menu-item[data-command='docmanager:save']").click()
+    menu(page, "File", "docmanager:save")
     deadline = time.monotonic() + 30
     while path.stat().st_mtime_ns == before:
         assert time.monotonic() < deadline, "the notebook was not saved"
