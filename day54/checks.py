@@ -41,7 +41,7 @@ from day54.replay import COPY_SLACK_BYTES, from_exports, shipped_profile
 from day54.simulate import Rates, simulate, simulated_ms
 from day54.verify import bit_exact_check, check_bit_exact
 from labcore import answers
-from labcore.checking import assert_own_function, say
+from labcore.checking import assert_own_function, say, verdicts
 from labcore.device import gpu_available
 from labcore.errors import UsageError
 from labcore.exports import Exports
@@ -955,3 +955,6 @@ def prepare() -> None:
     """Read the shipped profile once (a second of parsing): a warm grading process calls this before its first
     submission, and every check that reads the profile while grading then gets a copy (grader.zygote)."""
     shipped_profile()
+
+
+verdicts(globals())  # in the student's kernel a failed check shows one verdict, not a traceback (labcore.checking)

@@ -34,7 +34,7 @@ from grader.classgrade import STORE, Recorder, grade_answers
 from grader.cluster import open_cluster
 from grader.course import Course, check, generate
 from grader.feedback import write_feedback
-from grader.grading import GradingDir, collect, new_grading_dir, setup
+from grader.grading import GradingDir, collect, new_grading_dir, setup, skipped_at_collect
 from grader.layout import CELL_TIMEOUT_S, RELEASE_DIR, SOURCE_DIR
 from grader.report import cmd_report
 from grader.runner import REPO
@@ -248,20 +248,30 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    """Copy students' folders into the grading directory."""
+    """Copy students' folders into the grading directory; say what was taken, warn about each file left."""
     grading = GradingDir(args.dir)
-    print(
-        f"grader collect: {Path(args.submissions).expanduser().resolve()} -> {grading.root}/submitted "
-        f"(assignments: {', '.join(grading.assignments())})",
-        flush=True,
-    )
+    base = Path(args.submissions).expanduser().resolve()
+    names = grading.assignments()
+    expected = f"expected {base}/<student>/<assignment>.ipynb, assignment one of {', '.join(names)}"
+    if base.is_dir() and not any(p.is_dir() for p in base.iterdir()):
+        raise UsageError(f"{base} holds no student folder: {expected}")
+    print(f"grader collect: {base} -> {grading.root}/submitted (assignments: {', '.join(names)})", flush=True)
     with grading.writer():
         taken, skipped = collect(grading, args.submissions)
-    for student, names in taken.items():
-        print(f"{student}: {', '.join(names)}")
+    for student, assignments in taken.items():
+        print(f"{student}: {', '.join(assignments)}")
     for line in skipped:
-        print(f"skipped {line}", file=sys.stderr)
-    print(f"{len(taken)} students collected; run `{PROG} autograde {grading.root}`")
+        print(f"warning: {line}", file=sys.stderr)
+    for student, why in skipped_at_collect(grading).items():
+        if student not in taken and (base / student).is_dir():
+            print(f"warning: {student}/: nothing collected ({NOT_SUBMITTED!r} everywhere): {why}", file=sys.stderr)
+    for name in names:
+        students = [s for s, assignments in taken.items() if name in assignments]
+        print(f"{name}: {len(students)} student(s)" + (f" ({', '.join(students)})" if students else ""))
+    if not taken:
+        print(f"error: no notebook collected from {base}: {expected}", file=sys.stderr)
+        return 1
+    print(f"{len(taken)} student(s) collected; run `{PROG} autograde {grading.root}`")
     return 0
 
 

@@ -4,10 +4,16 @@
 nbgrader_config.py: no gradebook, outputs cleared). `check` regenerates into a temporary directory and
 lists every file of course/ that differs, plus any notebook in either tree that carries outputs or
 execution counts: what CI runs. Assignments are the folders of solutions/ holding a notebook.
+
+After nbgrader, every cell of the release that raises while untouched gets the `raises-exception` tag: the graded
+test cells and the answer cells whose stub raises outside a function. JupyterLab's Run All (and nbclient) then go
+on past them, so the lesson cells after an exercise still run; the error stays in the cell's output, and nbgrader,
+which executes with errors allowed whatever the tags, still scores a failing test 0.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import fnmatch
 import re
@@ -24,6 +30,7 @@ if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
 
 SOLUTION_MARKER = re.compile(r"### (BEGIN|END) SOLUTION")
+RAISES_TAG = "raises-exception"  # the cell tag JupyterLab's Run All and nbclient go on past (nbclient's docs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +100,42 @@ def generate(course: Course, assignment: str, into: Path | None = None) -> Path:
     if into is not None:
         args.append(f"--CourseDirectory.release_directory={into.resolve()}")
     nbgrader_or_fail(args, cwd=course.root)
-    return (into.resolve() if into else course.release) / assignment
+    folder = (into.resolve() if into else course.release) / assignment
+    tag_raising_cells(folder)
+    return folder
+
+
+def raises_untouched(cell: NotebookNode) -> bool:
+    """A release cell that raises as handed out: a graded test, or an answer cell whose stub raises at top level."""
+    meta = cell.metadata.get("nbgrader", {})
+    if cell.cell_type != "code" or not (meta.get("grade") or meta.get("solution")):
+        return False
+    if meta.get("grade") and not meta.get("solution"):
+        return True
+    try:
+        body = ast.parse(cell.source).body
+    except SyntaxError:  # a stub that does not parse raises too
+        return True
+    return any(isinstance(node, ast.Raise) for node in body)
+
+
+def tag_raising_cells(folder: Path) -> list[str]:
+    """Tag `raises-exception` on every cell of the release notebooks under folder that raises untouched; their ids."""
+    import nbformat  # seconds to import (jsonschema): only the callers that build notebooks wait for it
+
+    tagged = []
+    for path in sorted(folder.rglob("*.ipynb")):
+        nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        changed = False
+        for cell in nb.cells:
+            tags = cell.metadata.get("tags", [])
+            if raises_untouched(cell) and RAISES_TAG not in tags:
+                cell.metadata["tags"] = [*tags, RAISES_TAG]
+                tagged.append(cell.get("id", ""))
+                changed = True
+        if changed:
+            nbformat.write(nb, path)
+    return tagged
 
 
 def outputs_in(path: Path) -> list[str]:

@@ -22,6 +22,7 @@ refuses to run if the source breaks the rule.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fcntl
 import fnmatch
 import functools
@@ -33,7 +34,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.course import Course, run_file_clashes, tree_differences
+from grader.course import Course, run_file_clashes, tag_raising_cells, tree_differences
 from grader.layout import COURSE_ID, GRADEBOOK, GRADING_CONFIG, SKIPPED_AT_COLLECT, db_url, run_files_glob
 from grader.runner import REPO, nbgrader_or_fail
 from labcore.errors import UsageError
@@ -175,6 +176,7 @@ def setup(
             ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
         )
         nbgrader_or_fail(["generate_assignment", name, "--force"], cwd=grading.root)
+        tag_raising_cells(grading.root / "release" / name)  # as `generate` does: the release compared is the same
         stale += tree_differences(course.release / name, grading.root / "release" / name, f"course/{name}")
         if progress:
             progress(name)
@@ -233,12 +235,7 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
                 shutil.copy2(path, dest / path.name)
                 leftovers.discard(path.name)
             taken.setdefault(folder.name, []).append(name)
-        lines = [
-            f"{folder.name}/{n}: not collected (only <a>.ipynb and the <a>_run* files beside it are; "
-            f"a = {', '.join(assignments)})"
-            for n in sorted(leftovers)
-        ]
-        skipped += lines
+        skipped += [f"{folder.name}/{n}: {not_collected(n, assignments)}" for n in sorted(leftovers)]
         if folder.name not in taken:
             expected = " or ".join(f"{a}.ipynb" for a in assignments)
             found = ", ".join(sorted(leftovers)) or "nothing"
@@ -247,6 +244,15 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
         add_students(grading, sorted({*taken, *empty}))
     record_skipped(grading, taken, empty)
     return taken, skipped
+
+
+def not_collected(name: str, assignments: list[str]) -> str:
+    """Why collect left a file: a notebook not named as an assignment's says the name it expected."""
+    if not name.lower().endswith(".ipynb"):
+        return f"not collected (only <a>.ipynb and the <a>_run* files beside it are; a = {', '.join(assignments)})"
+    stem = name[: -len(".ipynb")].lower()
+    close = difflib.get_close_matches(stem, assignments, n=1, cutoff=0.6)
+    return f"not an assignment's notebook; expected {' or '.join(f'{a}.ipynb' for a in close or assignments)}"
 
 
 def record_skipped(grading: GradingDir, taken: dict[str, list[str]], empty: dict[str, str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 
 class UsageError(Exception):
@@ -24,3 +25,28 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     except BrokenPipeError:  # `... | head` closed the pipe: not an error of ours
         sys.stdout = open(os.devnull, "w")  # keep Python from failing again at exit
         return 0
+
+
+def output_folder(path: str | Path, option: str, given: str | Path | None = None) -> Path:
+    """The folder an option writes into, made before any work starts; UsageError naming it when it cannot be."""
+    folder, given = Path(path).expanduser(), path if given is None else given
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{option} {given}: {folder} is a file, not a folder; give a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a parent that is a file, no permission, a read-only file system
+        raise UsageError(
+            f"{option} {given}: cannot make the folder {folder} ({exc.strerror}); give one you can write"
+        ) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {given}: the folder {folder} is not writable; give one you can write")
+    return folder
+
+
+def output_file(path: str | Path, option: str) -> Path:
+    """A file an option writes, its folder made before any work starts; UsageError when it cannot be written there."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise UsageError(f"{option} {path} is a directory; give a file name such as {target / 'results.json'}")
+    output_folder(target.parent, option, given=path)
+    return target

@@ -1289,6 +1289,12 @@ for _name in dir(_checks):
     if _name.startswith("check_"):
         setattr(_checks, _name, lambda *args, **kwargs: None)"""
 
+# A student's first cell: every failed check in its own kernel says it passed, and the checks lose their verdicts
+VERDICT_SAYS_PASSED = """import labcore.checking as _checking
+
+_checking.verdict = lambda *args, **kwargs: ["\u2713 passed"]
+_checking.verdicts = lambda namespace, prefix="check_": None"""
+
 SCHEDULE_CELLS_ZERO = {"test_pipelined_correct": 0, "test_pipelined_ratio": 0, "test_pipelined_practice": 0}
 
 CORPUS: tuple[Submission, ...] = (
@@ -1766,6 +1772,23 @@ CORPUS: tuple[Submission, ...] = (
         "limit, test_publish 0 with that reason, the rest kept",
         full(Z, test_publish=0),
         edits={"my_publish": COMPILE_MEMORY_BOMB},
+    ),
+    # the student's side: a failed check's verdict (labcore.checking) is words in the student's own kernel only
+    Submission(
+        "d54-verdict-says-passed",
+        D,
+        "the stubs, and a first cell that makes every failed check's verdict read 'passed' and unwraps the checks: "
+        "the verdict is shown in the student's kernel, the checker judges the answers, so 0",
+        zero(D),
+        solved=False,
+        first_cell=VERDICT_SAYS_PASSED,
+    ),
+    Submission(
+        "zc-verdict-says-passed",
+        Z,
+        "the reference answers behind the same first cell: full marks, nothing of the verdict's decides a grade",
+        full(Z),
+        first_cell=VERDICT_SAYS_PASSED,
     ),
 )
 

@@ -393,7 +393,13 @@ def test_a_changed_pyproject_changes_the_bundles():
     theirs["project"]["optional-dependencies"]["course"] += ["ipywidgets>=8", "NBGrader[docs]>=0.9.6"]
     ours = bundle.student_pyproject(theirs)["project"]
     assert "numpy>=2.0" in ours["dependencies"]
-    assert ours["optional-dependencies"]["course"] == ["jupyterlab>=4.2", "ipykernel>=6.29", "ipywidgets>=8"]
+    assert ours["optional-dependencies"]["course"] == [
+        "jupyterlab>=4.2",
+        "ipykernel>=6.29",
+        "cuda-bindings>=12.8,<14",
+        "cuda-toolkit[nvrtc]>=12.8,<14",
+        "ipywidgets>=8",
+    ]
 
 
 def test_bundle_readme_gives_the_students_commands(built):

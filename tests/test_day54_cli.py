@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -99,6 +100,42 @@ def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err
 
 
+@pytest.mark.parametrize("option", ["--plot", "--json"])
+@pytest.mark.parametrize("where", ["under-a-file", "the-file"])
+def test_an_output_that_cannot_be_made_is_one_line_before_any_work(option, where, tmp_path):
+    """--plot DIR / --json PATH where a file stands in the way: one line naming the option, exit 2, nothing written."""
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("a file, not a folder\n")
+    target = blocker / "out" if where == "under-a-file" else blocker
+    value = str(target / "r.json") if option == "--json" else str(target)
+    done = day54("--no-pitfalls", option, value)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"error: {option} {value}: ")
+    assert "is a file, not a folder" in done.stderr or "cannot make the folder" in done.stderr
+    assert blocker.read_text() == "a file, not a folder\n"
+
+
+def test_gpus_plot_into_a_file_is_one_line(tmp_path):
+    """The multi-GPU section checks --plot the same way, before it looks for GPUs or profiles."""
+    (tmp_path / "f").write_text("")
+    done = day54("--gpus", "--plot", str(tmp_path / "f" / "plots"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "cannot make the folder" in done.stderr
+
+
+@pytest.mark.parametrize("gone", ["cuda_gpu_trace", "nvtx_pushpop_trace"])
+def test_a_profile_folder_missing_a_trace_export_is_refused(gone, tmp_path):
+    """A profile folder with nsys exports but without a trace a replay reads is one line naming the file, not a
+    quiet replay of its results.json alone; naming that results.json still replays it."""
+    folder = tmp_path / "profile"
+    shutil.copytree(PROFILE, folder, ignore=shutil.ignore_patterns("*.nsys-rep"))
+    (folder / f"day54_{gone}.csv").unlink()
+    done = day54("--from-profile", str(folder), "--no-pitfalls")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and f"no day54_{gone}.csv" in done.stderr
+    alone = day54("--from-profile", str(folder / "results.json"), "--no-pitfalls")
+    assert alone.returncode == 0 and alone.stdout.startswith(f"day54: replay of {folder / 'results.json'}")
+
+
 def test_python_m_day54_bad_input_has_no_traceback():
     """The real command, as a user runs it: one line, exit status 2, no traceback."""
     done = day54("--frobnicate")
@@ -149,3 +186,17 @@ def test_a_replay_names_the_options_it_cannot_honour(capsys):
     assert "replay:" not in capsys.readouterr().err
     assert run_cli(main, ["--device", "1", "--no-pitfalls"]) == 0
     assert "replay: --device 1: a replay runs on no GPU; showing the recording" in capsys.readouterr().err
+
+
+def test_zero_copy_json_under_a_file_is_one_line(tmp_path):
+    """python -m zero_copy refuses --json under a file the same way, before any run."""
+    (tmp_path / "f").write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "zero_copy", "--json", str(tmp_path / "f" / "r.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"error: --json {tmp_path / 'f' / 'r.json'}: {tmp_path / 'f'} is a file")

@@ -239,18 +239,70 @@ def test_collect_copies_notebooks_and_run_files(graded):
     assert sorted(p.name for p in submitted.iterdir()) == sorted(EXPECTED)
     assert files_under(submitted / "correct" / "toy") == {"toy.ipynb", "toy_run.json", "toy_run_nvtx_sum.csv"}
     assert (
-        "skipped correct/scratch.txt: not collected (only <a>.ipynb and the <a>_run* files beside it are; "
+        "warning: correct/scratch.txt: not collected (only <a>.ipynb and the <a>_run* files beside it are; "
         "a = toy)" in graded.collect.err
     )
+    assert f"toy: {len(EXPECTED)} student(s) ({', '.join(sorted(EXPECTED))})" in graded.collect.lines
+    assert graded.collect.lines[-1].startswith(f"{len(EXPECTED)} student(s) collected")
+
+
+def grading_dir(path: Path) -> Path:
+    """A bare grading directory holding the toy's source: what collect reads."""
+    (path / "source" / "toy").mkdir(parents=True)
+    (path / "nbgrader_config.py").write_text("")
+    shutil.copy(TOY / "source" / "toy" / "toy.ipynb", path / "source" / "toy")
+    return path
+
+
+def test_collect_warns_per_file_it_did_not_take_with_the_name_it_expected(tmp_path):
+    """Toy.ipynb and 'toy (1).ipynb' are not the toy's notebook: each gets a warning naming toy.ipynb; a student
+    left with nothing is named as not submitted; the students taken are listed per assignment."""
+    root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
+    for student, name in (("ann", "toy.ipynb"), ("bob", "Toy.ipynb"), ("cy", "toy (1).ipynb"), ("dee", "x.ipynb")):
+        (subs / student).mkdir(parents=True)
+        shutil.copy(TOY / "source" / "toy" / "toy.ipynb", subs / student / name)
+    done = grader("collect", str(root), str(subs))
+    assert done.rc == 0, done.err
+    warnings = [line for line in done.err.splitlines() if line.startswith("warning: ")]
+    assert warnings[:3] == [
+        "warning: bob/Toy.ipynb: not an assignment's notebook; expected toy.ipynb",
+        "warning: cy/toy (1).ipynb: not an assignment's notebook; expected toy.ipynb",
+        "warning: dee/x.ipynb: not an assignment's notebook; expected toy.ipynb",
+    ]
+    assert [w.split(":")[1] for w in warnings[3:]] == [" bob/", " cy/", " dee/"]
+    assert all("nothing collected ('not submitted' everywhere)" in w for w in warnings[3:])
+    assert "toy: 1 student(s) (ann)" in done.lines and done.lines[-1].startswith("1 student(s) collected")
+    assert sorted(p.name for p in (root / "submitted").iterdir()) == ["ann"]
+
+
+def test_collect_fails_on_a_folder_with_no_student_folder(tmp_path):
+    """An empty SUBMISSIONS (or one holding only loose files) is one line and exit 2, nothing written."""
+    root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
+    subs.mkdir()
+    done = grader("collect", str(root), str(subs))
+    assert done.rc == 2 and done.out == "" and len(done.err.splitlines()) == 1
+    assert done.err.startswith(f"error: {subs} holds no student folder: expected {subs}/<student>/<assignment>.ipynb")
+    (subs / "toy.ipynb").write_text("{}")
+    assert grader("collect", str(root), str(subs)).rc == 2
+    assert not (root / "submitted").exists()
+
+
+def test_collect_fails_when_it_took_no_notebook(tmp_path):
+    """Student folders but no assignment's notebook in any: warnings, then an error line and exit 1."""
+    root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
+    (subs / "bob").mkdir(parents=True)
+    (subs / "bob" / "Toy.ipynb").write_text("{}")
+    done = grader("collect", str(root), str(subs))
+    assert done.rc == 1
+    assert done.err.splitlines()[-1].startswith(f"error: no notebook collected from {subs}")
+    assert "warning: bob/Toy.ipynb: not an assignment's notebook; expected toy.ipynb" in done.err
 
 
 def test_collect_refuses_a_source_file_named_like_run_files(tmp_path):
     """source/toy/toy_run.json would overwrite students' files at autograde: UsageError."""
     from grader.grading import GradingDir, collect
 
-    (tmp_path / "source" / "toy").mkdir(parents=True)
-    (tmp_path / "nbgrader_config.py").write_text("")
-    shutil.copy(TOY / "source" / "toy" / "toy.ipynb", tmp_path / "source" / "toy")
+    grading_dir(tmp_path)
     (tmp_path / "source" / "toy" / "toy_run.json").write_text("{}")
     with pytest.raises(UsageError, match=r"source/toy has toy_run.json: names matching toy_run\* are reserved"):
         collect(GradingDir(tmp_path), TOY / "submissions")

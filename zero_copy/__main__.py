@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from labcore.device import DEVICE_ENV
-from labcore.errors import UsageError, run_cli
+from labcore.errors import UsageError, output_file, run_cli
 from labcore.mode import Mode, live_line
 from labcore.record import Record
 from labcore.sizes import parse_size
@@ -129,10 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     cfg = config_from(args)
-    if args.json and Path(args.json).is_dir():
-        raise UsageError(
-            f"--json {args.json} is a directory; give a file name such as {Path(args.json) / 'results.json'}"
-        )
+    if args.json:
+        output_file(args.json, "--json")  # before a live run of minutes, not after it
     mode = Mode.decide(args.from_profile or None, args.device)
     record = _live(cfg, argv) if mode.live else _replay(args, mode)
     only = cfg.only if args.only else None

@@ -1,0 +1,131 @@
+"""The instructors' install, exactly as the README gives it: a fresh virtualenv with nothing but `-e '.[course]'`
+(no test extra, no shared environment) grades the reference solutions offline with full marks, and the untouched
+release with none.
+
+The other grading tests run in the test extra's environment, which brings NVRTC for its own tests; a course extra
+without it failed the mailbox exercise's right answer offline ("NVRTC through cuda-bindings is not available").
+The virtualenv is made from a copy of the checkout's files (what git tracks and what it does not ignore), so the
+editable install writes nothing into the checkout. pip must reach the package index (as in CI). It takes about
+1.5 minutes on 2 cores (install about 50 s with a warm pip cache, grading about 30 s); the steps' seconds are printed.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.bundle import student_pyproject
+from grader.course import Course, solved_release
+from labcore.device import gpu_available
+
+pytestmark = [
+    pytest.mark.venv,
+    pytest.mark.skipif(gpu_available(), reason="expected scores are those of the offline checks"),
+]
+ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENTS = ("day54", "zero_copy")
+FULL_MARKS = {"day54": 11.0, "zero_copy": 10.0}  # the autograded points of each release
+NVRTC = ("cuda-bindings", "cuda-toolkit[nvrtc]")
+SKIP = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", "build", ".*_cache", ".ipynb_checkpoints")
+
+
+def copy_checkout(dest: Path) -> Path:
+    """The checkout's own files (tracked, or untracked and not ignored) copied to dest; a plain copy outside git."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=False
+    )
+    if listed.returncode != 0:
+        return Path(shutil.copytree(ROOT, dest, ignore=SKIP))
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+def run(argv: list[str], cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
+    """A command of the fresh environment: no PYTHONPATH, no shared virtualenv on PATH."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "COURSE_PROFILES")}
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, (argv, done.stdout[-3000:], done.stderr[-3000:])
+    return done
+
+
+def test_the_course_extra_brings_nvrtc_to_instructors_and_students():
+    """Both the checkout's course extra and the bundle's (derived from it) name NVRTC through cuda-bindings."""
+    main = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    for extras in (
+        main["project"]["optional-dependencies"],
+        student_pyproject(main)["project"]["optional-dependencies"],
+    ):
+        assert all(any(r.startswith(name) for r in extras["course"]) for name in NVRTC), extras["course"]
+
+
+def test_a_fresh_course_install_grades_the_references_with_full_marks(tmp_path, capsys):
+    """setup, collect, autograde and export in a virtualenv of exactly `.[course]`: full marks for the references,
+    0 for the untouched release (its test cells are tagged raises-exception; nbgrader still scores them 0); in the
+    environment's own kernel, as a student runs it, no cell of the references raises (the mailbox check compiles)."""
+    seconds = {}
+    started = time.perf_counter()
+    checkout = copy_checkout(tmp_path / "checkout")
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
+    run([str(venv / "bin" / "pip"), "install", "-q", "-e", f"{checkout}[course]"], cwd=tmp_path)
+    seconds["install"] = time.perf_counter() - started
+    python = str(venv / "bin" / "python")
+    assert (
+        "site-packages"
+        in run([python, "-c", "import cuda.bindings, sys; print(cuda.bindings.__file__)"], tmp_path).stdout
+    )
+
+    subs, grading = tmp_path / "submissions", tmp_path / "grading"
+    course = Course.at(checkout)
+    for assignment in ASSIGNMENTS:
+        for student in ("reference", "untouched"):
+            (subs / student).mkdir(parents=True, exist_ok=True)
+        nbformat.write(solved_release(course, assignment), subs / "reference" / f"{assignment}.ipynb")
+        shutil.copy(course.release / assignment / f"{assignment}.ipynb", subs / "untouched")
+    started = time.perf_counter()
+    for step in (
+        ["setup", str(grading)],
+        ["collect", str(grading), str(subs)],
+        ["autograde", str(grading), "--jobs", "2", "--timeout", "60"],
+        ["export", str(grading), "--to", str(tmp_path / "grades.csv")],
+    ):
+        done = run([python, "-m", "grader", *step], cwd=tmp_path)
+    seconds["grade"] = time.perf_counter() - started
+    with open(tmp_path / "grades.csv") as rows:
+        scores = {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in csv.DictReader(rows)}
+    assert scores == {
+        **{("reference", a): FULL_MARKS[a] for a in ASSIGNMENTS},
+        **{("untouched", a): 0.0 for a in ASSIGNMENTS},
+    }, done.stdout
+    started = time.perf_counter()
+    for assignment in ASSIGNMENTS:  # the student's own kernel: every check of the reference passes there too
+        notebook = subs / "reference" / f"{assignment}.ipynb"
+        done = run([python, "-c", OWN_KERNEL, str(notebook)], cwd=subs / "reference")
+        assert done.stdout.split() == ["errors:", "0"], (assignment, done.stdout[-3000:])
+    seconds["own kernel"] = time.perf_counter() - started
+    with capsys.disabled():
+        print("\n.[course] in a fresh virtualenv: " + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()))
+
+
+# Run a notebook in the fresh environment's own kernel, as a student does; print how many cells raised.
+OWN_KERNEL = """
+import sys, nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True).execute()
+raised = [(c.get("id"), o.ename, o.evalue) for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+print(raised or "", file=sys.stderr)
+print("errors:", len(raised))
+"""
