@@ -227,14 +227,19 @@ class WarmSandbox(_Warm):
         while True:
             try:
                 told = self._next(max(0.0, min(deadline, end) - time.monotonic()))
-            except _Trouble as trouble:
-                return {}, str(trouble)
+            except _Trouble as trouble:  # the zygote ended: killed by the cell it last said it started, or crashed
+                if current is None:
+                    return {}, str(trouble)
+                return {"timed_out": [], "lost": {"cell": current, "why": "sandbox", "status": str(trouble)}}, ""
             if told is None:
                 why = "stopped" if self._stopped() else "stuck"
                 self.stop()
                 if time.monotonic() >= end and why == "stuck":
                     return {}, f"the {self.what} ran past its {budget_s:.0f} s budget and was stopped"
                 return {"timed_out": [], "lost": {"cell": current, "why": why}, "killed": True}, ""
+            if "job" not in told and ("answer" in told or "refused" in told):
+                self._streamed(told)
+                continue
             cell = told.get("cell")
             if "job" not in told and isinstance(cell, int) and not isinstance(cell, bool):
                 if current is None or cell > current:  # a cell's start: its clock starts here too
@@ -242,7 +247,29 @@ class WarmSandbox(_Warm):
                 continue
             return told, ""
 
+    def _streamed(self, told: dict[str, Any]) -> None:
+        """An answer the zygote took, or its refusal of them all, as it happened: kept here, outside the sandbox."""
+        if self.refused:
+            return
+        if "refused" in told:
+            self.refused = str(told["refused"])[:300]
+            return
+        line = json.dumps(told["answer"], separators=(",", ":"))
+        self.answered_bytes += len(line) + 1
+        if self.answered_bytes > MAX_ANSWERS_BYTES:
+            self.refused = f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
+        else:
+            self.answers.append(line)
+
+    def _answers_text(self) -> str:
+        """The answers file the checker reads: what the zygote passed on while the job ran, never a file the
+        sandbox's processes could write."""
+        if self.refused:
+            return json.dumps({"refused": self.refused}) + "\n"
+        return "".join(line + "\n" for line in self.answers)
+
     def run(self, job: Job, questions: dict[str, list] | None = None) -> dict[str, Any]:
+        self.answers, self.answered_bytes, self.refused = [], 0, ""
         try:
             self.ensure()
         except _Trouble as trouble:
@@ -270,7 +297,7 @@ class WarmSandbox(_Warm):
                 lost["cell"] = next((i for i in order if str(i) not in filed and i >= (lost["cell"] or 0)), None)
             return {
                 "cells": filed,
-                "answers": _read_answers(out / "answers.jsonl"),
+                "answers": self._answers_text(),
                 "timed_out": [i for i in told.get("timed_out", []) if isinstance(i, int)],
                 "lost": lost if isinstance(lost, dict) else None,
                 "reason": reason,
@@ -342,10 +369,6 @@ def _output(data: Any) -> dict[str, Any] | None:
             "traceback": [str(x) for x in lines] if isinstance(lines, list) else [],
         }
     return None
-
-
-def _read_answers(path: Path) -> str:
-    return _read_data(path, MAX_ANSWERS_BYTES) or ""
 
 
 class WarmChecker(_Warm):

@@ -78,9 +78,12 @@ def _undumpable() -> None:
 
 class Answering:
     """The answers the child sends on its report pipe, each line checked against the plan as it comes, kept in memory
-    and written to the answers file once no process of the job's is left."""
+    and written to the answers file once no process of the job's is left. `forward(line)`, when given, passes each
+    answer taken (and a refusal) on at once to the trusted side, on the protocol no process of the job's can write:
+    a zygote stopped or killed later keeps the answers of the cells before."""
 
-    def __init__(self, job: dict[str, Any]) -> None:
+    def __init__(self, job: dict[str, Any], forward: Any = None) -> None:
+        self.forward = forward
         program = job["program"]
         planned = program.get("questions", {})
         self.keys = {
@@ -99,6 +102,11 @@ class Answering:
         if self.refused:
             return
         self.size += len(raw) + 1
+        self._take(raw)
+        if self.refused and self.forward is not None:
+            self.forward(json.dumps({"refused": self.refused}).encode())
+
+    def _take(self, raw: bytes) -> None:
         try:
             line = json.loads(raw)
             key = line["key"]
@@ -116,11 +124,16 @@ class Answering:
         else:
             self.answered[self.cell] = asked.index(key, at) + 1
             self.kept.append(raw)
+            if self.forward is not None:
+                self.forward(b'{"answer":' + raw + b"}")  # raw parsed as one JSON object above
 
     def bounded(self, pending: bytes) -> bytes:
         """A partial line waiting for its end, unless it is already past the answers' limit (then refused)."""
         if len(pending) > MAX_ANSWERS_BYTES:
-            self.refused = self.refused or f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
+            if not self.refused:
+                self.refused = f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
+                if self.forward is not None:
+                    self.forward(json.dumps({"refused": self.refused}).encode())
             return b""
         return pending
 
@@ -148,8 +161,12 @@ def _sender(fd: int) -> Any:
     return send
 
 
-def _child(job: dict[str, Any], report: int, ip: Any) -> None:
-    """In the forked child: run the job's cells, answer its questions. Never returns."""
+def _child(job: dict[str, Any], report: int, ip: Any, acked: int = -1) -> None:
+    """In the forked child: run the job's cells, answer its questions. Never returns.
+
+    Each cell's start waits for the zygote's word on `acked` that it has read everything before it: the answers of
+    the cells before are then with the trusted side before any more of the student's code runs (a cell that kills
+    or stops the zygote loses nothing already answered)."""
     try:
         work, out = INSIDE / "work" / job["job"], INSIDE / "out" / job["job"]
         log = os.open(out / "output.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -171,6 +188,8 @@ def _child(job: dict[str, Any], report: int, ip: Any) -> None:
         with open(out / "cells.jsonl", "a") as filed:
             for index, source, count in program["cells"]:
                 os.write(report, f"{index}\n".encode())
+                if acked >= 0:
+                    os.read(acked, 1)  # b"" when the zygote is gone: the job is lost anyway
                 if source is None:  # a test cell's place: its planned questions
                     outputs = cells.ask_cell(ip, questions.get(str(index), []), send)
                 else:
@@ -206,6 +225,14 @@ def _drain(fd: int, most: int = 1 << 20) -> tuple[bytes, bool]:
             return data, True
         data += chunk
     return data, False
+
+
+def _ack(fd: int) -> None:
+    """Tell the child that every line before its cell's start is read (and its answers passed on)."""
+    try:
+        os.write(fd, b"k")
+    except (BlockingIOError, BrokenPipeError):
+        pass
 
 
 def _stopped(pid: int) -> bool:
@@ -275,16 +302,20 @@ def _clean_up() -> None:
     Path("/tmp/home").mkdir(exist_ok=True)
 
 
-def run_job(job: dict[str, Any], ip: Any, tell: Any = None) -> dict[str, Any]:
+def run_job(job: dict[str, Any], ip: Any, tell: Any = None, forward: Any = None) -> dict[str, Any]:
     """Fork, run, watch the clock; what happened, as data. tell(cell) says each cell's start to the trusted side
-    (grader.warm), whose own clock outlives a stopped zygote."""
+    (grader.warm), whose own clock outlives a stopped zygote; forward(line) passes each answer taken on to it."""
     read, write = os.pipe()
-    answering = Answering(job)
+    acked, ack = os.pipe()
+    answering = Answering(job, forward)
     pid = os.fork()
     if pid == 0:
         os.close(read)
-        _child(job, write, ip)
+        os.close(ack)
+        _child(job, write, ip, acked)
     os.close(write)
+    os.close(acked)
+    os.set_blocking(ack, False)  # a child that never reads its acks cannot stop the zygote
     # the child's end: its pidfd, not the pipe's EOF (a process it left behind may hold the pipe open)
     gone = os.pidfd_open(pid)
     os.set_blocking(read, False)
@@ -311,6 +342,7 @@ def run_job(job: dict[str, Any], ip: Any, tell: Any = None) -> dict[str, Any]:
                     cell = int(line)
                 except ValueError:
                     continue
+                _ack(ack)
                 # the pipe is the student's too: only a later cell restarts the clock, so no cell gets more time
                 if current is not None and cell <= current:
                     continue
@@ -333,6 +365,7 @@ def run_job(job: dict[str, Any], ip: Any, tell: Any = None) -> dict[str, Any]:
             break
     os.close(gone)
     os.close(read)
+    os.close(ack)
     _, status = os.waitpid(pid, 0)
     if lost is None and not ended:
         lost = {"cell": current, "why": "died", "status": exit_status(status)}
@@ -356,9 +389,13 @@ def main(argv: list[str]) -> int:
         protocol_out.write(json.dumps({"cell": cell}) + "\n")
         protocol_out.flush()
 
+    def forward(line: bytes) -> None:
+        protocol_out.buffer.write(line + b"\n")
+        protocol_out.flush()
+
     for line in protocol_in:
         job = json.loads(line)
-        protocol_out.write(json.dumps(run_job(job, ip, tell)) + "\n")
+        protocol_out.write(json.dumps(run_job(job, ip, tell, forward)) + "\n")
         protocol_out.flush()
     return 0
 

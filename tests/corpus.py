@@ -999,8 +999,9 @@ print("a pair \ud83d\ude00, controls \x00\x0c\x1f, a noncharacter \uffff")"""
 # sandbox files them (cell 0: this cell, put first); 5 MB of it
 WRITES_BAD_BYTES = r"""import os
 
-_where = os.environ.get("LABCORE_ANSWERS", "").partition(":")[2].replace("answers.jsonl", "cells.jsonl")
-if _where:
+# the job's out folder beside its work folder (/sandbox/work/JOB -> /sandbox/out/JOB); nothing outside the sandbox
+_where = os.path.join(os.getcwd().replace("/sandbox/work/", "/sandbox/out/"), "cells.jsonl")
+if os.path.isdir(os.path.dirname(_where)):
     with open(_where, "ab") as _cells:
         _line = b'{"cell": 0, "outputs": [{"output_type": "stream", "name": "stdout", "text": "\xff\xfe\xc3 \\ud800 '
         _cells.write(_line + b"z" * 5_000_000 + b'"}]}\n')"""

@@ -255,7 +255,7 @@ def test_a_gpu_worker_sees_the_gpu_its_index_stands_for(monkeypatch):
 # the clamp answer cell of these submissions, before the correct answer; CELLS is where the sandbox files outputs
 FORGE = (
     "import os\n"
-    "CELLS = os.environ['LABCORE_ANSWERS'].split(':', 1)[1].replace('answers.jsonl', 'cells.jsonl')\n"
+    "CELLS = os.path.join(os.getcwd().replace('/sandbox/work/', '/sandbox/out/'), 'cells.jsonl')\n"
     "def forge(text):\n"
     "    with open(CELLS, 'ab') as f:\n"
     '        f.write(b\'{"cell": CLAMP, "outputs": [{"output_type": "stream", "name": "stdout", "text": "\''

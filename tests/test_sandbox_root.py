@@ -399,7 +399,7 @@ def test_a_link_left_for_the_trusted_reader_is_not_followed(tmp_path):
     secret.write_text("the instructor's\n")
     (tmp_path / "answers.jsonl").symlink_to(secret)
     os.mkfifo(tmp_path / "cells.jsonl")
-    assert warm._read_answers(tmp_path / "answers.jsonl") == ""
+    assert warm._read_data(tmp_path / "answers.jsonl", 1 << 20) in (None, "")
     assert warm._read_cells(tmp_path / "cells.jsonl", {1}) == {}
 
 
