@@ -6,7 +6,8 @@ raise are tagged `raises-exception`, so JupyterLab goes on past them), every les
 shows a verdict of a few lines. The page shows none of nbgrader's instructor UI (no Nbgrader menu, no Create
 Assignment, no Formgrader, no Assignment List errors); a control server started without `jupyter-config/` shows its
 Nbgrader menu, so the check can fail. Playwright (the test extra) drives Debian's `chromium` (`.ci/run` installs it),
-never a browser of Playwright's own. Set DATAMOVE_SCREENSHOT=docs/verdict.png to write the verdict's screenshot.
+never a browser of Playwright's own. Set DATAMOVE_SCREENSHOT=site/_static/shots/verdict.png to write the
+verdict's screenshot.
 About a minute on 2 cores.
 """
 
