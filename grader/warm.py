@@ -41,6 +41,8 @@ from labcore.errors import UsageError
 READY_S = 120  # a warm process's start: imports and the shipped profiles
 MAX_CELLS_BYTES = 64 << 20  # the sandbox's cells file: larger is not read
 CODE_PACKAGES = ("grader", "labcore", "day54", "zero_copy")
+ANSWER_PREFIX = b'{"answer":'  # grader.zygote passes each answer it takes on as this prefix, the line, "}"
+MAX_PLANS = 64  # plans a planner keeps: one per assignment and grading run is the use
 SILENT_S = 15.0  # past a cell's limit and the zygote's grace: its own kill and clean-up, before it is given up
 
 
@@ -185,6 +187,8 @@ class WarmSandbox(_Warm):
                 raise _Trouble(f"the {self.what} ended (exit status {code}): {self._tail()}")
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
+        if line.startswith(ANSWER_PREFIX) and line.endswith(b"}"):  # megabytes of arrays: kept as they came, unparsed
+            return {"answer": line[len(ANSWER_PREFIX) : -1]}
         try:
             told = json.loads(line)
         except ValueError:
@@ -254,7 +258,8 @@ class WarmSandbox(_Warm):
         if "refused" in told:
             self.refused = str(told["refused"])[:300]
             return
-        line = json.dumps(told["answer"], separators=(",", ":"))
+        answer = told["answer"]  # the line the zygote took, as its bytes (the checker reads it as data)
+        line = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else json.dumps(answer)
         self.answered_bytes += len(line) + 1
         if self.answered_bytes > MAX_ANSWERS_BYTES:
             self.refused = f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
@@ -377,13 +382,23 @@ class WarmChecker(_Warm):
     def __init__(self, lessons: tuple[str, ...], scratch: Path, *, planner: bool = False) -> None:
         super().__init__("planner" if planner else "checker")
         self.lessons, self.scratch, self.planner = lessons, scratch, planner
+        self.plans: dict[str, dict[str, list]] = {}  # a planner's plans by (program, seed)
         self.log = scratch / f"{self.what}.log"
         self.count = 0
 
     def plan(self, job: Job) -> dict[str, list]:
-        """The questions of the job's test cells, per cell index (raises _Trouble when the planner fails)."""
-        budget = job.timeout_s * (len(job.checker_program["cells"]) + 1)
-        return self.ask({"plan": True, "program": job.checker_program, "seed": job.seed}, budget)["questions"]
+        """The questions of the job's test cells, per cell index (raises _Trouble when the planner fails).
+
+        The plan is a function of the test cells and the seed alone (the planner is handed nothing else), and a
+        class shares both: each worker plans each (program, seed) once."""
+        key = hashlib.sha256(json.dumps([job.checker_program, job.seed], sort_keys=True).encode()).hexdigest()
+        if key not in self.plans:
+            budget = job.timeout_s * (len(job.checker_program["cells"]) + 1)
+            asked = {"plan": True, "program": job.checker_program, "seed": job.seed}
+            if len(self.plans) >= MAX_PLANS:
+                self.plans.clear()
+            self.plans[key] = self.ask(asked, budget)["questions"]
+        return self.plans[key]
 
     def _start(self) -> None:
         env = {**course_env(), "MPLBACKEND": "Agg", **({"CUDA_VISIBLE_DEVICES": ""} if self.planner else {})}
