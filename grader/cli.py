@@ -499,4 +499,9 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run one subcommand."""
     args = parse_args(argv)
+    # nbgrader's Gradebook runs the `alembic` script of this Python's environment, also where it is not activated
+    # (`.venv/bin/python -m grader`), in this process as in its children (grader.runner.course_env)
+    scripts = str(Path(sys.executable).parent)
+    if scripts not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")]).rstrip(os.pathsep)
     return COMMANDS[args.command](args)
