@@ -33,11 +33,10 @@ import pytest
 
 from grader.bundle import CONFIG_NAME, JUPYTER_CONFIG_DIR, jupyter_config
 
-from browser_fixture import browser  # noqa: F401 (a fixture: one headless Chromium for the session)
-
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ("day54", "zero_copy")
+CHROMIUM = ("/usr/bin/chromium", "chromium", "chromium-browser")  # Debian's, then whatever PATH has
 RUN_ALL_S = 900  # the untouched release offline runs in seconds; live on a GPU in a few minutes
 INSTRUCTOR_UI = (
     "Nbgrader",
@@ -47,6 +46,26 @@ INSTRUCTOR_UI = (
     "Error fetching",
     "exchange directory",
 )
+
+
+def chromium() -> str | None:
+    """A Chromium to drive: $CHROMIUM, else Debian's."""
+    found = [os.environ.get("CHROMIUM", "")] + [shutil.which(name) or "" for name in CHROMIUM]
+    return next((path for path in found if path and os.access(path, os.X_OK)), None)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Headless Chromium through Playwright; skipped, saying why, where either is missing."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="no browser: Playwright (the test extra) is missing")
+    path = chromium()
+    if path is None:
+        pytest.skip("no browser: no chromium on this machine (Debian's `chromium`; .ci/run installs it)")
+    with sync_api.sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium's own sandbox refuses to start
+        launched = playwright.chromium.launch(executable_path=path, headless=True, args=["--no-sandbox"])
+        yield launched
+        launched.close()
 
 
 def free_port() -> int:
@@ -173,7 +192,7 @@ def images(cell: nbformat.NotebookNode) -> int:
 
 
 @pytest.fixture(scope="module")
-def reader_lab(browser, tmp_path_factory) -> Iterator[SimpleNamespace]:  # noqa: F811
+def reader_lab(browser, tmp_path_factory) -> Iterator[SimpleNamespace]:
     """A copy of course/ served by JupyterLab on the offline readers' path, one page per lesson run all."""
     base = tmp_path_factory.mktemp("browser")
     root = base / "course"
@@ -244,7 +263,7 @@ def test_the_offline_readers_lab_shows_no_instructor_ui(reader_lab):
     )
 
 
-def test_without_the_readers_config_nbgrader_shows_itself(browser, tmp_path):  # noqa: F811
+def test_without_the_readers_config_nbgrader_shows_itself(browser, tmp_path):
     """The control: the same environment without jupyter-config/ shows nbgrader's menu and serves the formgrader
     (where nbgrader is installed, as in the test extra), so the check above can fail."""
     pytest.importorskip("nbgrader", reason="nbgrader is not installed: nothing to turn off")
