@@ -20,7 +20,7 @@ import numpy as np
 from challenge_sweep import CANDIDATES  # benchmarks/, beside this script
 
 from day54 import checks, schedules
-from day54.context import CupyContext, HostArrays
+from labcore.pipeline.context import CupyContext, HostArrays
 from labcore.timing import time_pass
 
 MiB = 1 << 20

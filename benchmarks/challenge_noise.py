@@ -16,7 +16,7 @@ import statistics
 from challenge_sweep import lookahead  # benchmarks/, beside this script
 
 from day54 import schedules
-from day54.context import CupyContext, HostArrays
+from labcore.pipeline.context import CupyContext, HostArrays
 from labcore.timing import time_pass
 
 MiB = 1 << 20

@@ -12,8 +12,8 @@ import argparse
 import statistics
 
 from day54 import schedules
-from day54.context import CupyContext, HostArrays
-from day54.verify import check_bit_exact
+from labcore.pipeline.context import CupyContext, HostArrays
+from labcore.pipeline.verify import check_bit_exact
 from labcore.timing import time_pass
 
 MiB = 1 << 20

@@ -193,8 +193,8 @@ def _time_cupy(fn: Callable[[], Any], key: Key, repeats: int) -> list[float]:
 
 def measure_cupy(host: Any, args: argparse.Namespace) -> Times:
     """Time naive and each pipelined depth per window through the day54 package."""
-    from day54.context import CupyContext
     from day54.schedules import naive, pipelined
+    from labcore.pipeline.context import CupyContext
     from labcore.sizes import format_size
 
     times: Times = {}
@@ -226,7 +226,7 @@ def _merge(into: Times, new: Times) -> None:
 
 def run_rounds(binary: Path, args: argparse.Namespace) -> tuple[Times, Times]:
     """Alternate the two sides for args.rounds rounds; return (CuPy times, C++ times)."""
-    from day54.context import HostArrays
+    from labcore.pipeline.context import HostArrays
 
     host = HostArrays(args.total)
     host.fill_random(SEED)

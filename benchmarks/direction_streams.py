@@ -18,8 +18,8 @@ import cupy as cp
 from floor_rounds import Bench  # benchmarks/, beside this script
 
 from day54 import schedules
-from day54.context import CupyContext
-from day54.kernel import launch_fma_chain
+from labcore.pipeline.context import CupyContext
+from labcore.pipeline.kernel import launch_fma_chain
 
 
 class DirectionStreams:

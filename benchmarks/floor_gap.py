@@ -17,7 +17,7 @@ import argparse
 from floor_rounds import Bench, MiB  # benchmarks/, beside this script
 
 from day54 import schedules
-from day54.context import CupyContext
+from labcore.pipeline.context import CupyContext
 
 
 def cut(big: CupyContext, small: CupyContext, *, head: bool, tail: bool) -> None:

@@ -20,7 +20,7 @@ import cupy as cp
 from floor_rounds import Bench  # benchmarks/, beside this script
 
 from day54 import schedules
-from day54.context import CupyContext
+from labcore.pipeline.context import CupyContext
 
 
 def captured(ctx: CupyContext, schedule: Callable[[CupyContext], None]) -> Callable[[], None]:

@@ -30,9 +30,9 @@ from pathlib import Path
 
 from day54 import schedules
 from day54.config import Config
-from day54.context import CupyContext, HostArrays
 from labcore.device import device_facts, gpu_available
 from labcore.gpulock import SWITCH_ENV, gpu_turn, turn_stats, warn_if_shared
+from labcore.pipeline.context import CupyContext, HostArrays
 from labcore.sizes import format_size
 from labcore.timing import time_pass
 

@@ -3,7 +3,7 @@
 Every check says how it decided: live on the GPU it measures (fresh random
 input, repeats and medians, events cross-checked against a host clock);
 without a GPU it simulates the submitted trace on the course's recorded H200
-stage times (day54.simulate), and says so. The nsys exports a student's own
+stage times (labcore.pipeline.simulate), and says so. The nsys exports a student's own
 run left beside the notebook (`day54_run_*.csv`) never earn a point: offline
 they are compared with the trace (a contradiction fails the check) and what
 they measured is shown as unverified.
@@ -13,7 +13,7 @@ schedule at (chunk counts, buffers, windows) are drawn for each grading run
 from the grading seed (labcore.answers.fresh_seed), fresh on every run in a
 student's own kernel; each check's docstring gives the ranges.
 
-A schedule is judged on its trace (day54.trace), and every call into the
+A schedule is judged on its trace (labcore.pipeline.trace), and every call into the
 student's code goes through labcore.answers: while grading, the sandbox
 records the traces and values and the trusted checker judges them, running
 nothing of the student's. Each check asks all its questions before it judges
@@ -32,20 +32,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from day54 import DOMAIN, pitfalls, report, schedules, trace
+from day54 import DOMAIN, pitfalls, report, schedules
 from day54.config import MiB, PassKey
-from day54.context import LEGACY, CupyContext, HostArrays
 from day54.model import Stages, chain_ms, fill_drain_ms, predict
-from day54.recording import RecordingContext
 from day54.replay import COPY_SLACK_BYTES, from_exports, shipped_profile
-from day54.simulate import Rates, simulate, simulated_ms
-from day54.verify import bit_exact_check, check_bit_exact
 from labcore import answers
 from labcore.checking import assert_own_function, say, verdicts
 from labcore.device import gpu_available
 from labcore.errors import UsageError
 from labcore.exports import Exports
 from labcore.gpulock import gpu_turn
+from labcore.pipeline import trace
+from labcore.pipeline.context import LEGACY, CupyContext, HostArrays
+from labcore.pipeline.recording import RecordingContext
+from labcore.pipeline.simulate import Rates, simulate, simulated_ms
+from labcore.pipeline.verify import bit_exact_check, check_bit_exact
 from labcore.record import Record
 from labcore.timing import time_pass
 
@@ -471,7 +472,7 @@ def _simulated_course(window: int, buffers: int, n_chunks: int, rates: Rates) ->
 
 
 def _simulated_timing(recorded: trace.Trace, record: Record) -> Timing:
-    """Naive, the reference and the submitted trace simulated on the record's stage times (day54.simulate)."""
+    """Naive, the reference and the submitted trace simulated on the record's stage times (the pipeline's simulator)."""
     window, buffers = recorded.window_bytes, recorded.n_buffers
     stages = report.stages(record, window)
     assert stages.n_chunks == recorded.n_chunks, f"the record has {stages.n_chunks} chunks at this window"

@@ -7,8 +7,8 @@ import re
 import secrets
 from typing import Any
 
-from day54.kernel import DEFAULT_FMAS
 from labcore.errors import UsageError
+from labcore.pipeline.kernel import DEFAULT_FMAS
 from labcore.sizes import format_size, parse_size
 
 MiB = 1 << 20

@@ -10,12 +10,12 @@ import numpy as np
 
 from day54 import DOMAIN, LESSON, pitfalls, schedules
 from day54.config import Config, MiB, PassKey
-from day54.context import CupyContext, HostArrays
-from day54.verify import check_bit_exact, check_closed_form
 from labcore.device import available_host_bytes, cupy_or_none, device_facts, free_device_bytes
 from labcore.errors import UsageError
 from labcore.gpulock import gpu_turn, warn_if_shared
 from labcore.nvrtc import require_nvrtc
+from labcore.pipeline.context import CupyContext, HostArrays
+from labcore.pipeline.verify import check_bit_exact, check_closed_form
 from labcore.progress import progress
 from labcore.record import Record
 from labcore.sizes import format_size

@@ -31,12 +31,12 @@ import nvtx
 
 from day54 import LESSON, report, schedules
 from day54.config import Config
-from day54.context import CupyContext, HostArrays
-from day54.verify import check_bit_exact, check_closed_form
 from labcore.device import DeviceFacts, available_host_bytes, cupy_or_none, device_facts, gpu_count
 from labcore.errors import UsageError
 from labcore.gpulock import gpu_id, gpu_turn, warn_if_shared
 from labcore.nvrtc import require_nvrtc
+from labcore.pipeline.context import CupyContext, HostArrays
+from labcore.pipeline.verify import check_bit_exact, check_closed_form
 from labcore.profiles import PROFILES_DIR
 from labcore.progress import progress
 from labcore.record import Check, PassTimes, Record, load

@@ -11,10 +11,10 @@ import numpy as np
 
 from day54 import DOMAIN, schedules
 from day54.config import PassKey
-from day54.context import CupyContext, HostArrays
-from day54.verify import check_bit_exact
 from labcore import answers
 from labcore.gpulock import gpu_turn
+from labcore.pipeline.context import CupyContext, HostArrays
+from labcore.pipeline.verify import check_bit_exact
 from labcore.record import Record
 from labcore.timing import time_pass
 

@@ -9,11 +9,11 @@ from matplotlib.figure import Figure
 
 from day54 import multi_gpu, report
 from day54.config import PassKey
-from day54.context import LEGACY
 from day54.pitfalls import DEPTH, ENQUEUE, GPU_VISIBLE, NAMES, PAGEABLE, pass_key, pitfall_key
 from labcore import plots
 from labcore.answers import ReferenceWithheld
 from labcore.errors import UsageError
+from labcore.pipeline.context import LEGACY
 from labcore.record import Record
 from labcore.sizes import format_size
 

@@ -8,9 +8,9 @@ import statistics
 from day54 import schedules
 from day54.config import PassKey
 from day54.model import Prediction, Stages, predict
-from day54.recording import RecordingContext
 from labcore.answers import ReferenceWithheld
 from labcore.errors import UsageError
+from labcore.pipeline.recording import RecordingContext
 from labcore.record import Record
 from labcore.sizes import format_size
 

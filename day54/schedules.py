@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from day54.context import LEGACY
 from labcore.answers import reference
+from labcore.pipeline.context import LEGACY
 
 Schedule = Callable[[Any], None]
 

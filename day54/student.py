@@ -4,7 +4,7 @@ Run by the notebook (`session.record_my_run`) on a GPU machine: it imports the
 schedule FUNCTION from FILE, measures the lab at 4 and 64 MiB with that
 schedule as the extra pass 'student' (checked bit for bit against naive
 first), and writes the results record. The schedule is handed the same
-`day54.context.Context` facade the grader records it behind. The notebook runs
+`labcore.pipeline.context.Context` facade the grader records it behind. The notebook runs
 it under Nsight Systems when nsys is available, so `day54_run_*.csv` exports
 land beside the notebook; graders without a GPU compare those with the
 submitted schedule's trace and show what they measured, unverified: they
@@ -20,10 +20,10 @@ import sys
 from collections.abc import Sequence
 
 from day54.config import Config, MiB
-from day54.context import Context
 from day54.live import run_live
 from labcore.device import device_facts, gpu_available
 from labcore.errors import UsageError, run_cli
+from labcore.pipeline.context import Context
 
 
 def load_schedule(path: str, name: str):

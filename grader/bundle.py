@@ -168,6 +168,11 @@ def new_bundle_dir(course: Course, out: str | Path) -> Path:
     return path
 
 
+def package_folder(setuptools: dict, package: str) -> str:
+    """Where a package of pyproject's [tool.setuptools] lies: its package-dir, else its dotted name as a path."""
+    return setuptools["package-dir"].get(package, package.replace(".", "/"))
+
+
 def _shipped_files(src: Path, package: str, patterns: list[str], packages: set[str]) -> list[Path]:
     """A package's files as its wheel holds them (*.py and package data); of the profiles, the bundled lessons'."""
     found = {*src.glob("*.py"), *(p for pattern in patterns for p in src.glob(pattern) if p.is_file())}
@@ -188,7 +193,7 @@ def shipped_packages(root: Path, main: dict) -> list[tuple[str, Path, list[Path]
     packages = setuptools["packages"]
     found = []
     for package in packages:
-        src = root / setuptools["package-dir"].get(package, package)
+        src = root / package_folder(setuptools, package)
         found.append(
             (package, src, _shipped_files(src, package, setuptools["package-data"].get(package, []), set(packages)))
         )
@@ -205,7 +210,8 @@ def sandbox_library(repo: Path, dest: Path) -> list[str]:
         for p in SANDBOX_PACKAGES
     ]
     for package, src, files in [*shipped_packages(repo, main), *extra]:
-        withheld += write_withheld(package, src, files, dest / package, data_only=package == PROFILES_PACKAGE)
+        into = dest / package.replace(".", "/")
+        withheld += write_withheld(package, src, files, into, data_only=package == PROFILES_PACKAGE)
     return withheld
 
 
@@ -344,7 +350,7 @@ install, switch them off there:
 def readme_text(names: list[str], out: Path, pyproject: dict, main: dict) -> str:
     """The bundle's README.md, for the assignments `names`, once out holds everything else."""
     setuptools = pyproject["tool"]["setuptools"]
-    folders = {p: out / setuptools["package-dir"].get(p, p) for p in setuptools["packages"]}
+    folders = {p: out / package_folder(setuptools, p) for p in setuptools["packages"]}
     lessons = [p for p, folder in folders.items() if (folder / "__main__.py").is_file()]  # python -m <lesson>
     profiles = folders[PROFILES_PACKAGE]
     return README.format(

@@ -236,7 +236,7 @@ ONE_STREAM = """def my_pipelined(ctx):
         ctx.launch(k, pair, stream=0)
         ctx.copy_out(k, pair, stream=0)"""
 
-LEGACY_STREAM = """from day54.context import LEGACY
+LEGACY_STREAM = """from labcore.pipeline.context import LEGACY
 
 
 def my_pipelined(ctx):
@@ -442,23 +442,23 @@ READS_SOLUTIONS = {
 
 
 PATCHES_DAY54_HARNESS = """import day54.checks
-import day54.recording
+import labcore.pipeline.recording
 import day54.schedules
-import day54.trace
+import labcore.pipeline.trace
 import labcore.device
 
-_real_record = day54.trace.record
+_real_record = labcore.pipeline.trace.record
 
 
 def _record(schedule, *args, **kwargs):
     return _real_record(day54.schedules.pipelined, *args, **kwargs)  # whatever I wrote, record theirs
 
 
-day54.trace.record = _record
+labcore.pipeline.trace.record = _record
 labcore.device.gpu_available = lambda: False
 day54.checks.gpu_available = lambda: False
 day54.checks._fake_problems = lambda recorded: None
-day54.recording.RecordingContext.problems = lambda self: []
+labcore.pipeline.recording.RecordingContext.problems = lambda self: []
 
 
 def my_pipelined(ctx):
@@ -1536,7 +1536,7 @@ CORPUS: tuple[Submission, ...] = (
     Submission(
         "d54-patches-harness",
         D,
-        "day54.trace.record records the reference schedule whatever it is given (withheld in the sandbox); "
+        "labcore.pipeline.trace.record records the reference schedule whatever it is given (withheld in the sandbox); "
         "gpu_available, the fake's problems and _fake_problems patched to say nothing",
         zero(D),
         solved=False,

@@ -345,7 +345,7 @@ def test_bundle_holds_nothing_of_the_instructors(built):
         assert not [p for p in paths if re.search(forbidden, p)], forbidden
     assert not [p for p in paths if "__pycache__" in p or p.endswith(".pyc")]
     assert {p.name for p in (built.out / "profiles" / "h200").iterdir()} == {"day54", "zero_copy"}
-    assert (built.out / "day54" / "kernels" / "fma_chain.cu").is_file()
+    assert (built.out / "labcore" / "pipeline" / "kernels" / "fma_chain.cu").is_file()
     assert (built.out / "zero_copy" / "kernels" / "zero_copy.cu").is_file()
 
 
@@ -492,7 +492,7 @@ def test_the_installed_bundle_replays_from_another_folder(built, tmp_path):
     data = "datamove_course_student-0.1.0.data/data/etc/jupyter"
     assert f"{data}/jupyter_server_config.d/{bundle.CONFIG_NAME}" in names
     assert f"{data}/labconfig/page_config.d/{bundle.CONFIG_NAME}" in names
-    assert "course_profiles/h200/day54/results.json" in names and "day54/kernels/fma_chain.cu" in names
+    assert "course_profiles/h200/day54/results.json" in names and "labcore/pipeline/kernels/fma_chain.cu" in names
     assert not [n for n in names if n.startswith(("grader/", "solutions/"))]
     where = installed.site / "course_profiles" / "h200" / "day54"
     assert installed.first_line.startswith(f"day54: replay of nsys exports in {where}"), installed.first_line

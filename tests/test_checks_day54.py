@@ -11,9 +11,9 @@ import pytest
 
 from day54 import checks, model, report, schedules
 from day54.replay import load_profile
-from day54.simulate import Rates, simulated_ms
 from day54.student import load_schedule
 from labcore.device import gpu_available
+from labcore.pipeline.simulate import Rates, simulated_ms
 
 from wrong_schedules import off_by_one, one_stream, rotating, waits_every
 

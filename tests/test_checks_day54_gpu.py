@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from day54 import checks
-from day54.context import Context, CupyContext, HostArrays
-from day54.verify import check_bit_exact
+from labcore.pipeline.context import Context, CupyContext, HostArrays
+from labcore.pipeline.verify import check_bit_exact
 
 from wrong_schedules import lazy_after, off_by_one, one_stream, rotating
 

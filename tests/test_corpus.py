@@ -37,12 +37,19 @@ COPIES = tuple(f"copy-{n:03d}" for n in range(6 if LIVE else 100))
 REFERENCES = {s.assignment: s for s in CORPUS if s.name.endswith("-reference")}
 
 # Errors that are the grader's verdict on a cell rather than its crash, besides every AssertionError (a failed
-# check: labcore.answers' NoAnswer and AnswerRaised, day54.trace's NotAFixedSchedule, ...) and every UsageError
-# (a student's file the grader refuses, naming what is wrong with it: an NsysFormatError).
+# check: labcore.answers' NoAnswer and AnswerRaised, labcore.pipeline.trace's NotAFixedSchedule, ...) and every
+# UsageError (a student's file the grader refuses, naming what is wrong with it: an NsysFormatError).
 VERDICTS = {"NameError", "NotImplementedError", "ReferenceWithheld", TIMED_OUT, KERNEL_DIED, NOT_RUN, PENDING_GPU}
 COURSE = ("labcore", "day54", "zero_copy", "grader")  # the packages whose errors are the course's own
 STATUS: dict[tuple[str, str], str] = {}  # the export's status column, by (student, assignment), once graded
-DECLARING = ("labcore.answers", "labcore.nsys", "day54.trace", "day54.checks", "zero_copy.checks", "zero_copy.mailbox")
+DECLARING = (
+    "labcore.answers",
+    "labcore.nsys",
+    "labcore.pipeline.trace",
+    "day54.checks",
+    "zero_copy.checks",
+    "zero_copy.mailbox",
+)
 
 
 def _subclasses(cls: type) -> set[type]:

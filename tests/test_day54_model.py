@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from day54.kernel import FMA_A, FMA_B, closed_form, tolerance
 from day54.model import Stages, chain_ms, fill_drain_ms, predict
+from labcore.pipeline.kernel import FMA_A, FMA_B, closed_form, tolerance
 
 
 def test_sum_max_edges():

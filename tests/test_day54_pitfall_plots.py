@@ -12,13 +12,13 @@ from matplotlib.lines import Line2D
 
 from day54 import checks, pitfalls, plots, report
 from day54.config import Config, PassKey
-from day54.context import LEGACY
 from day54.live import run_live
 from day54.replay import load_profile
 from grader.bundle import sandbox_library
 from grader.runner import REPO
 from labcore import answers
 from labcore.errors import UsageError
+from labcore.pipeline.context import LEGACY
 
 PROFILE = REPO / "profiles" / "h200" / "day54"
 WINDOW = 64 << 20

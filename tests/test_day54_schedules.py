@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from day54 import schedules
-from day54.context import LEGACY
-from day54.recording import RecordingContext
+from labcore.pipeline.context import LEGACY
+from labcore.pipeline.recording import RecordingContext
 
 from wrong_schedules import off_by_one, skipping
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from day54 import checks, context, schedules, trace
-from day54.recording import RecordingContext
+from day54 import checks, schedules
+from labcore.pipeline import context, trace
+from labcore.pipeline.recording import RecordingContext
 
 from wrong_schedules import lazy_after
 
@@ -164,7 +165,10 @@ def test_a_schedule_sees_the_same_context_recorded_and_live(monkeypatch):
     trace.record(looks, 4, 2, window_bytes=1024)
     looks(context.Context(real_context(monkeypatch)))
     assert len(seen) == 3 and seen[0] == seen[1] == seen[2]
-    assert seen[0]["type"] == ("Context", "day54.context", "Context") and "which schedules cannot" in seen[0]["h_in"]
+    assert (
+        seen[0]["type"] == ("Context", "labcore.pipeline.context", "Context")
+        and "which schedules cannot" in seen[0]["h_in"]
+    )
 
 
 def test_the_real_context_behind_the_facade_runs_the_calls(monkeypatch):

@@ -9,9 +9,9 @@ import random
 import numpy as np
 import pytest
 
-import day54.recording
-from day54.context import LEGACY
-from day54.recording import Problem, RecordingContext, _place, _touches
+import labcore.pipeline.recording
+from labcore.pipeline.context import LEGACY
+from labcore.pipeline.recording import Problem, RecordingContext, _place, _touches
 
 
 class Logged(RecordingContext):
@@ -150,7 +150,7 @@ def test_a_long_trace_is_compared_in_blocks_with_the_same_races(monkeypatch):
     expected = races_by_definition(ctx)
     pairs = ctx.race_pairs()
     assert expected and ctx.races() == expected
-    monkeypatch.setattr(day54.recording, "RACE_ROWS", 7)
+    monkeypatch.setattr(labcore.pipeline.recording, "RACE_ROWS", 7)
     assert ctx.races() == expected and ctx.race_pairs() == pairs
 
 

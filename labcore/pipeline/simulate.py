@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 import heapq
 
-from day54.model import Stages
-from day54.recording import Recorded, RecordingContext
+from labcore.pipeline.recording import Recorded, RecordingContext
+from labcore.pipeline.stages import Stages
 from labcore.record import Op
 
 ENGINE = {"h2d": "h2d", "kernel": "sm", "d2h": "d2h"}

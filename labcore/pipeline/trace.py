@@ -1,11 +1,11 @@
 """A schedule as data: the fixed sequence of context operations it enqueues, recorded once, replayed anywhere.
 
 Graded schedules are judged on their trace, not by calling the student's function again: the trace is
-recorded behind day54.context.Context (the interface and nothing else, as in a real run), then replayed on the recording
-fake (ordering rules), the simulator, or the GPU (correctness and timing). What is timed is exactly what
-was checked, and a schedule cannot tell a check from a timed run. A schedule that reads anything beyond
-the interface, or enqueues something else on its two recordings, is not a fixed sequence of operations and
-is refused with a message saying so.
+recorded behind labcore.pipeline.context.Context (the interface and nothing else, as in a real run), then
+replayed on the recording fake (ordering rules), the simulator, or the GPU (correctness and timing). What is
+timed is exactly what was checked, and a schedule cannot tell a check from a timed run. A schedule that reads
+anything beyond the interface, or enqueues something else on its two recordings, is not a fixed sequence of
+operations and is refused with a message saying so.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from day54.context import INTERFACE, Context, CupyContext, NotAFixedSchedule
+from labcore.pipeline.context import INTERFACE, Context, CupyContext, NotAFixedSchedule
 
 __all__ = ["Event", "NotAFixedSchedule", "Trace", "record"]
 

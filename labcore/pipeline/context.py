@@ -9,7 +9,7 @@ pitfalls are written. The same schedules run against RecordingContext.
 A student's schedule is never handed a context itself but a `Context`: the
 context interface and nothing else, the same class with the same attributes
 whether the calls behind it go to the GPU (the student's own recorded run) or
-are recorded for grading (day54.trace), so a schedule cannot tell the two
+are recorded for grading (labcore.pipeline.trace), so a schedule cannot tell the two
 apart by type, module or attributes. Trace recording builds its second
 recording on a genuine CupyContext instance with stand-in device state
 (`CupyContext.recorder`), so even a schedule that reaches behind the facade
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from day54.kernel import launch_fma_chain
-from day54.verify import verify_and_poison
 from labcore.device import cupy_or_none
+from labcore.pipeline.kernel import launch_fma_chain
+from labcore.pipeline.verify import verify_and_poison
 
 LEGACY = -1  # stream index meaning the legacy default stream
 _H2D, _D2H = 1, 2  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
@@ -265,7 +265,7 @@ class CupyContext:
     def recorder(cls, n_chunks: int, n_buffers: int, n_streams: int, window_bytes: int, tracer: Any) -> CupyContext:
         """A genuine CupyContext whose device state is stand-ins and whose every call goes to `tracer` (as
         tracer.around(op, chunk, stream, index, nbytes, pair, enqueue), tracer.sync(), tracer.stream_sync(index)),
-        not to a GPU: the second of the two recordings a graded trace needs (day54.trace.record)."""
+        not to a GPU: the second of the two recordings a graded trace needs (labcore.pipeline.trace.record)."""
         ctx = object.__new__(cls)
         stand_in = _StandIn(tracer)
         ctx.__dict__.update(

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from day54.context import LEGACY
+from labcore.pipeline.context import LEGACY
 
 RACE_ROWS = 256  # accesses whose earlier accesses are compared at once (a 4,000-call trace: 256 x 4,000 at a time)
 
