@@ -1,7 +1,8 @@
-"""nbgrader configuration of the course checkout: `solutions/` is the source, `course/` the student release.
+"""nbgrader configuration of the course checkout: `course/` is the student release.
 
-From the repository root, `nbgrader generate_assignment day54 --force` writes course/day54/ from
-solutions/day54/ (or `python -m grader generate` for every assignment). Nothing is written to a gradebook:
+Each lesson's nbgrader source is its own folder's `<lesson>/solutions/<lesson>.ipynb`; `python -m grader generate`
+hands nbgrader a copy of those under the names it expects (`--CourseDirectory.source_directory`) and writes
+course/<lesson>/ for every lesson of lessons.txt. Nothing is written to a gradebook:
 the release needs none, and instructors grade in a directory outside the repository made by
 `python -m grader setup DIR`, which has its own nbgrader_config.py and gradebook.
 """
@@ -12,7 +13,6 @@ import tempfile
 c = get_config()  # noqa: F821 (nbgrader defines get_config when it runs this file)
 
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
-c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "course"
 
 # No gradebook for the release: generate_assignment neither records the assignment nor saves its cells.

@@ -29,6 +29,7 @@ from grader import cells
 from grader.course import Course, solved_release
 from grader.program import answers_program, checker_program, grade_id, is_test
 from labcore import answers, reuse
+from labcore.lessons import names
 
 
 def one_pass(ip, nb, program, role: str) -> dict[str, float]:
@@ -65,12 +66,12 @@ def graded_notebook(course: Course, assignment: str) -> nbformat.NotebookNode:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--assignment", default="day54")
+    parser.add_argument("--assignment", default=names()[0])
     parser.add_argument(
         "--sequence",
         default=None,
         help="assignments judged one after another in this one process, as a class's checker does (e.g. "
-        "zero_copy,day54,zero_copy); default: --assignment twice",
+        f"{','.join(names())}); default: --assignment twice",
     )
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()

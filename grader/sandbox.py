@@ -11,7 +11,7 @@ Nothing else of the machine is there: not the instructor's checkout (solutions/,
 the grading directory (other students, the gradebook), not the user's home. There is no network (a new network
 namespace), no GPU (only the minimal /dev; the sandbox never needs one: the trusted checker measures), and the
 process tree dies with the grader. Wherever this Python's environment installs the course's packages, the
-installed copies are covered by empty folders, so `import day54` finds only the withheld copy.
+installed copies are covered by empty folders, so importing a lesson finds only the withheld copy.
 
 It holds when grading runs as root. bwrap started by root keeps every capability inside (it could remount the
 read-only binds read-write, mount over /proc, trace anything), so:
@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.runner import kill_tree
+from labcore import lessons
 from labcore.answers import ENV, SEED_ENV
 from labcore.errors import UsageError
 
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
 
 INSIDE = Path("/sandbox")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/opt")
-COURSE_PACKAGES = ("labcore", "day54", "zero_copy", "course_profiles", "grader")
 MAX_OUT_BYTES = 512 << 20  # an executed notebook larger than this is not read
 MAX_FILE_BYTES = 1 << 30  # no file written in the sandbox grows past this
 MAX_MEMORY_BYTES = 3 << 30  # address space of one process in the sandbox (the zygote's imports take about 1 GiB)
@@ -78,6 +78,11 @@ CONFINE = (
     "import os, resource, sys; n = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); "
     "os.execv(sys.argv[2], sys.argv[2:])"
 )
+
+
+def course_packages() -> tuple[str, ...]:
+    """The course's import names: labcore, every listed lesson (labcore.lessons), grader."""
+    return ("labcore", *lessons.names(), "grader")
 
 
 def bwrap() -> str:
@@ -103,7 +108,8 @@ def _environment_dirs() -> list[Path]:
 
 
 def _holds_course(path: Path) -> bool:
-    return any((path / name).exists() or (path / f"{name}.py").exists() for name in (*COURSE_PACKAGES, "solutions"))
+    names = (*course_packages(), lessons.LIST_NAME)  # a checkout holds the list
+    return any((path / name).exists() or (path / f"{name}.py").exists() for name in names)
 
 
 def _site_dirs(bound: list[Path]) -> list[Path]:
@@ -129,7 +135,7 @@ def _visible(entries: list[str], bound: list[Path]) -> list[str]:
 def _installed_course_dirs(visible: list[Path]) -> list[Path]:
     """Folders of the course's packages as this Python would import them, where the sandbox would see them."""
     found = []
-    for name in COURSE_PACKAGES:
+    for name in course_packages():
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):

@@ -35,12 +35,13 @@ from grader import sandbox
 from grader.bundle import sandbox_library
 from grader.runner import REPO, course_env, kill_tree
 from grader.zygote import GRACE_S
+from labcore import lessons
 from labcore.answers import MAX_FILE_BYTES as MAX_ANSWERS_BYTES
 from labcore.errors import UsageError
+from labcore.lessons import TESTS_DIR
 
 READY_S = 120  # a warm process's start: imports and the shipped profiles
 MAX_CELLS_BYTES = 64 << 20  # the sandbox's cells file: larger is not read
-CODE_PACKAGES = ("grader", "labcore", "day54", "zero_copy")
 ANSWER_PREFIX = b'{"answer":'  # grader.zygote passes each answer it takes on as this prefix, the line, "}"
 MAX_PLANS = 64  # plans a planner keeps: one per assignment and grading run is the use
 SILENT_S = 15.0  # past a cell's limit and the zygote's grace: its own kill and clean-up, before it is given up
@@ -69,9 +70,9 @@ class Job:
 def code_digest() -> str:
     """A digest of the course's Python and CUDA sources: workers must grade with the coordinator's code."""
     digest = hashlib.sha256()
-    for package in CODE_PACKAGES:
+    for package in ("grader", "labcore", *lessons.names()):
         for path in sorted((REPO / package).rglob("*")):
-            if path.suffix in (".py", ".cu", ".cuh") and "__pycache__" not in path.parts:
+            if path.suffix in (".py", ".cu", ".cuh") and not {"__pycache__", TESTS_DIR} & set(path.parts):
                 digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 

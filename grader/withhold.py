@@ -94,19 +94,19 @@ def reference_lines(text: str, where: str) -> list[str]:
     ]
 
 
-def write_withheld(package: str, src: Path, files: list[Path], into: Path, *, data_only: bool = False) -> list[str]:
+def write_withheld(package: str, src: Path, files: list[Path], into: Path) -> list[str]:
     """Copy one package's files (from its folder src) into the folder into, references withheld; the names of what
-    was withheld. `data_only`: a package of data files (the profiles), copied as they are."""
+    was withheld. Data files (a lesson's profiles) are copied as they are."""
     withheld: list[str] = []
     for path in files:
         target = into / path.relative_to(src)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix == ".py" and not data_only:
+        if path.suffix == ".py":
             module = ".".join([package, *path.relative_to(src).with_suffix("").parts]).removesuffix(".__init__")
             text, names = withhold_python(path.read_text(), str(path), module)
             withheld += [f"{module}.{n}" for n in names]
             target.write_text(text)
-        elif path.suffix in CUDA_SUFFIXES and not data_only:
+        elif path.suffix in CUDA_SUFFIXES:
             text, count = withhold_cuda(path.read_text())
             withheld += [f"{package}/{path.relative_to(src).as_posix()}: {count} region(s)"] if count else []
             target.write_text(text)

@@ -52,6 +52,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from labcore import lessons
+
 ENV = "LABCORE_ANSWERS"
 SEED_ENV = "LABCORE_SEED"
 MAX_FILE_BYTES = 256 << 20  # an answers file larger than this is refused whole
@@ -374,14 +376,16 @@ def asker(fn: F) -> F:
 def asker_named(name: str) -> Callable[..., Any]:
     """The asker of this qualified name, its module imported; LookupError for any other name."""
     module = name.rsplit(".", 1)[0]
-    if name not in _ASKERS and module.split(".")[0] in ASKER_PACKAGES:
+    if name not in _ASKERS and module.split(".")[0] in asker_packages():
         importlib.import_module(module)
     if name not in _ASKERS:
         raise LookupError(f"{name} is not an asker of the course")
     return _ASKERS[name]
 
 
-ASKER_PACKAGES = ("labcore", "day54", "zero_copy")  # the modules a question's asker may come from
+def asker_packages() -> tuple[str, ...]:
+    """The packages a question's asker may come from: labcore and the listed lessons."""
+    return ("labcore", *lessons.names())
 
 
 @asker

@@ -2,30 +2,31 @@
 
 from __future__ import annotations
 
-import importlib.resources
 import os
 from pathlib import Path
 
+from labcore import lessons
 from labcore.errors import UsageError
 from labcore.record import Record, load
 
-
-def _shipped() -> Path:
-    """The profiles this install carries: the package `course_profiles` (the checkout's profiles/ folder)."""
-    try:
-        return Path(str(importlib.resources.files("course_profiles")))
-    except ModuleNotFoundError:  # a checkout on sys.path that was never installed: the folder beside the packages
-        return Path(__file__).resolve().parents[1] / "profiles"
-
-
-PROFILES_DIR = Path(os.environ["COURSE_PROFILES"]) if os.environ.get("COURSE_PROFILES") else _shipped()
+# A folder laid out <gpu>/<lesson>/ that replaces every lesson's own profiles (tests point it at an empty one)
+OVERRIDE_ENV = "COURSE_PROFILES"
 DEFAULT_GPU = "h200"
 RESULTS = "results.json"
 
 
+def shipped_profile(lesson: str, gpu: str = DEFAULT_GPU) -> Path:
+    """Where a lesson's recorded profile for a GPU lies: <lesson>/profiles/<gpu>/ of its package (the checkout's,
+    a wheel's or the bundle's), or <gpu>/<lesson>/ of $COURSE_PROFILES when that is set. It may not exist."""
+    override = os.environ.get(OVERRIDE_ENV)
+    if override:
+        return Path(override) / gpu / lesson
+    return lessons.folder(lesson) / lessons.PROFILES_DIR / gpu
+
+
 def default_profile(lesson: str, gpu: str = DEFAULT_GPU) -> Path:
     """The shipped profile directory for a lesson; UsageError when it is missing."""
-    path = PROFILES_DIR / gpu / lesson
+    path = shipped_profile(lesson, gpu)
     if not path.is_dir():
         raise UsageError(
             f"no GPU found and no recorded profile at {path}; install CuPy on a GPU machine or pass --from-profile DIR"

@@ -1,7 +1,7 @@
 """PTX, the code NVRTC compiles CUDA C++ to: compile it, split a kernel into basic blocks, follow every path.
 
 Memory-ordering answers are judged on the compiled code, not on the source text: what the compiler kept,
-removed, merged or put on a branch is what runs (solutions/zero_copy/zero_copy.ipynb, section 8, through
+removed, merged or put on a branch is what runs (zero_copy/solutions/zero_copy.ipynb, section 8, through
 zero_copy/mailbox.py). This module knows PTX and no lesson:
 
 - `compile_ptx`: CUDA source to PTX with NVIDIA's NVRTC through cuda-bindings; no GPU and no CuPy needed.

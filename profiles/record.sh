@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Record a lesson's profile on a GPU machine: GPU tests, a plain timed run, then the
 # same command under Nsight Systems with --json, and the nsys stats CSV exports.
-#   usage: profiles/record.sh LESSON OUTDIR        (LESSON: day54 or zero_copy)
+#   usage: profiles/record.sh LESSON OUTDIR        (LESSON: a line of lessons.txt; OUTDIR: say LESSON/profiles/h200)
 # Needs: python3 with CuPy and this checkout importable; nsys on PATH or NSYS=path.
 set -uo pipefail
 lesson=${1:?usage: record.sh LESSON OUTDIR}; out=${2:?usage: record.sh LESSON OUTDIR}
+python3 -c 'import sys; from labcore.lessons import names; n = names(); sys.exit(None if sys.argv[1] in n else "record.sh: {!r} is not a lesson of lessons.txt ({})".format(sys.argv[1], ", ".join(n)))' "$lesson" || exit 2
 mkdir -p "$out"
 nsys=${NSYS:-nsys}
 reports=nvtx_sum,nvtx_pushpop_trace,cuda_gpu_mem_time_sum,cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_trace
@@ -15,7 +16,7 @@ reports=nvtx_sum,nvtx_pushpop_trace,cuda_gpu_mem_time_sum,cuda_api_sum,cuda_gpu_
   "$nsys" --version
   python3 --version
 } > "$out/versions.txt" 2>&1
-python3 -m pytest -q -m gpu "tests/test_${lesson}_gpu.py" > "$out/gpu_tests.txt" 2>&1
+python3 -m pytest -q -m gpu "$lesson/tests" > "$out/gpu_tests.txt" 2>&1
 echo "gpu tests: $(tail -1 "$out/gpu_tests.txt")"
 TIMEFORMAT='wall %R s'
 { time python3 -m "$lesson" > "$out/plain_run.txt" 2> "$out/plain_run.err"; } 2>> "$out/plain_run.err"

@@ -25,9 +25,25 @@ RELEASE = ROOT / "course"
 FRONT = "site/index.html"
 
 
+LESSONS_TOC = ":hidden:\n\nlessons\n"  # the front page's Lessons toctree, where the listed lessons' pages go
+
+
 def lessons() -> list[str]:
-    """The release's lessons: folders of course/ holding a notebook of their own name."""
-    return sorted(p.name for p in RELEASE.iterdir() if (p / f"{p.name}.ipynb").is_file())
+    """The course's lessons, in course order (lessons.txt, through labcore.lessons)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # run as a script: the checkout's labcore
+    from labcore.lessons import names
+
+    return list(names())
+
+
+def with_lessons_toc(index: str, names: list[str]) -> str:
+    """The front page's source with its Lessons toctree holding every listed lesson's page, in course order."""
+    if index.count(LESSONS_TOC) != 1:
+        raise SystemExit(f"site/index.md: no single Lessons toctree starting {LESSONS_TOC!r} to put the lessons in")
+    entries = [f"/course/{n}/{n}\n" for n in names]
+    kept = "".join(line for line in index.splitlines(keepends=True) if line not in entries)
+    return kept.replace(LESSONS_TOC, LESSONS_TOC + "".join(entries))
 
 
 def is_exercise(cell: dict) -> bool:
@@ -49,6 +65,8 @@ def quiet_exercises(notebook: Path) -> None:
 def lay_out(src: Path) -> None:
     """site/ pages and the release notebooks, side by side as in the repository."""
     shutil.copytree(HERE, src / "site", ignore=shutil.ignore_patterns("conf.py", "build.py", "_ext", "__pycache__"))
+    index = src / "site" / "index.md"
+    index.write_text(with_lessons_toc(index.read_text(), lessons()))
     for lesson in lessons():
         target = src / "course" / lesson
         shutil.copytree(RELEASE / lesson, target)

@@ -93,7 +93,7 @@ class Submission:
             return release
         ids = {cell.get("id") for cell in release.cells}
         assert set(self.edits) <= ids, f"{self.name}: no cells {sorted(set(self.edits) - ids)} in the release"
-        solutions = ROOT / "solutions" / self.assignment / f"{self.assignment}.ipynb"
+        solutions = ROOT / self.assignment / "solutions" / f"{self.assignment}.ipynb"
         solved = {c["id"]: c for c in nbformat.read(solutions, as_version=4).cells}
         for cell in release.cells:
             if self.solved and cell.metadata.get("nbgrader", {}).get("solution"):
@@ -402,8 +402,10 @@ def _candidates(assignment):
         for folder in (start, *start.parents):
             for sub in ("solutions", "source"):
                 yield folder / sub / assignment / f"{{assignment}}.ipynb"
+            yield folder / assignment / "solutions" / f"{{assignment}}.ipynb"
     for base in ("/work", "/home", "/srv", "/opt"):
         yield from Path(base).glob(f"*/solutions/{{assignment}}/{{assignment}}.ipynb")
+        yield from Path(base).glob(f"*/{{assignment}}/solutions/{{assignment}}.ipynb")
 
 
 def _instructors(cell_id, assignment="{assignment}"):
@@ -829,7 +831,7 @@ def order_ids(ids):
 
 # -- day54, verified: exports that would earn points if they were believed, and schedules made to fool the fake ----
 
-SHIPPED_PROFILE = ROOT / "profiles" / "h200" / "day54"
+SHIPPED_PROFILE = ROOT / "day54" / "profiles" / "h200"
 
 
 def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:

@@ -13,12 +13,16 @@ from types import SimpleNamespace
 
 from grader.cli import main
 from labcore.errors import run_cli
+from labcore.lessons import names
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def wheel_and_replay(project: Path, tmp_path: Path) -> SimpleNamespace:
-    """Build `project`'s wheel, install it with --target, run `python -m day54 --no-pitfalls` from another folder.
+    """Build `project`'s wheel, install it with --target, run `python -m <lesson>` of every listed lesson from another
+    folder.
 
-    Returns the wheel's file names, the install folder and the command's first line (its mode line).
+    Returns the wheel's file names, the install folder and each lesson's first line (its mode line).
     """
     dist, site, elsewhere = tmp_path / "dist", tmp_path / "site", tmp_path / "elsewhere"
     pip = [sys.executable, "-m", "pip"]
@@ -29,17 +33,29 @@ def wheel_and_replay(project: Path, tmp_path: Path) -> SimpleNamespace:
     )
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", "PYTHONPATH")}
-    run = subprocess.run(
-        [sys.executable, "-m", "day54", "--no-pitfalls"],
-        cwd=elsewhere,
-        capture_output=True,
-        text=True,
-        env={**env, "PYTHONPATH": str(site)},
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    names = set(zipfile.ZipFile(wheel).namelist())
-    return SimpleNamespace(names=names, site=site, first_line=run.stdout.splitlines()[0])
+    first_lines = {}
+    for lesson in names():
+        run = subprocess.run(
+            [sys.executable, "-m", lesson],
+            cwd=elsewhere,
+            capture_output=True,
+            text=True,
+            env={**env, "PYTHONPATH": str(site), "MPLBACKEND": "Agg"},
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stderr
+        first_lines[lesson] = run.stdout.splitlines()[0]
+    names_in = set(zipfile.ZipFile(wheel).namelist())
+    return SimpleNamespace(names=names_in, site=site, first_lines=first_lines)
+
+
+def autograded_points(assignment: str, root: Path = ROOT) -> float:
+    """The points of a release's autograded (code) test cells: what the reference scores."""
+    import nbformat  # seconds to import (jsonschema): only the tests that grade wait for it
+
+    cells = nbformat.read(root / "course" / assignment / f"{assignment}.ipynb", as_version=4).cells
+    meta = [c.metadata.get("nbgrader", {}) for c in cells if c.cell_type == "code"]
+    return float(sum(m.get("points", 0) for m in meta if m.get("grade")))
 
 
 def grader(*argv: str) -> SimpleNamespace:

@@ -1,4 +1,6 @@
-"""The structure site/architecture.md promises: one lesson shape, one import direction, no cycles."""
+"""The structure site/architecture.md promises: one import direction, no cycles, a lesson imports no other one.
+
+(The lesson shape and the one list of lessons: tests/test_shape.py.)"""
 
 from __future__ import annotations
 
@@ -6,29 +8,20 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
+from labcore.lessons import TESTS_DIR, names
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSONS = ("day54", "zero_copy")
+LESSONS = names()
 PACKAGES = ("labcore", *LESSONS, "grader")
-# Who may import whom: labcore <- lessons <- grader <- notebooks. A lesson imports no other lesson.
-ALLOWED = {
-    "labcore": {"labcore"},
-    "grader": {"labcore", "grader"},
-    **{lesson: {"labcore", lesson} for lesson in LESSONS},
-}
-SHAPE = {
-    "__init__.py",
-    "__main__.py",
-    "config.py",
-    "model.py",
-    "live.py",
-    "replay.py",
-    "report.py",
-    "plots.py",
-    "notebook.py",
-    "checks.py",
-}
+
+
+def allowed(lessons: tuple[str, ...]) -> dict[str, set[str]]:
+    """Who may import whom: labcore <- lessons <- grader <- notebooks. A lesson imports no other lesson."""
+    return {
+        "labcore": {"labcore"},
+        "grader": {"labcore", "grader"},
+        **{lesson: {"labcore", lesson} for lesson in lessons},
+    }
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -49,6 +42,8 @@ def imports(root: Path, packages: tuple[str, ...]) -> dict[str, list[tuple[str, 
     found: dict[str, list[tuple[str, bool, int]]] = {}
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
+            if TESTS_DIR in path.relative_to(root / package).parts:
+                continue  # a lesson's own tests (tests/test_shape.py keeps them to their lesson)
             module = _module_name(path, root)
             tree = ast.parse(path.read_text(), filename=str(path))
             top = set(map(id, tree.body))
@@ -109,35 +104,33 @@ def violations(root: Path, packages: tuple[str, ...], allowed: dict[str, set[str
 
 def test_imports_follow_the_direction_and_make_no_cycle():
     """labcore <- lessons <- grader, imports at the top, no cycles: site/architecture.md holds."""
-    assert violations(ROOT, PACKAGES, ALLOWED) == []
+    assert violations(ROOT, PACKAGES, allowed(LESSONS)) == []
 
 
 def test_the_check_catches_a_wrong_import_a_late_import_and_a_cycle(tmp_path):
-    """The architecture check above is not vacuous: each kind of violation is reported."""
+    """The architecture check above is not vacuous: each kind of violation is reported, a lesson importing another
+    lesson among them; a lesson's own tests are not its modules."""
     for package, files in {
-        "labcore": {"__init__.py": "", "a.py": "from day54 import b\n"},
-        "day54": {"__init__.py": "", "b.py": "from day54 import c\n", "c.py": "def f():\n    from day54 import b\n"},
-        "grader": {"__init__.py": "", "g.py": "import day54.b\n"},
+        "labcore": {"__init__.py": "", "a.py": "from lesson_a import b\n"},
+        "lesson_a": {
+            "__init__.py": "",
+            "b.py": "from lesson_a import c\n",
+            "c.py": "def f():\n    from lesson_a import b\n",
+            "tests/test_b.py": "import grader\nfrom lesson_b import d\n",
+        },
+        "lesson_b": {"__init__.py": "", "d.py": "from lesson_a import b\n"},
+        "grader": {"__init__.py": "", "g.py": "import lesson_a.b\n"},
     }.items():
         for name, text in files.items():
-            (tmp_path / package).mkdir(exist_ok=True)
+            (tmp_path / package / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / package / name).write_text(text)
-    found = violations(
-        tmp_path,
-        ("labcore", "day54", "grader"),
-        {"labcore": {"labcore"}, "day54": {"labcore", "day54"}, "grader": {"labcore", "grader"}},
-    )
-    assert any(p.startswith("labcore.a:1 imports day54") for p in found)
-    assert any(p.startswith("grader.g:1 imports day54.b") for p in found)
-    assert any("day54.c:2 imports day54 inside a function" in p for p in found)
-    assert any(p.startswith("import cycle:") and "day54.b" in p and "day54.c" in p for p in found)
-
-
-@pytest.mark.parametrize("lesson", LESSONS)
-def test_every_lesson_has_the_same_shape(lesson):
-    """Each lesson has the shared files, so a third lesson can copy the shape."""
-    have = {p.name for p in (ROOT / lesson).glob("*.py")}
-    assert SHAPE <= have, f"{lesson} lacks {sorted(SHAPE - have)}"
+    found = violations(tmp_path, ("labcore", "lesson_a", "lesson_b", "grader"), allowed(("lesson_a", "lesson_b")))
+    assert any(p.startswith("labcore.a:1 imports lesson_a") for p in found)
+    assert any(p.startswith("grader.g:1 imports lesson_a.b") for p in found)
+    assert any("lesson_a.c:2 imports lesson_a inside a function" in p for p in found)
+    assert any(p.startswith("import cycle:") and "lesson_a.b" in p and "lesson_a.c" in p for p in found)
+    assert any(p.startswith("lesson_b.d:1 imports lesson_a.b (lesson_b may import only") for p in found)
+    assert not [p for p in found if "tests" in p], found
 
 
 def _project_files() -> list[Path]:

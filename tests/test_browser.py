@@ -32,10 +32,11 @@ import nbformat
 import pytest
 
 from grader.bundle import CONFIG_NAME, JUPYTER_CONFIG_DIR, jupyter_config
+from labcore.lessons import names
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
-LESSONS = ("day54", "zero_copy")
+LESSONS = names()
 CHROMIUM = ("/usr/bin/chromium", "chromium", "chromium-browser")  # Debian's, then whatever PATH has
 RUN_ALL_S = 900  # the untouched release offline runs in seconds; live on a GPU in a few minutes
 INSTRUCTOR_UI = (

@@ -27,6 +27,7 @@ from grader.feedback import split_hidden
 from grader.withhold import CUDA_SUFFIXES, reference_lines, withhold_cuda, withhold_python
 from labcore.answers import RECORD_ENV
 from labcore.device import gpu_available
+from labcore.lessons import names
 
 from installed import grader, wheel_and_replay
 
@@ -144,7 +145,7 @@ def test_the_bundle_quotes_no_solution_or_hidden_test(built):
     hits, binary = quoted(built.out, secrets)
     leaks = [f"{f}:{n}: {s!r} ({secrets[s]})" for f, n, s in hits if (f, s) not in ALLOWED]
     assert leaks == [], "\n".join(leaks)
-    # profiles/h200/day54/day54.nsys-rep and the recorded unlabelled pitfall timelines, the only binary files shipped
+    # day54/profiles/h200/day54.nsys-rep and the recorded unlabelled pitfall timelines, the only binary files shipped
     assert binary == 2
     unused = set(ALLOWED) - {(f, s) for f, _, s in hits}
     assert not unused, f"allowed overlaps that no longer occur (remove them from ALLOWED): {sorted(unused)}"
@@ -175,9 +176,9 @@ def reference_secrets(root: Path = ROOT) -> dict[str, str]:
     main = tomllib.loads((root / "pyproject.toml").read_text())
     found: dict[str, str] = {}
     shown: set[str] = set()
-    for package, _, paths in bundle.shipped_packages(root, main):
+    for _, _, paths in bundle.shipped_packages(root, main):
         for path in paths:
-            if package == bundle.PROFILES_PACKAGE or (path.suffix != ".py" and path.suffix not in CUDA_SUFFIXES):
+            if path.suffix != ".py" and path.suffix not in CUDA_SUFFIXES:
                 continue
             text = path.read_text()
             found.update(dict.fromkeys(reference_lines(text, str(path)), str(path.relative_to(root))))
@@ -218,7 +219,6 @@ def run_release(out: Path, lesson: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV)}
     env.update(
         PYTHONPATH=f"{out}{os.pathsep}{ROOT}",  # the bundle's lessons first; grader.recorded runs the cells
-        COURSE_PROFILES=str(out / "profiles"),
         CUDA_VISIBLE_DEVICES="",
         MPLBACKEND="Agg",
     )
@@ -233,7 +233,7 @@ def run_release(out: Path, lesson: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(gpu_available(), reason="with a GPU the lessons run live")
-@pytest.mark.parametrize("lesson", ["day54", "zero_copy"])
+@pytest.mark.parametrize("lesson", names())
 def test_the_bundles_lesson_runs_to_its_end_without_references(built, lesson):
     """Run All on the bundle's untouched release: no lesson cell raises, and what needs a reference says it shows
     the course's recorded result; the bundle's packages, not the checkout's, answered."""
@@ -246,17 +246,17 @@ def test_the_bundles_lesson_runs_to_its_end_without_references(built, lesson):
 def run_on_bundle(out: Path, script: str) -> subprocess.CompletedProcess:
     """A Python script on the bundle's packages alone, on this machine's GPU."""
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV, "PYTHONPATH")}
-    env.update(PYTHONPATH=str(out), COURSE_PROFILES=str(out / "profiles"), MPLBACKEND="Agg")
+    env.update(PYTHONPATH=str(out), MPLBACKEND="Agg")
     return subprocess.run([sys.executable, "-c", script], cwd=out, env=env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU and CuPy (none here)")
-@pytest.mark.parametrize("lesson", ["day54", "zero_copy"])
+@pytest.mark.parametrize("lesson", names())
 def test_on_a_gpu_the_bundles_lesson_shows_the_recorded_run_until_an_answer_is_written(built, lesson):
     """Live, the untouched release runs to its end: what needs a reference says it shows the recorded numbers."""
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV)}
-    env.update(PYTHONPATH=f"{built.out}{os.pathsep}{ROOT}", COURSE_PROFILES=str(built.out / "profiles"))
+    env.update(PYTHONPATH=f"{built.out}{os.pathsep}{ROOT}")
     done = subprocess.run(
         [sys.executable, "-m", "grader.recorded", "--show", str(built.out / "notebooks"), lesson],
         cwd=built.out,
@@ -320,7 +320,9 @@ def test_bundle_prints_what_it_wrote(built):
     """A mode line, then each thing written, every path named there present in the bundle."""
     assert built.lines[0].startswith(f"grader bundle: {ROOT} -> {built.out}")
     named = [line.split()[0] for line in built.lines if line.startswith("  ")]
-    assert "notebooks/day54/day54.ipynb" in named and "pyproject.toml" in named and "README.md" in named
+    assert (
+        all(f"notebooks/{n}/{n}.ipynb" in named for n in names()) and "pyproject.toml" in named and "README.md" in named
+    )
     assert all((built.out / name).exists() for name in named), named
     assert built.lines[-1].startswith(f"students: pip install '{built.out}[cuda13,course]'")
 
@@ -335,18 +337,45 @@ def test_bundle_holds_nothing_of_the_instructors(built):
         "LICENSE-content",
         "notebooks",
         "labcore",
-        "day54",
-        "zero_copy",
-        "profiles",
+        *names(),
         "jupyter-config",
     }
     paths = [str(p.relative_to(built.out)) for p in files_of(built.out)]
-    for forbidden in (r"(^|/)solutions/", r"(^|/)grader/", r"nbgrader_config\.py$", r"(^|/)tests/", r"\.db$"):
-        assert not [p for p in paths if re.search(forbidden, p)], forbidden
+    assert not instructors_files(paths), instructors_files(paths)
     assert not [p for p in paths if "__pycache__" in p or p.endswith(".pyc")]
-    assert {p.name for p in (built.out / "profiles" / "h200").iterdir()} == {"day54", "zero_copy"}
+    for lesson in names():  # each lesson's package with its recorded profile, and none of its solutions or tests
+        assert (built.out / lesson / "profiles" / "h200" / "results.json").is_file()
+    assert (built.out / "labcore" / "lessons.txt").read_text() == (ROOT / "lessons.txt").read_text()
     assert (built.out / "labcore" / "pipeline" / "kernels" / "fma_chain.cu").is_file()
-    assert (built.out / "zero_copy" / "kernels" / "zero_copy.cu").is_file()
+
+
+FORBIDDEN = (  # what of the checkout stays with the instructors, as paths inside the bundle
+    r"(^|/)solutions/",  # a lesson's nbgrader sources
+    r"(^|/)tests/",  # a lesson's tests or the cross-cutting ones
+    r"(^|/)(test_\w*|conftest)\.py$",  # a test module wherever it lies
+    r"^(?!notebooks/).*\.ipynb$",  # a notebook other than the release's (a solutions notebook moved anywhere)
+    r"(^|/)grader/",
+    r"nbgrader_config\.py$",
+    r"\.db$",
+)
+
+
+def instructors_files(paths: list[str]) -> list[str]:
+    """The paths of a bundle that are the instructors' (FORBIDDEN)."""
+    return [p for p in paths if any(re.search(f, p) for f in FORBIDDEN)]
+
+
+def test_the_instructors_files_scan_finds_a_solutions_notebook_and_a_test(tmp_path):
+    """Not vacuous: every lesson's solutions notebook and test files, wherever a bundle put them, are found."""
+    for lesson in names():
+        own = [p.relative_to(ROOT).as_posix() for p in [ROOT / lesson / "solutions" / f"{lesson}.ipynb"]]
+        own += [p.relative_to(ROOT).as_posix() for p in sorted((ROOT / lesson / "tests").glob("test_*.py"))]
+        assert len(own) > 1 and instructors_files(own) == own, own
+        assert instructors_files([f"{lesson}/{lesson}.ipynb", f"{lesson}/test_it.py"]) == [
+            f"{lesson}/{lesson}.ipynb",
+            f"{lesson}/test_it.py",
+        ]
+    assert instructors_files([f"notebooks/{n}/{n}.ipynb" for n in names()] + ["labcore/lessons.py"]) == []
 
 
 def test_bundle_notebooks_are_the_release(built):
@@ -362,7 +391,8 @@ def test_bundle_pyproject_is_the_checkouts_without_nbgrader(built):
     """Same dependencies and CUDA extras; the course extra less grader's tools; no test extra, no grader package."""
     theirs = tomllib.loads((ROOT / "pyproject.toml").read_text())
     ours = tomllib.loads((built.out / "pyproject.toml").read_text())
-    assert ours == bundle.student_pyproject(theirs)  # what was written parses back to what was meant
+    options = bundle.package_options(ROOT)
+    assert ours == bundle.student_pyproject(theirs, options)  # what was written parses back to what was meant
     project, extras = ours["project"], ours["project"]["optional-dependencies"]
     assert project["name"] == "datamove-course-student" != theirs["project"]["name"]
     assert project["dependencies"] == theirs["project"]["dependencies"]
@@ -378,8 +408,10 @@ def test_bundle_pyproject_is_the_checkouts_without_nbgrader(built):
     every = [r.lower() for r in project["dependencies"] + [r for reqs in extras.values() for r in reqs]]
     assert not [r for r in every if r.startswith(("nbgrader", "pytest", "ruff"))]
     setuptools = ours["tool"]["setuptools"]
-    assert setuptools["packages"] == [p for p in theirs["tool"]["setuptools"]["packages"] if p != "grader"]
-    assert setuptools["package-dir"] == {"course_profiles": "profiles"}
+    assert setuptools["packages"] == [p for p in options["packages"] if p != "grader"]
+    assert setuptools["packages"] == ["labcore", "labcore.pipeline", *names()]
+    assert "lessons.txt" in setuptools["package-data"]["labcore"]
+    assert all("profiles/**/*" in setuptools["package-data"][n] for n in names())
     for target, sources in setuptools["data-files"].items():
         assert target.startswith("etc/jupyter/") and all((built.out / s).is_file() for s in sources)
 
@@ -391,7 +423,7 @@ def test_a_changed_pyproject_changes_the_bundles():
         d.replace("numpy>=1.26", "numpy>=2.0") for d in theirs["project"]["dependencies"]
     ]
     theirs["project"]["optional-dependencies"]["course"] += ["ipywidgets>=8", "NBGrader[docs]>=0.9.6"]
-    ours = bundle.student_pyproject(theirs)["project"]
+    ours = bundle.student_pyproject(theirs, bundle.package_options(ROOT))["project"]
     assert "numpy>=2.0" in ours["dependencies"]
     assert ours["optional-dependencies"]["course"] == [
         "jupyterlab>=4.2",
@@ -408,10 +440,9 @@ def test_bundle_readme_gives_the_students_commands(built):
     for needed in (
         f".venv/bin/pip install -q './{bundle.DIST_NAME}[cuda13,course]'",
         f".venv/bin/jupyter lab {bundle.DIST_NAME}/notebooks/",
-        "`notebooks/day54/day54.ipynb`: Day 54",
-        "`notebooks/zero_copy/zero_copy.ipynb`: Zero-copy",
-        "<student>/day54.ipynb",
-        "<student>/day54_run*",
+        *(f"`notebooks/{n}/{n}.ipynb`: " for n in names()),
+        *(f"<student>/{n}.ipynb" for n in names()),
+        *(f"<student>/{n}_run*" for n in names()),
         "Assignment List",
         "no GPU here",
         "jupyter labextension disable --level=sys_prefix @jupyter/nbgrader",
@@ -469,30 +500,38 @@ def test_bundle_refuses_a_folder_inside_the_checkout_or_not_empty(tmp_path, wher
 
 
 def test_bundle_refuses_a_stale_release(tmp_path):
-    """A checkout whose course/ is not what solutions/ generates: one line naming the problem, exit 2, no bundle."""
+    """A checkout whose course/ is not what the lessons' solutions/ generate: one line naming the problem, exit 2, no
+    bundle."""
     root = tmp_path / "checkout"
-    (root / "solutions").mkdir(parents=True)
+    root.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
-    shutil.copytree(TOY / "source" / "toy", root / "solutions" / "toy")
+    shutil.copytree(TOY / "source" / "toy", root / "toy" / "solutions")
+    (root / "lessons.txt").write_text("toy\n")
     done = grader("--repo", str(root), "bundle", str(tmp_path / "out"))
     error = done.err.splitlines()[-1]  # after the check's progress line
     assert done.rc == 2 and "Traceback" not in done.err, done.err
-    assert error.startswith("error: course/ is not what solutions/ generates") and "course/toy: missing" in error
+    assert (
+        error.startswith("error: course/ is not what the lessons' solutions/ generate")
+        and "course/toy: missing" in error
+    )
     assert not (tmp_path / "out").exists()
 
 
 # -- installed ---------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(gpu_available(), reason="with a GPU, python -m day54 runs live instead of replaying")
+@pytest.mark.skipif(gpu_available(), reason="with a GPU, the lessons run live instead of replaying")
 def test_the_installed_bundle_replays_from_another_folder(built, tmp_path):
-    """The bundle's wheel carries the profiles and the Jupyter settings; `python -m day54` elsewhere replays."""
+    """The bundle's wheel carries the profiles, the list and the Jupyter settings; `python -m <lesson>` elsewhere
+    replays each lesson's own profile."""
     installed = wheel_and_replay(built.out, tmp_path)
-    names = installed.names
+    names_in = installed.names
     data = "datamove_course_student-0.1.0.data/data/etc/jupyter"
-    assert f"{data}/jupyter_server_config.d/{bundle.CONFIG_NAME}" in names
-    assert f"{data}/labconfig/page_config.d/{bundle.CONFIG_NAME}" in names
-    assert "course_profiles/h200/day54/results.json" in names and "labcore/pipeline/kernels/fma_chain.cu" in names
-    assert not [n for n in names if n.startswith(("grader/", "solutions/"))]
-    where = installed.site / "course_profiles" / "h200" / "day54"
-    assert installed.first_line.startswith(f"day54: replay of nsys exports in {where}"), installed.first_line
+    assert f"{data}/jupyter_server_config.d/{bundle.CONFIG_NAME}" in names_in
+    assert f"{data}/labconfig/page_config.d/{bundle.CONFIG_NAME}" in names_in
+    assert "labcore/lessons.txt" in names_in and "labcore/pipeline/kernels/fma_chain.cu" in names_in
+    assert not [n for n in names_in if n.startswith("grader/") or instructors_files([n])]
+    for lesson in names():
+        assert f"{lesson}/profiles/h200/results.json" in names_in
+        first = installed.first_lines[lesson]
+        assert first.startswith(f"{lesson}: replay of") and str(installed.site / lesson / "profiles" / "h200") in first

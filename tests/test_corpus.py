@@ -25,6 +25,7 @@ from grader.feedback import leak_lines, quoted_lines
 from grader.layout import COURSE_ID, KERNEL_DIED, NOT_RUN, PENDING_GPU, TIMED_OUT, db_url
 from labcore.device import gpu_available
 from labcore.errors import UsageError
+from labcore.lessons import names
 
 from installed import grader
 
@@ -40,7 +41,7 @@ REFERENCES = {s.assignment: s for s in CORPUS if s.name.endswith("-reference")}
 # check: labcore.answers' NoAnswer and AnswerRaised, labcore.pipeline.trace's NotAFixedSchedule, ...) and every
 # UsageError (a student's file the grader refuses, naming what is wrong with it: an NsysFormatError).
 VERDICTS = {"NameError", "NotImplementedError", "ReferenceWithheld", TIMED_OUT, KERNEL_DIED, NOT_RUN, PENDING_GPU}
-COURSE = ("labcore", "day54", "zero_copy", "grader")  # the packages whose errors are the course's own
+COURSE = ("labcore", *names(), "grader")  # the packages whose errors are the course's own
 STATUS: dict[tuple[str, str], str] = {}  # the export's status column, by (student, assignment), once graded
 DECLARING = (
     "labcore.answers",

@@ -20,13 +20,14 @@ import pytest
 from grader.feedback import html_text
 from grader.validate import STUB_FAILURES
 from labcore.device import gpu_available
+from labcore.lessons import lesson, names
 
-from installed import grader
+from installed import autograded_points, grader
 
 pytestmark = pytest.mark.skipif(gpu_available(), reason="expected scores are those of the offline checks")
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 20
-ASSIGNMENTS = ("day54", "zero_copy")
+ASSIGNMENTS = names()
 
 # Right for the 2 buffers the visible check asks about, wrong for the 3 that only the hidden check asks about.
 IGNORES_BUFFERS = """def sweep_ratios(record, buffers):
@@ -35,8 +36,8 @@ IGNORES_BUFFERS = """def sweep_ratios(record, buffers):
 
 # student -> assignment -> {cell id: source} (None: the untouched release), and the score each must get
 CASES = {
-    "reference": ({"day54": {}, "zero_copy": {}}, {"day54": 11, "zero_copy": 10}),
-    "untouched": ({"day54": None, "zero_copy": None}, {"day54": 0, "zero_copy": 0}),
+    "reference": ({a: {} for a in ASSIGNMENTS}, {a: autograded_points(a) for a in ASSIGNMENTS}),
+    "untouched": (dict.fromkeys(ASSIGNMENTS), dict.fromkeys(ASSIGNMENTS, 0)),
     "ignores_buffers": ({"day54": {"sweep_ratios": IGNORES_BUFFERS}}, {"day54": 9}),
 }
 
@@ -46,9 +47,7 @@ def _submission(assignment: str, edits: dict[str, str] | None) -> nbformat.Noteb
     release = nbformat.read(ROOT / "course" / assignment / f"{assignment}.ipynb", as_version=4)
     if edits is None:
         return release
-    solved = {
-        c["id"]: c for c in nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4).cells
-    }
+    solved = {c["id"]: c for c in nbformat.read(lesson(assignment).solutions, as_version=4).cells}
     for cell in release.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution"):
@@ -120,7 +119,7 @@ def test_feedback_has_no_hidden_test_source(graded):
     root, _ = graded
     hidden = []
     for assignment in ASSIGNMENTS:
-        nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+        nb = nbformat.read(lesson(assignment).solutions, as_version=4)
         for cell in nb.cells:
             inside = False
             for line in cell.source.splitlines():

@@ -26,14 +26,16 @@ import pytest
 from grader.bundle import student_pyproject
 from grader.course import Course, solved_release
 from labcore.device import gpu_available
+from labcore.lessons import names
+
+from installed import autograded_points
 
 pytestmark = [
     pytest.mark.venv,
     pytest.mark.skipif(gpu_available(), reason="expected scores are those of the offline checks"),
 ]
 ROOT = Path(__file__).resolve().parents[1]
-ASSIGNMENTS = ("day54", "zero_copy")
-FULL_MARKS = {"day54": 11.0, "zero_copy": 10.0}  # the autograded points of each release
+ASSIGNMENTS = names()
 NVRTC = ("cuda-bindings", "cuda-toolkit[nvrtc]")
 SKIP = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", "build", ".*_cache", ".ipynb_checkpoints")
 
@@ -106,7 +108,7 @@ def test_a_fresh_course_install_grades_the_references_with_full_marks(tmp_path, 
     with open(tmp_path / "grades.csv") as rows:
         scores = {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in csv.DictReader(rows)}
     assert scores == {
-        **{("reference", a): FULL_MARKS[a] for a in ASSIGNMENTS},
+        **{("reference", a): autograded_points(a) for a in ASSIGNMENTS},
         **{("untouched", a): 0.0 for a in ASSIGNMENTS},
     }, done.stdout
     started = time.perf_counter()

@@ -53,9 +53,10 @@ def grader(*argv: str) -> SimpleNamespace:
 
 def make_checkout(path: Path) -> Path:
     """A course checkout holding the toy as its only assignment, with the repository's nbgrader_config.py."""
-    (path / "solutions").mkdir(parents=True)
+    path.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "nbgrader_config.py", path / "nbgrader_config.py")
-    shutil.copytree(TOY / "source" / "toy", path / "solutions" / "toy")
+    shutil.copytree(TOY / "source" / "toy", path / "toy" / "solutions")
+    (path / "lessons.txt").write_text("toy\n")
     return path
 
 
@@ -82,7 +83,12 @@ def copy_checkout(checkout: Path, dest: Path) -> Path:
 
 def test_generate_writes_a_clean_release_and_nothing_else(checkout):
     """course/toy/toy.ipynb has stubs, no hidden test, no outputs; no gradebook or other file appears."""
-    assert files_under(checkout) == {"nbgrader_config.py", "solutions/toy/toy.ipynb", "course/toy/toy.ipynb"}
+    assert files_under(checkout) == {
+        "nbgrader_config.py",
+        "lessons.txt",
+        "toy/solutions/toy.ipynb",
+        "course/toy/toy.ipynb",
+    }
     text = (checkout / "course" / "toy" / "toy.ipynb").read_text()
     assert MARKER not in text and "BEGIN SOLUTION" not in text and "YOUR CODE HERE" in text
     nb = nbformat.read(checkout / "course" / "toy" / "toy.ipynb", as_version=4)
@@ -95,7 +101,7 @@ def test_check_passes_on_a_fresh_release(checkout):
     done = grader("--repo", str(checkout), "generate", "--check")
     assert done.rc == 0, done.out + done.err
     assert done.lines[0].startswith("grader generate --check:")
-    assert done.lines[-1] == "course/ matches solutions/ and no notebook carries outputs"
+    assert done.lines[-1] == "course/ matches the lessons' solutions/ and no notebook carries outputs"
 
 
 def test_check_lists_differences_extra_files_and_outputs(checkout, tmp_path):
@@ -106,21 +112,21 @@ def test_check_lists_differences_extra_files_and_outputs(checkout, tmp_path):
     nb.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n")]
     nbformat.write(nb, release)
     (root / "course" / "toy" / "notes.txt").write_text("stray\n")
-    source = root / "solutions" / "toy" / "toy.ipynb"
+    source = root / "toy" / "solutions" / "toy.ipynb"
     nb = nbformat.read(source, as_version=4)
     nb.cells[2].execution_count = 7
     nbformat.write(nb, source)
-    (root / "solutions" / "toy" / "toy_run.json").write_text("{}\n")
+    (root / "toy" / "solutions" / "toy_run.json").write_text("{}\n")
     done = grader("--repo", str(root), "generate", "--check")
     assert done.rc == 1
     assert "course/toy/toy.ipynb: differs from the generated release" in done.lines
     assert (
-        "solutions/toy/toy_run.json: named like a student's run file (toy_run*): autograde would overwrite "
+        "toy/solutions/toy_run.json: named like a student's run file (toy_run*): autograde would overwrite "
         "students' files with it; remove it" in done.lines
     )
     assert "course/toy/notes.txt: not produced by generation (remove it)" in done.lines
     assert "course/toy/toy.ipynb: cell 2 has 1 output(s)" in done.lines
-    assert "solutions/toy/toy.ipynb: cell 2 has execution count 7" in done.lines
+    assert "toy/solutions/toy.ipynb: cell 2 has execution count 7" in done.lines
     assert "run `python -m grader generate` and commit" in done.err
 
 
@@ -138,7 +144,7 @@ def test_validate_solution_passes_and_release_fails_cleanly(checkout):
     done = grader("--repo", str(checkout), "validate", "--timeout", "20")
     assert done.rc == 0, done.out + done.err
     assert done.lines[1:] == [
-        "ok   solutions/toy/toy.ipynb: passes (3 test cells)",
+        "ok   toy/solutions/toy.ipynb: passes (3 test cells)",
         "ok   course/toy/toy.ipynb: fails with stubs, cleanly (3 test cells)",
     ]
 
@@ -146,7 +152,7 @@ def test_validate_solution_passes_and_release_fails_cleanly(checkout):
 def test_validate_runs_notebooks_outside_the_checkout(checkout, tmp_path):
     """A notebook that writes a run file beside itself leaves nothing in solutions/ or course/."""
     root = copy_checkout(checkout, tmp_path / "c")
-    for path in (root / "solutions" / "toy" / "toy.ipynb", root / "course" / "toy" / "toy.ipynb"):
+    for path in (root / "toy" / "solutions" / "toy.ipynb", root / "course" / "toy" / "toy.ipynb"):
         nb = nbformat.read(path, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell('open("toy_run.json", "w").write("{}")'))
         nbformat.write(nb, path)
@@ -158,14 +164,14 @@ def test_validate_runs_notebooks_outside_the_checkout(checkout, tmp_path):
 def test_validate_fails_on_a_wrong_solution_and_a_release_that_passes(checkout, tmp_path):
     """A solution failing its tests and a 'release' holding answers: exit 1, each named."""
     root = copy_checkout(checkout, tmp_path / "c")
-    shutil.copy(root / "solutions" / "toy" / "toy.ipynb", root / "course" / "toy" / "toy.ipynb")
-    source = root / "solutions" / "toy" / "toy.ipynb"
+    shutil.copy(root / "toy" / "solutions" / "toy.ipynb", root / "course" / "toy" / "toy.ipynb")
+    source = root / "toy" / "solutions" / "toy.ipynb"
     nb = nbformat.read(source, as_version=4)
     nb.cells[6].source = nb.cells[6].source.replace("-(-total_bytes // window_bytes)", "total_bytes // window_bytes")
     nbformat.write(nb, source)
     done = grader("--repo", str(root), "validate", "--timeout", "20")
     assert done.rc == 1
-    assert done.lines[1].startswith('FAIL solutions/toy/toy.ipynb: test fails: """chunk_count rounds a partial')
+    assert done.lines[1].startswith('FAIL toy/solutions/toy.ipynb: test fails: """chunk_count rounds a partial')
     assert done.lines[2].startswith("FAIL course/toy/toy.ipynb: test passes with the stubs:")
 
 
@@ -182,7 +188,7 @@ def test_validate_reports_a_harness_crash(checkout, tmp_path):
     nbformat.write(nb, release)
     done = grader("--repo", str(root), "validate", "--timeout", "20")
     assert done.rc == 1
-    assert done.lines[1] == "ok   solutions/toy/toy.ipynb: passes (3 test cells)"
+    assert done.lines[1] == "ok   toy/solutions/toy.ipynb: passes (3 test cells)"
     assert done.lines[2] == (
         "FAIL course/toy/toy.ipynb: the harness crashed: cell 7 (test_chunk_count) raised "
         "ModuleNotFoundError: No module named 'no_such_harness_module' (3 test cells)"
@@ -221,7 +227,12 @@ def test_setup_makes_a_grading_directory(graded, checkout):
     ).read_bytes()
     assert graded.setup.lines[0].startswith(f"grader setup: grading directory {root}")
     assert "next steps:" in graded.setup.lines and "warning" not in graded.setup.err
-    assert files_under(checkout) == {"nbgrader_config.py", "solutions/toy/toy.ipynb", "course/toy/toy.ipynb"}
+    assert files_under(checkout) == {
+        "nbgrader_config.py",
+        "lessons.txt",
+        "toy/solutions/toy.ipynb",
+        "course/toy/toy.ipynb",
+    }
 
 
 def test_setup_refuses_a_folder_inside_the_checkout(checkout):

@@ -20,7 +20,7 @@ from labcore.record import Op, Record, load, validate
 from labcore.sizes import format_size, parse_size, parse_sizes
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "profiles" / "h200" / "day54" / "results.json"
+RESULTS = ROOT / "day54" / "profiles" / "h200" / "results.json"
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Every solutions/ notebook runs top to bottom, live on a GPU; offline, tests/test_course_e2e.py runs them
+"""Every lesson's solutions notebook runs top to bottom, live on a GPU; offline, tests/test_course_e2e.py runs them
 (graded by nbgrader: no cell raises, the mode line says replay), so they are not executed twice here."""
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from nbclient import NotebookClient
 from grader.course import RAISES_TAG, raises_untouched
 from labcore.checking import MAX_FOUND_LINES, verdict, verdicts
 from labcore.device import DeviceFacts
+from labcore.lessons import lesson, names
 from labcore.record import Record
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
+NOTEBOOKS = [lesson(n).solutions for n in names()]
 CELL_TIMEOUT_S = 600
 
 
@@ -28,7 +29,7 @@ CELL_TIMEOUT_S = 600
 def test_solution_notebook_runs(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No cell raises; every cell finishes within its timeout; timings per cell are printed."""
     nb = nbformat.read(path, as_version=4)
-    folder = tmp_path / path.parent.name  # the run files a live run leaves must not land in solutions/
+    folder = tmp_path / path.stem  # the run files a live run leaves must not land in solutions/
     shutil.copytree(path.parent, folder)
     client = NotebookClient(
         nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
@@ -57,8 +58,8 @@ def test_solution_notebook_runs(path: Path, tmp_path: Path, capsys: pytest.Captu
 
 
 def test_notebooks_are_committed_without_outputs() -> None:
-    """solutions/ and course/ carry no outputs or execution counts."""
-    for path in sorted(ROOT.glob("solutions/*/*.ipynb")) + sorted(ROOT.glob("course/*/*.ipynb")):
+    """The solutions notebooks and course/ carry no outputs or execution counts."""
+    for path in NOTEBOOKS + sorted(ROOT.glob("course/*/*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         dirty = [c.get("id") for c in nb.cells if c.cell_type == "code" and (c.outputs or c.execution_count)]
         assert not dirty, f"{path.relative_to(ROOT)} has outputs in cells {dirty}"
@@ -150,7 +151,7 @@ def test_verdicts_change_nothing_while_grading(monkeypatch, tmp_path) -> None:
 def test_a_verdict_names_the_answers_not_the_lessons_records() -> None:
     """'next' names the student's names the cell hands the check, not the lesson's record; the docstring leads."""
     cell = '"""Your sweep is right."""\nchecks.check_sweep_ratios(sweep_ratios, record, buffers=2)\n'
-    record = Record(lesson="day54", mode="replay", source="x", device=DeviceFacts(name="gpu"), config={}, passes=[])
+    record = Record(lesson=names()[0], mode="replay", source="x", device=DeviceFacts(name="gpu"), config={}, passes=[])
     lines = [
         ANSI.sub("", line) for line in verdict(AssertionError("off by 2"), cell, "check_sweep_ratios", (len, record))
     ]

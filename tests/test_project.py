@@ -12,8 +12,11 @@ import pytest
 from packaging.requirements import Requirement
 
 from labcore.device import gpu_available
+from labcore.lessons import names
 
 from installed import wheel_and_replay
+
+FIRST = names()[0]  # the README's first screen runs the course's first lesson
 
 ROOT = Path(__file__).resolve().parents[1]
 # pip name -> conda-forge name; matplotlib-base is matplotlib without the Qt backend
@@ -144,7 +147,7 @@ def test_readme_first_screen_has_the_two_commands():
     """The first 40 lines hold a main-job command and a test command, both starting from bare Python."""
     first_screen = "\n".join((ROOT / "README.md").read_text().splitlines()[:40])
     commands = [c for c in _readme_commands() if c in first_screen]
-    assert any(c.endswith("python -m day54") for c in commands)
+    assert any(c.endswith(f"python -m {FIRST}") for c in commands)
     assert any("pytest" in c for c in commands)
 
 
@@ -154,15 +157,17 @@ def test_ci_runs_the_readme_test_command_verbatim():
     assert test_command in (ROOT / ".ci" / "run").read_text().splitlines()
 
 
-@pytest.mark.skipif(gpu_available(), reason="with a GPU, python -m day54 runs live instead of replaying")
+@pytest.mark.skipif(gpu_available(), reason="with a GPU, the lessons run live instead of replaying")
 def test_a_wheel_carries_the_profiles_and_replays_from_another_folder(tmp_path):
-    """`pip install .` (a wheel, not editable) ships profiles/; `python -m day54` elsewhere replays them."""
+    """`pip install .` (a wheel, not editable) ships every listed lesson with its profiles, and the list; each
+    `python -m <lesson>` elsewhere replays its own; no solutions or tests are in the wheel."""
     installed = wheel_and_replay(ROOT, tmp_path)
-    for lesson in ("day54", "zero_copy"):
-        assert f"course_profiles/h200/{lesson}/results.json" in installed.names
-    assert "course_profiles/h200/day54/day54_cuda_gpu_trace.csv" in installed.names
-    where = installed.site / "course_profiles" / "h200" / "day54"
-    assert installed.first_line.startswith(f"day54: replay of nsys exports in {where}"), installed.first_line
+    assert "labcore/lessons.txt" in installed.names
+    for lesson in names():
+        assert f"{lesson}/profiles/h200/results.json" in installed.names
+        assert not [n for n in installed.names if n.startswith((f"{lesson}/solutions/", f"{lesson}/tests/"))]
+        first = installed.first_lines[lesson]
+        assert first.startswith(f"{lesson}: replay of") and str(installed.site / lesson / "profiles" / "h200") in first
 
 
 def readme_command_lines() -> list[str]:
@@ -190,7 +195,7 @@ def test_every_readme_command_is_run_or_checked_by_a_test():
     for command in readme_command_lines():
         assert set(_extras(command)) <= set(extras), command
         kinds = [
-            command.endswith(".venv/bin/python -m day54"),
+            command.endswith(f".venv/bin/python -m {FIRST}"),
             command in (ROOT / ".ci" / "run").read_text().splitlines() and "pytest" in command,
             re.search(r"&& \.venv/bin/python site/build\.py \S+$", command) is not None,
             re.fullmatch(r"\.venv/bin/pip install -q -e '\.\[[a-z0-9,]+\]'", command) is not None,
@@ -198,11 +203,12 @@ def test_every_readme_command_is_run_or_checked_by_a_test():
         assert any(kinds), f"a README command that no test runs or checks: {command}"
 
 
-@pytest.mark.skipif(gpu_available(), reason="with a GPU, python -m day54 runs live instead of replaying")
+@pytest.mark.skipif(gpu_available(), reason="with a GPU, the first lesson runs live instead of replaying")
 def test_the_readme_main_job_replays_without_a_gpu():
-    """The main command's last step, `python -m day54`, replays the shipped profile here and says so first."""
-    main = next(c for c in readme_command_lines() if c.endswith("python -m day54"))
+    """The main command's last step, `python -m <the first lesson>`, replays the shipped profile here and says so
+    first."""
+    main = next(c for c in readme_command_lines() if c.endswith(f"python -m {FIRST}"))
     argv = main.rsplit("&& ", 1)[1].split()
     done = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("day54: replay of") and "no GPU here" in done.stdout.splitlines()[0]
+    assert done.stdout.startswith(f"{FIRST}: replay of") and "no GPU here" in done.stdout.splitlines()[0]

@@ -23,6 +23,7 @@ from grader.runner import REPO
 from grader.sandbox import SandboxRun, run_notebook
 from grader.withhold import withhold_cuda, withhold_python
 from labcore.errors import UsageError
+from labcore.lessons import names
 
 # -- withholding ----------------------------------------------------------------------------------------------
 
@@ -88,13 +89,11 @@ def test_the_library_withholds_every_marked_reference(tmp_path):
         "day54.model.predict",
         "zero_copy.model.crossover_reads",
     } <= set(withheld)
-    assert not (tmp_path / "solutions").exists() and {p.name for p in tmp_path.iterdir()} == {
-        "labcore",
-        "day54",
-        "zero_copy",
-        "course_profiles",
-        "grader",
-    }
+    assert {p.name for p in tmp_path.iterdir()} == {"labcore", *names(), "grader"}
+    assert (tmp_path / "labcore" / "lessons.txt").read_text() == (REPO / "lessons.txt").read_text()
+    for lesson in names():  # every listed lesson is there, its references withheld, without its solutions or tests
+        assert [w for w in withheld if w.startswith(f"{lesson}.")], lesson
+        assert not (tmp_path / lesson / "solutions").exists() and not (tmp_path / lesson / "tests").exists()
     calls = "\n".join(
         f"import importlib\n"
         f"try:\n    importlib.import_module({w.rsplit('.', 1)[0]!r}).{w.rsplit('.', 1)[1]}\n"

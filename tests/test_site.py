@@ -24,17 +24,19 @@ import pytest
 
 from grader.feedback import MIN_LEAK_CHARS, html_text, split_hidden
 from grader.withhold import CUDA_REGION, withhold_python
+from labcore.lessons import lesson, names
 
 from browser_fixture import browser  # noqa: F401 (a fixture)
 from site_fixture import ROOT, site_build  # noqa: F401 (a fixture)
 
-LESSONS = sorted(p.name for p in (ROOT / "course").iterdir() if (p / f"{p.name}.ipynb").is_file())
+LESSONS = names()
+FIRST = LESSONS[0]  # the README's screenshot shows the first lesson
 AUDIENCES = ("students", "instructors", "offline")
 PAGES = ("index", "lessons", *AUDIENCES, "measured", "architecture", "choices", "tests")
 REGIONS = (("### BEGIN SOLUTION", "### END SOLUTION"), ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"))
-REFERENCE_PACKAGES = ("day54", "zero_copy")
+REFERENCE_PACKAGES = names()
 sys.path.insert(0, str(ROOT / "site" / "_ext"))  # the figures directive (course_figures)
-SHOTS = {"day54.png": "course/day54/day54.html", "measured.png": "site/measured.html"}
+SHOTS = {f"{FIRST}.png": f"course/{FIRST}/{FIRST}.html", "measured.png": "site/measured.html"}
 
 
 def _normal(text: str) -> str:
@@ -60,9 +62,9 @@ def release_text() -> str:
 
 
 def solution_lines() -> set[str]:
-    """Solution regions, hidden tests and written answers of every solutions/ notebook."""
+    """Solution regions, hidden tests and written answers of every lesson's solutions notebook."""
     found = set()
-    for notebook in sorted((ROOT / "solutions").glob("*/*.ipynb")):
+    for notebook in (lesson(n).solutions for n in names()):
         for cell in _cells(notebook):
             text = _source(cell)
             if cell["cell_type"] == "markdown" and cell["metadata"].get("nbgrader", {}).get("solution"):
@@ -228,7 +230,7 @@ def crawled(browser, served):  # noqa: F811
     shots = {}
     for name, path in SHOTS.items():
         page.goto(served + path, wait_until="load")
-        if name == "day54.png":
+        if name == f"{FIRST}.png":
             page.locator(".cell_output img").first.scroll_into_view_if_needed()
         shots[name] = page.screenshot()
     page.close()

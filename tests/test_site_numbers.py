@@ -12,13 +12,16 @@ from pathlib import Path
 import pytest
 
 from labcore.device import gpu_available
+from labcore.lessons import names
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "site" / "_ext"))
 course_figures = pytest.importorskip("course_figures", reason="the test extra (sphinx) is not installed")
 
 NUMBER = re.compile(r"(?<![\d.])\d+\.\d+(?![\d.])")  # 19.580, 0.91, +0.0: not a version's pieces (580.159.04)
-COMMANDS = {"day54": [sys.executable, "-m", "day54"], "zero_copy": [sys.executable, "-m", "zero_copy"]}
+COMMANDS = {n: [sys.executable, "-m", n] for n in names()}
+# a profile folder a page names: a lesson's own (day/profiles/h200/), or a dated log's (profiles/h200/<folder>/)
+PROFILE_FOLDER = re.compile(r"(?<![\w/])(?:([a-z_][a-z0-9_]*)/profiles/h200/|profiles/h200/([\w-]+)/)")
 
 
 def figures(lesson: str) -> set[str]:
@@ -32,7 +35,7 @@ def figures(lesson: str) -> set[str]:
 def test_every_generated_figure_is_printed_by_the_replay(lesson) -> None:
     """Each number of the generated tables and verdicts appears in what `python -m <lesson>` prints offline."""
     numbers = figures(lesson)
-    assert len(numbers) >= {"day54": 30, "zero_copy": 6}[lesson], sorted(numbers)
+    assert len(numbers) >= 5, sorted(numbers)
     done = subprocess.run(COMMANDS[lesson], cwd=ROOT, capture_output=True, text=True, check=True)
     missing = sorted(numbers - set(NUMBER.findall(done.stdout)))
     assert not missing, f"generated figures that `python -m {lesson}` does not print: {missing}"
@@ -50,22 +53,22 @@ def test_no_page_source_retypes_a_generated_figure() -> None:
 
 def test_a_retyped_figure_would_be_caught() -> None:
     """The comparison above sees a table's figure typed into a page (a check that cannot fail is a defect)."""
-    precise = sorted(n for n in figures("day54") if len(n.split(".")[1]) == 3)
+    precise = sorted(n for lesson in COMMANDS for n in figures(lesson) if len(n.split(".")[1]) == 3)
     page = f"| measured naive | {precise[0]} |"
     assert precise[0] in set(NUMBER.findall(page))
 
 
 def blocks_naming_profiles() -> list[str]:
-    """Paragraphs and bullets of the site's pages that name a profile folder (profiles/h200/<folder>/)."""
+    """Paragraphs and bullets of the site's pages that name a profile folder (PROFILE_FOLDER)."""
     blocks = [b for page in sorted((ROOT / "site").glob("*.md")) for b in re.split(r"\n\s*\n|\n- ", page.read_text())]
-    return [b for b in blocks if re.search(r"profiles/h200/[\w-]+/", b)]
+    return [b for b in blocks if PROFILE_FOLDER.search(b)]
 
 
-def recorded_numbers(folders: list[str]) -> list[float]:
-    """Every decimal number in the text files of the named profile folders."""
+def recorded_numbers(folders: list[Path]) -> list[float]:
+    """Every decimal number in the text files of the profile folders."""
     found = []
     for folder in folders:
-        for path in (ROOT / "profiles" / "h200" / folder).rglob("*"):
+        for path in folder.rglob("*"):
             if path.is_file() and path.suffix in (".txt", ".md", ".json", ".csv"):
                 found += [float(n) for n in NUMBER.findall(path.read_text(errors="replace"))]
     return found
@@ -73,7 +76,11 @@ def recorded_numbers(folders: list[str]) -> list[float]:
 
 def unrecorded(entry: str) -> list[str]:
     """The entry's decimal numbers that no file of the folders it names holds (to the entry's rounding)."""
-    have = recorded_numbers(re.findall(r"profiles/h200/([\w-]+)/", entry))
+    folders = [
+        ROOT / own / "profiles" / "h200" if own else ROOT / "profiles" / "h200" / log
+        for own, log in PROFILE_FOLDER.findall(entry)
+    ]
+    have = recorded_numbers(folders)
     return sorted(
         n
         for n in set(NUMBER.findall(entry))
@@ -94,3 +101,7 @@ def test_a_number_no_profile_holds_is_caught() -> None:
     """An entry quoting a number its folder does not hold is named (the check above can fail)."""
     assert unrecorded("the autograde took 75.7 s (`profiles/h200/grading/`)") == []
     assert unrecorded("the autograde took 75.2 s (`profiles/h200/grading/`)") == ["75.2"]
+    lesson = names()[0]
+    held = NUMBER.findall((ROOT / lesson / "profiles" / "h200" / "results.json").read_text())[0]
+    assert unrecorded(f"it took {held} s (`{lesson}/profiles/h200/`)") == []
+    assert unrecorded(f"it took {held}7 s (`{lesson}/profiles/h200/`)") == [f"{held}7"]

@@ -8,7 +8,7 @@ compiled from the student's source, its payload read while it still runs.
 Without a GPU it runs what the CPU can run (the gather's launch thread by
 thread through `zero_copy.gather.simulate_gather`, on the rows of the same
 table the live run fills) and takes timings and mailbox rounds from the
-recorded H200 profile (`profiles/h200/zero_copy`), and says so. The publish
+recorded H200 profile (`zero_copy/profiles/h200`), and says so. The publish
 step is judged on its PTX either way: NVRTC compiles it, with no GPU needed,
 and `zero_copy.mailbox.publish_verdict` follows its stores, fences and stored
 values on every path, for every round; offline, a value it cannot compute makes

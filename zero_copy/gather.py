@@ -1,6 +1,6 @@
 """Sparse row gathers from a host table too large to copy.
 
-Taught in solutions/zero_copy/zero_copy.ipynb, section 5 (the lesson) and
+Taught in zero_copy/solutions/zero_copy.ipynb, section 5 (the lesson) and
 section 6 (the exercise).
 
 The lesson's experiment: the table lives in mapped memory; the GPU gathers a

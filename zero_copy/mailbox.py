@@ -1,6 +1,6 @@
 """Results the host reads while the kernel still runs: fence and flag.
 
-Taught in solutions/zero_copy/zero_copy.ipynb, section 7 (the lesson) and
+Taught in zero_copy/solutions/zero_copy.ipynb, section 7 (the lesson) and
 section 8 (the exercise).
 
 The lesson's experiment: the kernel writes a payload into mapped memory,

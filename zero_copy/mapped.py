@@ -104,7 +104,7 @@ def require_mapping(facts: DeviceFacts) -> None:
         raise UsageError(
             f"{facts.name} cannot map host memory (canMapHostMemory=0), so no kernel can load "
             f"from pinned host memory; replay the recorded profile instead: "
-            f"python -m zero_copy --from-profile profiles/h200/zero_copy"
+            f"python -m zero_copy --from-profile zero_copy/profiles/h200"
         )
 
 

@@ -1,4 +1,4 @@
-"""The arithmetic the experiments are judged by (solutions/zero_copy/zero_copy.ipynb, sections 2 and 3).
+"""The arithmetic the experiments are judged by (zero_copy/solutions/zero_copy.ipynb, sections 2 and 3).
 
 B is a buffer's size, r how often a kernel reads each byte, L the link rate
 (a pinned copy) and H the HBM rate (a device copy). Copying costs B/L for the

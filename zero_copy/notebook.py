@@ -1,4 +1,4 @@
-"""What the zero-copy notebook's cells call (solutions/zero_copy/zero_copy.ipynb): one record per section, live
+"""What the zero-copy notebook's cells call (zero_copy/solutions/zero_copy.ipynb): one record per section, live
 on a GPU or replayed, saying which; predictions beside the measured numbers; the device facts once.
 
 The cells also read `zero_copy.plots` (figures) and, in graded cells, `zero_copy.checks`.

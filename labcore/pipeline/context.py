@@ -83,7 +83,7 @@ class Context:
 
     def __repr__(self) -> str:
         shape = [getattr(self, name) for name in INTERFACE]
-        return "<day54 context: {} chunks, {} buffer pairs, {} streams, {}-byte windows>".format(*shape)
+        return "<pipeline context: {} chunks, {} buffer pairs, {} streams, {}-byte windows>".format(*shape)
 
     def _op(self, call: str, k: Any, pair: Any, stream: Any) -> None:
         values = [_integer(call, "chunk", k), _integer(call, "pair", pair)]

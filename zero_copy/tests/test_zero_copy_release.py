@@ -20,9 +20,9 @@ from nbclient import NotebookClient
 
 from zero_copy import notebook
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RELEASE = ROOT / "course" / "zero_copy" / "zero_copy.ipynb"
-SOURCE = ROOT / "solutions" / "zero_copy" / "zero_copy.ipynb"
+SOURCE = ROOT / "zero_copy" / "solutions" / "zero_copy.ipynb"
 CELL_TIMEOUT_S = 600
 MAX_PROSE_WORDS = 2000
 STUB_ERRORS = ("NotImplementedError",)  # what a solution cell's stub raises

@@ -24,7 +24,7 @@ from labcore import answers, ptx
 from zero_copy import checks, gather, kernel, mailbox, model, replay
 from zero_copy.kernel import KERNEL_PATH, compile_options
 
-# -- the reference solutions, as solutions/zero_copy/zero_copy.ipynb writes them ---------------------------------
+# -- the reference solutions, as zero_copy/solutions/zero_copy.ipynb writes them ---------------------------------
 
 
 def break_even_reads(link_gbps, hbm_gbps):

@@ -16,9 +16,9 @@ import pytest
 from labcore import mode
 from labcore.device import DeviceFacts
 from labcore.errors import UsageError, run_cli
-from labcore.profiles import PROFILES_DIR
+from labcore.profiles import RESULTS, shipped_profile
 from labcore.record import Check, PassTimes, Record, load, validate
-from zero_copy import live, model
+from zero_copy import LESSON, live, model
 from zero_copy.__main__ import main
 from zero_copy.config import EXPERIMENTS, Config, PassKey, Planned, as_json, pinned_needs, planned_rows, read_key
 from zero_copy.hostmem import HostMemory, check_host_memory
@@ -26,8 +26,8 @@ from zero_copy.mapped import MappingSupport, require_mapping
 from zero_copy.report import breakeven_verdict, gather_verdict, mailbox_verdict, report
 
 GIB = 1 << 30
-REPO = Path(__file__).resolve().parents[1]
-SHIPPED = PROFILES_DIR / "h200" / "zero_copy" / "results.json"
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = shipped_profile(LESSON) / RESULTS
 RATES = model.Rates(h2d_gbps=54.9, d2h_gbps=54.1, hbm_gbps=4300.0)
 
 
@@ -489,7 +489,7 @@ def test_shipped_profile_is_a_complete_passing_run():
 
 @pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped profile yet")
 def test_default_offline_run_replays_the_shipped_profile():
-    """Without a GPU, plain `python -m zero_copy` replays profiles/h200/zero_copy in under 5 s."""
+    """Without a GPU, plain `python -m zero_copy` replays zero_copy/profiles/h200 in under 5 s."""
     t0 = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "zero_copy"], cwd=REPO, env=_offline_env(), capture_output=True, text=True, timeout=60

@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 
 from day54 import multi_gpu, notebook
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_measure_gpus_with_nothing_to_show_prints_one_line_and_returns_none(monkeypatch, capsys, tmp_path):

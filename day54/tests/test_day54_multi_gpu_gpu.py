@@ -20,7 +20,7 @@ from labcore.device import cupy_or_none, gpu_count
 from labcore.record import Record
 
 pytestmark = pytest.mark.gpu
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
 TWO = pytest.mark.skipif(gpu_count() < 2, reason="needs two GPUs")
 

@@ -1,4 +1,5 @@
-"""Shared fixtures; GPU tests carry the `gpu` marker and skip where CuPy sees no device."""
+"""Shared fixtures of every test folder (tests/ and each lesson's tests/); GPU tests carry the `gpu` marker and skip
+where CuPy sees no device."""
 
 from __future__ import annotations
 

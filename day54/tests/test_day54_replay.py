@@ -14,8 +14,8 @@ from day54.replay import load_profile
 from labcore import nsys
 from labcore.errors import UsageError
 
-ROOT = Path(__file__).resolve().parents[1]
-PROFILE = ROOT / "profiles" / "h200" / "day54"
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE = ROOT / "day54" / "profiles" / "h200"
 
 
 @pytest.fixture(scope="module")

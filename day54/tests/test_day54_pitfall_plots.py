@@ -20,7 +20,7 @@ from labcore import answers
 from labcore.errors import UsageError
 from labcore.pipeline.context import LEGACY
 
-PROFILE = REPO / "profiles" / "h200" / "day54"
+PROFILE = REPO / "day54" / "profiles" / "h200"
 WINDOW = 64 << 20
 RIGHT = pitfalls.pitfall_key()
 

@@ -18,8 +18,8 @@ from labcore.device import gpu_available
 from labcore.errors import UsageError, run_cli
 from labcore.record import validate
 
-ROOT = Path(__file__).resolve().parents[1]
-PROFILE = ROOT / "profiles" / "h200" / "day54"
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE = ROOT / "day54" / "profiles" / "h200"
 
 
 def day54(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -722,7 +722,7 @@ def test_offline_measure_says_it_replays_and_compare_puts_predictions_beside_mea
     run = notebook.measure("gather")
     notebook.compare({"gather_fraction_of_copy": 0.5, "unsorted_over_sorted": None, "gather_gbps": 40.0}, run)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("zero_copy: replay of profiles/h200/zero_copy/results.json, recorded ")
+    assert lines[0].startswith("zero_copy: replay of zero_copy/profiles/h200/results.json, recorded ")
     assert lines[0].endswith("no GPU here, so these are recorded numbers")
     assert lines[2].split()[0] == "gather_fraction_of_copy" and lines[2].split()[-3:] == ["0.5", "0.91", "1.82"]
     assert lines[3].split()[-3:] == ["-", "1.35", "-"]
@@ -898,7 +898,7 @@ def test_live_publish_is_compiled_in_a_child_under_the_limits(monkeypatch):
 def test_the_untouched_publish_stub_fails_with_a_message():
     """The release's MY_PUBLISH cell defines the name before its stub raises; the check on it says what to write."""
     release = nbformat.read(
-        Path(__file__).resolve().parents[1] / "course" / "zero_copy" / "zero_copy.ipynb", as_version=4
+        Path(__file__).resolve().parents[2] / "course" / "zero_copy" / "zero_copy.ipynb", as_version=4
     )
     cell = next(c for c in release.cells if c.get("id") == "my_publish")
     names: dict[str, object] = {}

@@ -24,7 +24,7 @@ from grader import bundle
 from labcore.errors import UsageError
 from labcore.record import validate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def day54(*args: str, profiles: Path) -> subprocess.CompletedProcess:
@@ -52,7 +52,7 @@ def test_without_a_gpu_or_a_profile_it_says_how_to_record_one_and_exits_1(profil
     assert len(lines) == 1, done.stderr
     assert "no GPU here" in lines[0] and "no two-GPU profile is recorded yet" in lines[0]
     assert str(profiles / "h200x2" / "day54" / "multi_gpu.json") in lines[0]
-    assert lines[0].endswith("python -m day54 --gpus --json profiles/h200x2/day54/multi_gpu.json")
+    assert lines[0].endswith("python -m day54 --gpus --json day54/profiles/h200x2/multi_gpu.json")
 
 
 def test_offline_it_replays_the_shipped_profile(profiles, tmp_path):
@@ -110,7 +110,7 @@ def test_records_are_kept_apart_from_the_lab(profiles, tmp_path):
     path = fixture_record().save(tmp_path / "multi.json")
     with pytest.raises(UsageError, match=r"multi.json records the 'day54-multi-gpu' lesson, not 'day54'"):
         load_day54_profile(path)
-    lab = ROOT / "profiles" / "h200" / "day54" / "results.json"
+    lab = ROOT / "day54" / "profiles" / "h200" / "results.json"
     with pytest.raises(UsageError, match=r"records 'day54', not the multi-GPU section"):
         multi_gpu.load_profile(lab)
 
@@ -184,8 +184,9 @@ def test_the_figure_draws_both_experiments_or_says_what_is_missing():
     assert any("a peer copy needs two GPUs" in t.get_text() for t in one.axes[1].texts)
 
 
-def test_the_students_bundle_would_carry_the_two_gpu_profile(profiles):
-    """Once recorded, the profile lies where the bundle takes profiles from (profiles/<gpu>/<lesson>/)."""
-    path = ship(profiles, fixture_record())
-    kept = bundle._shipped_files(profiles, bundle.PROFILES_PACKAGE, ["**/*"], {"labcore", "day54", "zero_copy"})
-    assert path in kept
+def test_the_students_bundle_would_carry_the_two_gpu_profile(tmp_path):
+    """Once recorded, the profile lies where the bundle takes a lesson's files from (its package data)."""
+    folder = tmp_path / multi_gpu.LESSON
+    path = fixture_record().save(tmp_path / multi_gpu.PROFILE)
+    patterns = bundle.package_options(ROOT)["package_data"][multi_gpu.LESSON]
+    assert path in bundle._shipped_files(folder, patterns)

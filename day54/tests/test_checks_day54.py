@@ -18,7 +18,7 @@ from labcore.pipeline.simulate import Rates, simulated_ms
 from wrong_schedules import off_by_one, one_stream, rotating, waits_every
 
 pytestmark = pytest.mark.skipif(gpu_available(), reason="these are the offline paths; with a GPU the checks run live")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STUDENT_RUN = ROOT / "tests" / "data" / "student_run"  # python -m day54.student under nsys on the H200
 MiB = 1 << 20
 
@@ -80,7 +80,7 @@ def test_reference_schedules_are_refused():
 def test_simulator_tracks_the_recorded_run():
     """Simulated naive and pipelined at 64 MiB land within 5% of the recorded H200 medians."""
 
-    record = load_profile(ROOT / "profiles" / "h200" / "day54" / "results.json")
+    record = load_profile(ROOT / "day54" / "profiles" / "h200" / "results.json")
     st = report.stages(record, 64 * MiB)
     rates = Rates.from_stages(st, report.link_floor_ms(record))
     assert simulated_ms(schedules.naive, 16, 1, rates) == pytest.approx(
@@ -246,7 +246,7 @@ def test_ratio_is_judged_against_the_reference_of_the_same_run():
 
 def test_a_hard_coded_sweep_fails_on_the_rescaled_record():
     """Ratios typed in from the recorded run match it, but not a record whose times were rescaled."""
-    record = load_profile(ROOT / "profiles" / "h200" / "day54" / "results.json")
+    record = load_profile(ROOT / "day54" / "profiles" / "h200" / "results.json")
     typed_in = {w: report.ratio(record, w, 2) for w in report.windows(record)}
     with pytest.raises(AssertionError, match=r"on a rescaled record: ratio at 4 MiB is 0\.\d+, the record says"):
         checks.check_sweep_ratios(lambda rec, buffers: dict(typed_in), record, buffers=2)

@@ -16,8 +16,8 @@ from labcore.device import gpu_available
 from labcore.errors import run_cli
 from labcore.exports import median_instance
 
-ROOT = Path(__file__).resolve().parents[1]
-PROFILE = ROOT / "profiles" / "h200" / "day54"
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE = ROOT / "day54" / "profiles" / "h200"
 WINDOW = 64 << 20
 MEDIAN = re.compile(r"median of (\d+): ([\d.]+) ms")
 

@@ -64,5 +64,5 @@ def fixture_record(n_gpus: int = 2, *, span_factor: float = 1.05, peer_enabled: 
 
 
 def ship(profiles: Path, record: Record) -> Path:
-    """Put `record` where the shipped two-GPU profile goes."""
-    return record.save(profiles / multi_gpu.PROFILE)
+    """Put `record` where the shipped two-GPU profile goes, in a COURSE_PROFILES folder (<gpu>/<lesson>/)."""
+    return record.save(profiles / multi_gpu.GPUS / multi_gpu.LESSON / multi_gpu.PROFILE_NAME)

@@ -1,0 +1,44 @@
+"""The packages of the distribution: the shared ones and every lesson of lessons.txt, read here (labcore.lessons).
+
+pyproject.toml holds the project's metadata; the package list is made here from the one list of lessons, so a
+lesson is packaged by its line in lessons.txt. Each lesson ships its modules, its CUDA kernels and its recorded
+profiles (<lesson>/profiles/<gpu>/), never its solutions/ or tests/. The wheel carries the list itself as
+labcore/lessons.txt, where labcore.lessons finds it when no checkout is around it.
+"""
+
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+SHARED = ("labcore", "labcore.pipeline", "grader")
+SHARED_DATA = {"labcore": ["pipeline/kernels/*.cu"]}
+LESSON_DATA = ["kernels/*.cu", "profiles/**/*"]  # a lesson's package data: its kernels and recorded profiles
+
+
+def options(root: Path = ROOT) -> dict:
+    """setup()'s packages and package data for the checkout at root (grader.bundle derives the bundle's from them)."""
+    sys.path.insert(0, str(root))
+    try:
+        from labcore.lessons import read_list
+    finally:
+        sys.path.remove(str(root))
+    listed = read_list(root)
+    return {
+        "packages": [*SHARED, *listed],
+        "package_data": {**SHARED_DATA, **{name: LESSON_DATA for name in listed}},
+    }
+
+
+if __name__ == "__main__":
+    from setuptools import setup
+    from setuptools.command.build_py import build_py
+
+    class BuildWithList(build_py):
+        """build_py, and the list of lessons copied into the built labcore (labcore/lessons.txt)."""
+
+        def run(self) -> None:
+            super().run()
+            shutil.copy2(ROOT / "lessons.txt", Path(self.build_lib) / "labcore" / "lessons.txt")
+
+    setup(**options(), cmdclass={"build_py": BuildWithList})
