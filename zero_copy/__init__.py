@@ -12,3 +12,8 @@ pinned), `harness` (timing and checks for the live experiments), `experiments` (
 
 LESSON = "zero_copy"
 DOMAIN = "zero_copy"  # the NVTX domain of every timed range
+TITLE = "Zero-copy: kernels that read host memory directly"
+SUMMARY = (
+    "Mapped pinned memory: the break-even against copying, a sparse row gather, host-visible results, SAXPY and "
+    "the re-read loop."
+)

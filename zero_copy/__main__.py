@@ -7,12 +7,13 @@ import sys
 from collections.abc import Sequence
 
 from labcore.device import DEVICE_ENV
-from labcore.errors import UsageError, output_file, run_cli
+from labcore.errors import UsageError, output_file, output_folder, run_cli
 from labcore.mode import Mode, live_line
 from labcore.record import Record
 from labcore.sizes import parse_size
 from zero_copy import LESSON, live, replay
 from zero_copy.config import EXPERIMENTS, Config
+from zero_copy.plots import write_all
 from zero_copy.report import report
 
 _SIZE_OPTIONS = {
@@ -20,7 +21,7 @@ _SIZE_OPTIONS = {
     "row_bytes": "row_bytes",
     "buffer_size": "buffer_bytes",
     "stream_size": "stream_bytes",
-    "chunk": "chunk_bytes",
+    "window": "chunk_bytes",
     "saxpy_size": "saxpy_bytes",
 }
 _COUNT_OPTIONS = {
@@ -56,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--row-bytes", help=f"gather: bytes per row, a multiple of 16 (default {defaults.row_bytes})")
     add("--buffer-size", help="break-even, access, re-read: buffer size, a power of two (default 256MiB)")
     add("--stream-size", help="streaming: bytes read once (default 1GiB)")
-    add("--chunk", help="pipeline chunk for streaming and asynchronous SAXPY (default 64MiB)")
+    add("--window", help="pipeline chunk (window) for streaming and asynchronous SAXPY (default 64MiB)")
+    add("--chunk", dest="window", help=argparse.SUPPRESS)  # the option's old name, kept working
     add("--streams", type=int, help=f"streams of the pipelines (default {defaults.n_streams})")
     add("--reads", help="break-even: reads per byte, comma-separated (default 1,2,4,8)")
     add("--reread-k", type=int, help=f"re-read loop: loads per byte (default {defaults.reread_k})")
@@ -65,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--warmup", type=int, help=f"untimed runs before them (default {defaults.warmup})")
     add("--seed", type=int, help="random seed of the inputs (default 0)")
     add("--json", metavar="PATH", help="write the results record (labcore.record) here")
+    add("--plot", metavar="DIR", help="also write the break-even and gather plots here")
     add(
         "--from-profile",
         metavar="DIR",
@@ -130,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = config_from(args)
     if args.json:
         output_file(args.json, "--json")  # before a live run of minutes, not after it
+    if args.plot:
+        output_folder(args.plot, "--plot")
     mode = Mode.decide(args.from_profile or None, args.device)
     record = _live(cfg, argv) if mode.live else _replay(args, mode)
     only = cfg.only if args.only else None
@@ -138,6 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(f"results record: {record.save(args.json)}", file=sys.stderr)
     print(report(record, only))
+    if args.plot:
+        for path in write_all(record, args.plot):
+            print(f"wrote {path}", file=sys.stderr)
     return 0 if all(check.ok for check in record.checks) else 1
 
 

@@ -75,7 +75,7 @@ def _check_sizes(cfg: Config) -> None:
         )
     for option, nbytes in (
         ("--stream-size", cfg.stream_bytes),
-        ("--chunk", cfg.chunk_bytes),
+        ("--window", cfg.chunk_bytes),
         ("--saxpy-size", cfg.saxpy_bytes),
     ):
         if nbytes < VECTOR_BYTES or nbytes % VECTOR_BYTES:
@@ -85,7 +85,7 @@ def _check_sizes(cfg: Config) -> None:
             )
     if cfg.chunk_bytes > min(cfg.stream_bytes, cfg.saxpy_bytes):
         raise UsageError(
-            f"--chunk {format_size(cfg.chunk_bytes)} is larger than the data it splits "
+            f"--window {format_size(cfg.chunk_bytes)} is larger than the data it splits "
             f"(--stream-size {format_size(cfg.stream_bytes)}, "
             f"--saxpy-size {format_size(cfg.saxpy_bytes)})"
         )

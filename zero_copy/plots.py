@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from matplotlib.figure import Figure
 
-from labcore.plots import bars
+from labcore.plots import bars, save
 from labcore.record import Record
-from zero_copy import model
+from zero_copy import LESSON, model
 from zero_copy.config import planned_rows
 from zero_copy.report import breakeven_verdict, rates
 
@@ -66,3 +68,13 @@ def gather(record: Record) -> Figure:
         unit="GB/s",
         title=f"{plan['n_rows']:,} rows of {plan['row_bytes']} B on {record.device.name}",
     )
+
+
+def write_all(record: Record, directory: str | Path) -> list[Path]:
+    """The PNGs `python -m zero_copy --plot DIR` writes: the break-even and the gather, for the experiments the
+    record holds."""
+    directory = Path(directory)
+    figures = {"breakeven": breakeven, "gather": gather}
+    return [
+        save(draw(record), directory / f"{LESSON}_{name}.png") for name, draw in figures.items() if name in record.extra
+    ]

@@ -52,7 +52,7 @@ SMALL_RUN = [
     "16MiB",
     "--stream-size",
     "64MiB",
-    "--chunk",
+    "--window",
     "16MiB",
     "--saxpy-size",
     "64MiB",
