@@ -39,9 +39,9 @@ def _parsed(text: str) -> list[dict[str, str | None]]:
 
 
 def test_log_gets_one_plain_line_per_step_and_no_carriage_return():
-    """Three steps into a StringIO: exactly three lines 'day54: k/3 label (s)', no '\\r', nothing else."""
+    """Three steps into a StringIO: exactly three lines 'lesson_a: k/3 label (s)', no '\\r', nothing else."""
     log = io.StringIO()
-    with progress(3, "day54", file=log) as bar:
+    with progress(3, "lesson_a", file=log) as bar:
         assert log.getvalue() == ""  # nothing before the first step finishes
         bar.update("closed form")
         bar.update("pipelined b=2")
@@ -49,9 +49,9 @@ def test_log_gets_one_plain_line_per_step_and_no_carriage_return():
     assert "\r" not in log.getvalue()
     rows = _parsed(log.getvalue())
     assert [(r["desc"], r["n"], r["total"], r["label"]) for r in rows] == [
-        ("day54", "1", "3", "closed form"),
-        ("day54", "2", "3", "pipelined b=2"),
-        ("day54", "3", "3", None),
+        ("lesson_a", "1", "3", "closed form"),
+        ("lesson_a", "2", "3", "pipelined b=2"),
+        ("lesson_a", "3", "3", None),
     ]
 
 
@@ -78,11 +78,11 @@ def test_set_description_renames_the_following_lines():
 def test_terminal_gets_a_tqdm_bar():
     """A stream that is a tty gets tqdm's output: carriage returns, the description and the 0/3 count."""
     tty = FakeTTY()
-    with progress(3, "day54", file=tty) as bar:
+    with progress(3, "lesson_a", file=tty) as bar:
         for label in ("a", "b", "c"):
             bar.update(label)
     out = tty.getvalue()
-    assert "\r" in out and "day54" in out and "0/3" in out
+    assert "\r" in out and "lesson_a" in out and "0/3" in out
     assert not any(LINE.match(line) for line in out.splitlines())
 
 
@@ -90,8 +90,8 @@ def test_stream_without_isatty_gets_plain_lines():
     """An object with only write() and flush() counts as no terminal."""
     writer = BareWriter()
     with progress(1, "generate", file=writer) as bar:
-        bar.update("day54")
-    assert [r["label"] for r in _parsed(writer.text)] == ["day54"]
+        bar.update("lesson_a")
+    assert [r["label"] for r in _parsed(writer.text)] == ["lesson_a"]
 
 
 def test_default_is_stderr_at_call_time(capsys):
@@ -107,8 +107,8 @@ def test_track_counts_an_item_once_its_loop_body_is_done():
     """track yields the items in order; each line appears after that item's body ran, labelled with the item."""
     log = io.StringIO()
     lines_during_body = []
-    for name in track(["day54", "zero_copy"], "generate", unit="nb", file=log):
+    for name in track(["lesson_a", "lesson_b"], "generate", unit="nb", file=log):
         lines_during_body.append((name, len(log.getvalue().splitlines())))
-    assert lines_during_body == [("day54", 0), ("zero_copy", 1)]
+    assert lines_during_body == [("lesson_a", 0), ("lesson_b", 1)]
     rows = _parsed(log.getvalue())
-    assert [(r["n"], r["total"], r["label"]) for r in rows] == [("1", "2", "day54"), ("2", "2", "zero_copy")]
+    assert [(r["n"], r["total"], r["label"]) for r in rows] == [("1", "2", "lesson_a"), ("2", "2", "lesson_b")]
