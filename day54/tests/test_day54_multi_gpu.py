@@ -1,6 +1,6 @@
 """The multi-GPU section offline: `python -m day54 --gpus`, its record and its tables.
 
-Every record here is a test fixture (tests/multi_gpu_fixture.py: made-up round numbers on a "Fixture GPU"), never
+Every record here is a test fixture (day54/tests/multi_gpu_fixture.py: made-up round numbers on a "Fixture GPU"), never
 shipped: no two-GPU profile is recorded yet. Commands run with CUDA_VISIBLE_DEVICES empty, so they are offline on a
 GPU machine too, and with COURSE_PROFILES pointing at a temporary folder, so a profile shipped later changes nothing.
 """

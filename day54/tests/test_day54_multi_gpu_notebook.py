@@ -1,6 +1,6 @@
 """Section 7 of the day-54 notebook (several GPUs) offline: what its cells call, and the release's cells run.
 
-Records are test fixtures (tests/multi_gpu_fixture.py), never shipped. The release cells run
+Records are test fixtures (day54/tests/multi_gpu_fixture.py), never shipped. The release cells run
 with CUDA_VISIBLE_DEVICES empty and COURSE_PROFILES pointing at a temporary folder: offline on any machine, with
 or without the two-GPU profile that the test puts there.
 """
