@@ -62,7 +62,6 @@ STILL_NAMING = {
     "tests/test_course_e2e.py": "the day-54 hidden sweep check that a wrong answer fails",
     "tests/test_browser.py": "each lesson's first graded verdict shown in JupyterLab",
     "tests/test_labcore.py": "labcore's figures and records exercised on a lesson's shipped record",
-    "tests/test_preprocessors.py": "the sandbox library's withheld lesson module",
 }
 LESSON_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
