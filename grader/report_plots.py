@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import collections
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from grader.report_data import ClassData
-    from labcore.checking import Result
+from grader.report_data import ClassData
+from labcore.checking import Result
 
 
 def title(result: Result) -> str:
