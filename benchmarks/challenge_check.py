@@ -5,9 +5,9 @@
 
 Part 1 calls the check's live procedure (`day54.checks._challenge_live`: fresh input, rounds of the course's best,
 the candidate and the duplex probe, the first and the last round's outputs verified) `--runs` times per candidate
-and prints each verdict (over the course's best) and its ratio over the link floor. Part 2 times the probe and the course's best schedule round
-after round, with the output poisoned before each repeat on the GPU, on the CPU, or not at all, and prints every
-repeat, so a drifting probe shows as what it is.
+and prints each verdict (over the course's best) and its ratio over the link floor. Part 2 times the probe and
+the course's best schedule round after round, with the output poisoned before each repeat on the GPU, on the CPU,
+or not at all, and prints every repeat, so a drifting probe shows as what it is.
 """
 
 from __future__ import annotations
