@@ -160,7 +160,7 @@ def test_collecting_files_the_answers_and_judges_nothing(tmp_path, monkeypatch, 
     ],
 )
 def test_the_rounds_stop_early_only_when_every_round_is_clearly_on_one_side(ratios, decided):
-    assert checks._challenge_decided(ratios) is decided
+    assert checks.challenge_decided(ratios) is decided
 
 
 # -- the live rounds on injected timings (checks.challenge_rounds: the GPU's timer is the seam) ----------------
