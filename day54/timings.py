@@ -59,10 +59,12 @@ CHALLENGE_FLOOR_NOISE = 0.013
 CHALLENGE_MAX_BUFFERS = 8
 CHALLENGE_MAX_STREAMS = 16
 # A round runs the course's best, yours and the duplex probe once each, back to back; the verdict is the median of
-# the rounds' (yours / the course's best). 10 rounds at most, stopping early once 5 or more all lie CHALLENGE_DECIDED
-# (a fraction) or more on the same side of the factor: at most 30 timed runs and 2 warm-ups, the 15 rounds of two
-# runs and 2 warm-ups the check took against the probe alone (about 0.9 GPU seconds a student, 2026-12-03).
-CHALLENGE_ROUNDS = 10
+# the rounds' (yours / the course's best). 9 rounds at most, stopping early once 5 or more all lie CHALLENGE_DECIDED
+# (a fraction) or more on the same side of the factor. Counted in passes over the link (a verify is about a run):
+# at most 27 timed runs, 2 warm-ups and 4 verifies (the first and the last round's best and yours), 33, under the
+# 15 rounds of two runs, 2 warm-ups and 2 verifies (34) the check took against the probe alone (about 0.9 GPU
+# seconds a student, 2026-12-03); a schedule clearly on one side stops after 6 rounds (24).
+CHALLENGE_ROUNDS = 9
 CHALLENGE_EARLY_ROUNDS = 5
 CHALLENGE_DECIDED = 0.005
 LINK_WINDOW = 64 * MiB  # the duplex probe always runs as in the lesson: 64 MiB copies, one stream per direction
