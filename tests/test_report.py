@@ -190,6 +190,17 @@ def test_the_challenge_leaderboard(graded):
     assert all(row[6] == "simulated" for row in board[1:])
 
 
+def test_anonymous_names_no_student(graded, tmp_path):
+    """--anonymous: the leaderboard by place, failures by count, the CSV without ids; the numbers the same."""
+    done = grader("report", str(graded.root), "--anonymous", "--out", str(tmp_path))
+    assert done.rc == 0, done.err
+    text = (tmp_path / "index.html").read_text()
+    for student in (*DAY54, UNTOUCHED_TWICE, ZERO_COPY):
+        assert student not in text, student
+    assert {m.student for m in read_csv(tmp_path / "measured.csv")} == {"anonymous"}
+    assert len(read_csv(tmp_path / "measured.csv")) == len(read_csv(graded.page.parent / "measured.csv"))
+
+
 def test_the_page_names_no_absolute_path(graded):
     """Neither the grading directory, the checkout nor any other absolute path appears on the page."""
     assert str(graded.root) not in graded.text and str(ROOT) not in graded.text
