@@ -3,11 +3,11 @@
     python benchmarks/challenge_check.py [--runs 2] [--windows 8,16,32] [--buffers 3,4,6,8] [--probe-rounds 7]
                                          [--schedules pipelined,lookahead] [--part both|verdicts|probe]
 
-Part 1 calls the check's live procedure (`day54.checks._challenge_live`: fresh input, rounds of the duplex probe
-then the candidate, each run followed by the same verify-and-poison pass, every output of the candidate verified)
-`--runs` times per candidate and prints each verdict. Part 2 times the probe and the course's best schedule round
-after round, with the output poisoned before each repeat on the GPU, on the CPU, or not at all, and prints every
-repeat, so a drifting probe shows as what it is.
+Part 1 calls the check's live procedure (`day54.checks._challenge_live`: fresh input, rounds of the course's best,
+the candidate and the duplex probe, the first and the last round's outputs verified) `--runs` times per candidate
+and prints each verdict (over the course's best) and its ratio over the link floor. Part 2 times the probe and
+the course's best schedule round after round, with the output poisoned before each repeat on the GPU, on the CPU,
+or not at all, and prints every repeat, so a drifting probe shows as what it is.
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ def verdicts(args: argparse.Namespace) -> None:
                 recorded = checks.traced(fn, TOTAL // w, b, w, b)
                 found = [checks._challenge_live(recorded, checks.CHALLENGE_ROUNDS) for _ in range(args.runs)]
                 label = f"{name} w={w // MiB}MiB b={b}"
-                text = ", ".join(f"{f.over_floor:.3f} ({f.mine_ms:.2f}/{f.link_floor_ms:.2f})" for f in found)
+                text = ", ".join(
+                    f"{f.over_best:.3f} best, {f.over_floor:.3f} floor ({f.mine_ms:.2f}/{f.link_floor_ms:.2f})"
+                    for f in found
+                )
                 print(f"  {label:<26} {text}", flush=True)
                 rows.append((max(f.over_floor for f in found), label))
     print("worst verdict per candidate, best first")

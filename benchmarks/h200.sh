@@ -6,6 +6,8 @@
 #   corpus      pytest tests/test_corpus.py: the adversarial corpus graded live (its `live` points apply)
 #   cli         python -m <each lesson> --device 0 (live), then --device 7 (a GPU that is not there)
 #   challenge   benchmarks/challenge_check.py: the probe per repeat, and the check's verdicts per candidate
+#   bar         benchmarks/challenge_bar.py ${BAR_ARGS}: the challenge's bar (the solutions notebook 5 of 5, a copy of
+#               the course's best N of N passed, 64 MiB x 2 N of N failed; N = --runs, 20 by default)
 #   profile     benchmarks/checker_profile.py for both assignments
 #   class N     benchmarks/class_grade.py --students N --jobs 8 ${CLASS_ARGS} (e.g. --checker-profile /tmp/prof)
 #   class-part N S   the same, the autograde stopped after S s; its stored results come back as $OUT/saved.tar
@@ -42,6 +44,9 @@ while [[ $# -gt 0 ]]; do
       done ;;
     challenge)
       { time timeout 400 python3 benchmarks/challenge_check.py ${CHALLENGE_ARGS:-}; } > "$out/challenge_check.txt" 2>&1 ;;
+    bar)
+      { time timeout ${BAR_S:-500} python3 benchmarks/challenge_bar.py ${BAR_ARGS:-}; echo "exit $?"; } \
+        > "$out/challenge_bar.txt" 2>&1 ;;
     profile)
       for a in $lessons; do
         timeout ${PROFILE_S:-250} python3 benchmarks/checker_profile.py --assignment "$a" > "$out/profile_$a.txt" 2>&1

@@ -1,12 +1,13 @@
 """The checks autograded notebook cells call. Each raises AssertionError with the measured numbers.
 
-Every check says how it decided: live on the GPU it measures (fresh random
-input, repeats and medians, events cross-checked against a host clock);
-without a GPU it simulates the submitted trace on the course's recorded H200
-stage times (labcore.pipeline.simulate), and says so. The nsys exports a student's own
-run left beside the notebook (`day54_run_*.csv`) never earn a point: offline
-they are compared with the trace (a contradiction fails the check) and what
-they measured is shown as unverified.
+Every check says how it decided, and a timing check records what it measured as data (labcore.checking.Result),
+its sentence rendered from that. The four timing sources are one module each: live on the GPU
+(day54.timing_live: fresh random input, repeats and medians, events cross-checked against a host clock);
+without a GPU, the submitted trace simulated on the course's recorded H200 stage times (day54.timing_sim); the
+nsys exports a student's own run left beside the notebook (day54.timing_exports: `day54_run_*.csv`, never a
+point: offline they are compared with the trace, a contradiction fails the check, and what they measured is
+shown as unverified); the shipped recorded profile the analysis checks judge on (day54.timing_recorded). What
+they share is day54.timings. This module asks the questions and judges.
 
 The configurations the correctness, reuse and practice checks record a
 schedule at (chunk counts, buffers, windows) are drawn for each grading run
@@ -25,35 +26,51 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import pickle
 import random
-import secrets
-import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from day54 import DOMAIN, pitfalls, report, schedules
-from day54.config import MiB, PassKey
+from day54 import pitfalls, report, schedules
+from day54.config import MiB
 from day54.model import Stages, chain_ms, fill_drain_ms, predict
-from day54.replay import COPY_SLACK_BYTES, from_exports, shipped_profile
-from labcore import answers
-from labcore.checking import assert_own_function, say, verdicts
+from day54.replay import shipped_profile
+from day54.timing_exports import RUN_PREFIX as RUN_PREFIX
+from day54.timing_exports import student_exports as _student_exports
+from day54.timing_live import challenge_live as _challenge_live
+from day54.timing_live import challenge_rounds as challenge_rounds
+from day54.timing_live import live_correct as _live_correct
+from day54.timing_live import live_timing as _live_timing
+from day54.timing_recorded import SWEEP_RESCALED
+from day54.timing_recorded import scaled as _scaled
+from day54.timing_sim import challenge_simulated as _challenge_simulated
+from day54.timing_sim import simulated_timing as _simulated_timing
+from day54.timings import CHALLENGE_DECIDED as CHALLENGE_DECIDED
+from day54.timings import CHALLENGE_EARLY_ROUNDS as CHALLENGE_EARLY_ROUNDS
+from day54.timings import (
+    CHALLENGE_FACTOR,
+    CHALLENGE_FLOOR_NOISE,
+    CHALLENGE_MAX_BUFFERS,
+    CHALLENGE_MAX_STREAMS,
+    CHALLENGE_NOISE,
+    CHALLENGE_ROUNDS,
+    COURSE_BEST,
+    TIMED_TOTAL_BYTES,
+    ChallengeSettings,
+    ChallengeTiming,
+    KiB,
+    Timing,
+    format_window,
+)
+from day54.timings import LINK_WINDOW as LINK_WINDOW
+from day54.timings import challenge_decided as challenge_decided
+from labcore import answers, checking
+from labcore.checking import Result, assert_own_function, say, verdicts
 from labcore.device import gpu_available
-from labcore.errors import UsageError
-from labcore.exports import Exports
-from labcore.gpulock import gpu_turn
 from labcore.pipeline import trace
-from labcore.pipeline.context import LEGACY, CupyContext, HostArrays
+from labcore.pipeline.context import LEGACY
 from labcore.pipeline.recording import RecordingContext
-from labcore.pipeline.simulate import Rates, simulate, simulated_ms
-from labcore.pipeline.verify import bit_exact_check, check_bit_exact
 from labcore.record import Record
-from labcore.timing import time_pass
-
-RUN_PREFIX = "day54_run"
-KiB = 1 << 10
-HOST_CLOCK_SLACK = 1.25  # host clock after a device sync may exceed the events by launch latency, not more
 
 
 def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
@@ -166,14 +183,6 @@ def ask_trace(schedule: Callable[[Any], None], n_chunks: int, buffers: int, wind
     return trace.record(schedule, n_chunks, buffers, n_streams=streams, window_bytes=window).to_json()
 
 
-def format_window(window: int) -> str:
-    """64 MiB, 12 KiB, 1000 B."""
-    for unit, scale in (("MiB", MiB), ("KiB", KiB)):
-        if window >= scale and window % scale == 0:
-            return f"{window // scale} {unit}"
-    return f"{window} B"
-
-
 def _shape(recorded: trace.Trace) -> str:
     """16 chunks, 2 buffers, 64 MiB windows."""
     return f"{recorded.n_chunks} chunks, {recorded.n_buffers} buffers, {format_window(recorded.window_bytes)} windows"
@@ -201,29 +210,6 @@ def _fake_problems(recorded: trace.Trace) -> str | None:
     if not problems:
         return None
     return f"{_shape(recorded)}: {len(problems)} problem(s); first bad chunk {problems[0].chunk}: {problems[0].message}"
-
-
-def _expected_output(host: HostArrays, ctx: CupyContext) -> Any:
-    """Naive's output for the host's input, kept on the device (ctx.expected_output); the host output poisoned."""
-    with gpu_turn():  # untimed, but it would disturb a neighbour's timed pass
-        expected = ctx.expected_output()
-        host.poison()
-    return expected
-
-
-def _live_correct(recorded: trace.Trace) -> str:
-    """Replay a trace on the GPU on fresh random input, output poisoned first, against naive bit for bit."""
-    n_chunks, buffers, window = recorded.n_chunks, recorded.n_buffers, recorded.window_bytes
-    host = HostArrays(window * n_chunks)
-    host.fill_random(secrets.randbelow(2**31))
-    ctx = CupyContext(host, window, buffers, 512)
-    reference = _expected_output(host, ctx)
-    with gpu_turn():
-        recorded.replay(ctx)
-        ctx.synchronize()
-    check = check_bit_exact("your schedule", host.device_view(host.h_out), reference, ctx.chunk_elems)
-    assert check.ok, f"live, {n_chunks} chunks, {buffers} buffers, {format_window(window)}: {check.detail}"
-    return check.detail
 
 
 def check_schedule_correct(schedule: Callable[[Any], None], *, buffers: int = 2, n_chunks: int = 16) -> None:
@@ -317,176 +303,10 @@ def check_good_practice(schedule: Callable[[Any], None], *, buffers: int = 2) ->
 
 # -- timing -----------------------------------------------------------------------------------------
 
-TIMED_TOTAL_BYTES = 1 << 30  # the lesson's array: what the live, exported and simulated timings all move
 REFERENCE_FACTOR = 1.05  # your pipelined time may exceed the reference pipeline's, same run and GPU, by this much
 # A live pass this far (a factor) inside both thresholds after one round is decided: more than twice the spread of one
 # round's median on the H200 (0.562-0.567 for the 64 MiB ratio over 20 rounds). A fail always takes every round.
 CLEAR_MARGIN = 1.025
-
-
-@dataclasses.dataclass(frozen=True)
-class Timing:
-    """Naive, the reference pipeline and your schedule, measured (or simulated) together, and how."""
-
-    naive_ms: float
-    reference_ms: float
-    mine_ms: float
-    how: str
-
-    @property
-    def ratio(self) -> float:
-        return self.mine_ms / self.naive_ms
-
-    @property
-    def over_reference(self) -> float:
-        return self.mine_ms / self.reference_ms
-
-
-def _timed_against(host: HostArrays, expected: Any, chunk_elems: int) -> Callable[[str], dict[str, Any]]:
-    """time_pass hooks that verify the last timed run of a pass: its output poisoned just before it, and checked
-    against `expected` on the GPU (and poisoned again) once it is done. Yours must be bit-exact; the course's own
-    runs must be too, or the grading machine is at fault. What is timed is a replay of a recorded trace, the same
-    operations on the same streams every run, judged race-free on the fake first, so one verified run stands for
-    every run of the pass; the verify costs a pass over the link, about a run's time, so verifying every run
-    would double the GPU time of a check."""
-
-    def hooks(name: str) -> dict[str, Any]:
-        def after() -> None:
-            check = bit_exact_check(name, host.verify_and_poison(expected, chunk_elems), host.h_out.size // chunk_elems)
-            if name == "yours":
-                assert check.ok, f"the output of a timed run of your schedule is wrong: {check.detail}"
-            elif not check.ok:
-                raise RuntimeError(f"the course's {name} schedule gave a wrong output on this GPU: {check.detail}")
-
-        return dict(before_last=host.poison, after_last=after)
-
-    return hooks
-
-
-def _live_timing(recorded: trace.Trace, rounds: int, clear: Callable[[Timing], bool] | None = None) -> Timing:
-    """Naive, reference and yours on one GPU in the same run; each one's last run of every round verified.
-
-    Yours is the trace, replayed: what is timed is what the checks judged. With `clear`, the rounds stop early
-    once the medians so far give a verdict that `clear` calls beyond doubt (a class's GPU time goes to the
-    schedules near a threshold)."""
-    window, buffers = recorded.window_bytes, recorded.n_buffers
-    host = HostArrays(TIMED_TOTAL_BYTES)
-    host.fill_random(secrets.randbelow(2**31))
-    ctx = CupyContext(host, window, buffers, 512)
-    hooks = _timed_against(host, _expected_output(host, ctx), ctx.chunk_elems)
-    medians: dict[str, list[float]] = {"naive": [], "reference": [], "yours": []}
-    runs = {
-        "naive": lambda: schedules.naive(ctx.with_buffers(1)),
-        "reference": lambda: schedules.pipelined(ctx),
-        "yours": lambda: recorded.replay(ctx),
-    }
-    for done in range(1, rounds + 1):
-        for name, fn in runs.items():
-            found = time_pass(
-                fn,
-                key=f"grader {name}",
-                name=name,
-                params={},
-                domain="grader",
-                repeats=3,
-                warmup=1 if done == 1 else 0,  # later rounds follow a run of the same work
-                **hooks(name),
-            )
-            host_ms = statistics.median(found.host_ms)
-            assert host_ms <= found.median_ms * HOST_CLOCK_SLACK + 1.0, (
-                f"{name}: events say {found.median_ms:.2f} ms but the host clock after a device synchronize says "
-                f"{host_ms:.2f} ms: work ran outside the blocking streams the events wait for"
-            )
-            medians[name].append(found.median_ms)
-        naive, reference, mine = (statistics.median(medians[n]) for n in ("naive", "reference", "yours"))
-        rounds_text = f"{done} round{'s' if done > 1 else ''}"
-        timing = Timing(naive, reference, mine, f"live, medians of {rounds_text}, verified every round")
-        if clear is not None and clear(timing):
-            break
-    return timing
-
-
-def _recorded_sequences(recorded: trace.Trace) -> list:
-    """What a trace enqueues on each stream, (kind, bytes) in order; streams in order of first use."""
-    window = recorded.window_bytes
-    ctx = RecordingContext(recorded.n_chunks, recorded.n_buffers, n_streams=recorded.n_streams, window_bytes=window)
-    recorded.replay(ctx)
-    by_stream: dict[int, list[tuple[str, int]]] = {}
-    for rec in ctx.ops:
-        by_stream.setdefault(rec.stream, []).append((rec.op, 0 if rec.op == "kernel" else window))
-    return list(by_stream.values())
-
-
-def _exported_sequences(ops: Any, window: int) -> list:
-    """The same from one exported range instance (issue order is the CUDA correlation id)."""
-    by_stream: dict[int, list[tuple[str, int]]] = {}
-    for row in ops.sort_values("corr_id").itertuples(index=False):
-        size = 0 if row.kind == "kernel" else window if abs(int(row.bytes) - window) <= COPY_SLACK_BYTES else row.bytes
-        by_stream.setdefault(int(row.stream), []).append((row.kind, int(size)))
-    return list(by_stream.values())
-
-
-def _student_exports(recorded: trace.Trace, directory: Path) -> str | None:
-    """What your own run's nsys exports say about the trace being timed: a line of feedback, never a time that
-    counts. Exports that contradict the trace (per stream another sequence of operations than it enqueues) or
-    that are not one consistent run fail the check, saying so; exports of another configuration are only named."""
-    if not any(directory.glob(f"{RUN_PREFIX}_*.csv")):
-        return None
-    window, buffers, n_chunks = recorded.window_bytes, recorded.n_buffers, recorded.n_chunks
-    try:
-        exports = Exports(directory, DOMAIN)
-        record = from_exports(directory, exports=exports)
-    except UsageError as exc:  # NsysFormatError too: exports of two runs, or edited ones
-        raise AssertionError(
-            f"your run's exports ({RUN_PREFIX}_*.csv) are not one consistent run: {exc}; record your run again "
-            f"with the notebook's cell, or hand in none"
-        ) from None
-    key = PassKey("student", window, buffers)
-    if not record.has_pass(key) or record.config["total_bytes"] != window * n_chunks:
-        return f"your run's exports hold no '{key}' pass of {n_chunks} chunks: nothing of them compared here"
-    exported = _exported_sequences(exports.by_key[str(key)][0], window)
-    expected = _recorded_sequences(recorded)
-    if exported != expected:
-        counts = [len(s) for s in exported], [len(s) for s in expected]
-        raise AssertionError(
-            f"your exports are not a run of the schedule in this notebook: per stream they hold "
-            f"{counts[0]} operations in another order than the {counts[1]} your schedule enqueues "
-            f"({n_chunks} chunks, {buffers} buffers); record your run again with this schedule, or hand in none"
-        )
-    naive, reference = (
-        report.measured(record, name, window, depth) for name, depth in (("naive", 1), ("pipelined", buffers))
-    )
-    mine = record.pass_times(key).median_ms
-    return (
-        f"your run measured {mine:.2f} ms, pipelined/naive = {mine / naive:.3f}, {mine / reference:.3f}x the "
-        f"reference pipeline ({RUN_PREFIX}_*.csv; unverified: shown, not graded)"
-    )
-
-
-@functools.cache
-def _simulated_course(window: int, buffers: int, n_chunks: int, rates: Rates) -> tuple[float, float]:
-    """Naive and the reference pipeline simulated: the same for every submission a warm checker grades."""
-    return (
-        simulated_ms(schedules.naive, n_chunks, 1, rates),
-        simulated_ms(schedules.pipelined, n_chunks, buffers, rates),
-    )
-
-
-def _simulated_timing(recorded: trace.Trace, record: Record) -> Timing:
-    """Naive, the reference and the submitted trace simulated on the record's stage times (the pipeline's simulator)."""
-    window, buffers = recorded.window_bytes, recorded.n_buffers
-    stages = report.stages(record, window)
-    assert stages.n_chunks == recorded.n_chunks, f"the record has {stages.n_chunks} chunks at this window"
-    rates = Rates.from_stages(stages, report.link_floor_ms(record))
-    naive, reference = _simulated_course(window, buffers, stages.n_chunks, rates)
-    mine = max((o.end_ns for o in simulate(_on_fake(recorded), rates)), default=0) / 1e6
-    return Timing(
-        naive,
-        reference,
-        mine,
-        f"offline, simulated on the recorded {record.device.name} stage times "
-        f"(naive {naive:.2f} ms, yours {mine:.2f} ms simulated)",
-    )
 
 
 def measure_schedule(
@@ -530,49 +350,50 @@ def check_pipelined_ratio(
         return max(timing.ratio / threshold, timing.over_reference / REFERENCE_FACTOR) < 1 / CLEAR_MARGIN
 
     timing = _timing(recorded, 3, Path("."), clear)  # the very calls just checked
+    ratio, over = (checking.record(r) for r in ratio_results(timing, window, buffers, threshold))
     where = f"at {window // MiB} MiB with {buffers} buffers ({timing.how})"
-    assert timing.ratio <= threshold, (
-        f"pipelined/naive = {timing.ratio:.3f} {where}, above the {threshold:.2f} threshold"
-    )
-    assert timing.over_reference <= REFERENCE_FACTOR, (
-        f"your schedule takes {timing.over_reference:.3f}x the reference pipeline's time {where}: more than "
+    assert ratio.passed, f"pipelined/naive = {ratio.value:.3f} {where}, above the {threshold:.2f} threshold"
+    assert over.passed, (
+        f"your schedule takes {over.value:.3f}x the reference pipeline's time {where}: more than "
         f"{REFERENCE_FACTOR:.2f}x; something in it serializes what the reference overlaps"
     )
     say(
-        f"pipelined/naive = {timing.ratio:.3f} <= {threshold:.2f}, {timing.over_reference:.3f}x the reference "
+        f"pipelined/naive = {ratio.value:.3f} <= {threshold:.2f}, {over.value:.3f}x the reference "
         f"pipeline <= {REFERENCE_FACTOR:.2f}x {where}"
     )
 
 
-# -- the challenge: the fastest correct schedule, against the link floor ---------------------------------
+def ratio_results(timing: Timing, window: int, buffers: int, threshold: float) -> tuple[Result, Result]:
+    """check_pipelined_ratio's two numbers as data: pipelined/naive, and yours over the reference pipeline."""
+    setting = f"{format_window(window)}, {buffers} buffers"
+    times = f"naive {timing.naive_ms:.2f} ms, the reference {timing.reference_ms:.2f} ms, yours {timing.mine_ms:.2f} ms"
+    return (
+        Result(
+            "day54 pipelined/naive",
+            setting,
+            "pipelined / naive",
+            timing.ratio,
+            "x",
+            timing.source,
+            reference=timing.reference_ms / timing.naive_ms,
+            threshold=threshold,
+            detail=times,
+        ),
+        Result(
+            "day54 yours / the reference pipeline",
+            setting,
+            "x the reference pipeline",
+            timing.over_reference,
+            "x",
+            timing.source,
+            reference=1.0,
+            threshold=REFERENCE_FACTOR,
+            detail=times,
+        ),
+    )
 
-CHALLENGE_FACTOR = 1.05  # the challenge is met at most this far above the link floor measured in the same run
-CHALLENGE_MAX_BUFFERS = 8
-CHALLENGE_MAX_STREAMS = 16
-# The link's duplex rate wanders by a few percent over seconds, so the probe and yours alternate one run each, and
-# the verdict is the median of the rounds' ratios: 15 rounds at most, stopping early once 5 or more all lie this far
-# (a fraction) on the same side of the factor.
-CHALLENGE_ROUNDS = 15
-CHALLENGE_EARLY_ROUNDS = 5
-CHALLENGE_DECIDED = 0.005
-LINK_WINDOW = 64 * MiB  # the duplex probe always runs as in the lesson: 64 MiB copies, one stream per direction
 
-
-@dataclasses.dataclass(frozen=True)
-class ChallengeSettings:
-    """The challenge's free choices: window (bytes), buffer pairs and streams."""
-
-    window: int
-    buffers: int
-    streams: int
-
-    @property
-    def n_chunks(self) -> int:
-        return TIMED_TOTAL_BYTES // self.window
-
-    def describe(self) -> str:
-        chunks = f"{format_window(self.window)} windows ({self.n_chunks} chunks)"
-        return f"{chunks}, {self.buffers} buffers, {self.streams} streams"
+# -- the challenge: the fastest correct schedule, against the course's best --------------------------------
 
 
 def challenge_settings(settings: Any) -> ChallengeSettings:
@@ -641,106 +462,55 @@ def _trace_of(text: Any, question: str, want: tuple[int, int, int, int]) -> trac
     return found
 
 
-@dataclasses.dataclass(frozen=True)
-class ChallengeTiming:
-    mine_ms: float
-    link_floor_ms: float
-    over_floor: float
-    how: str
-
-
-def _challenge_decided(ratios: list[float]) -> bool:
-    """Whether the rounds so far settle the verdict: enough of them, all clearly on one side of the factor."""
-    above, below = CHALLENGE_FACTOR * (1 + CHALLENGE_DECIDED), CHALLENGE_FACTOR * (1 - CHALLENGE_DECIDED)
-    return len(ratios) >= CHALLENGE_EARLY_ROUNDS and (min(ratios) >= above or max(ratios) <= below)
-
-
-def _challenge_live(recorded: trace.Trace, rounds: int) -> ChallengeTiming:
-    """Yours and the duplex probe alternating, one run each a round, on one GPU; yours verified in the first round
-    and the last.
-
-    The link's duplex rate drifts by several percent over seconds, so each round's ratio compares two runs taken
-    back to back, and the verdict is the median of the rounds' ratios. Once CHALLENGE_EARLY_ROUNDS rounds all lie on
-    one side of the factor, each by CHALLENGE_DECIDED or more, the rest would not move the median across it: one
-    more round (verified) ends it. On a quiet H200 one schedule's verdicts agree within 0.3%; on a busy one its
-    rounds spread by +-6% and all of them run.
-    """
-    host = HostArrays(TIMED_TOTAL_BYTES)
-    host.fill_random(secrets.randbelow(2**31))
-    base = CupyContext(host, LINK_WINDOW, 2, 512)
-    hooks = _timed_against(host, _expected_output(host, base), base.chunk_elems)
-    mine_ctx = CupyContext(host, recorded.window_bytes, recorded.n_buffers, 512, n_streams=recorded.n_streams)
-    ratios, mine_all, floor_all = [], [], []
-    for done in range(1, rounds + 1):
-        last = done == rounds or _challenge_decided(ratios)
-        timed = dict(params={}, domain="grader", repeats=1, warmup=1 if done == 1 else 0)
-        verified = done == 1 or last  # and the probe's run then follows the same poison pass as yours
-        floor = time_pass(
-            lambda: schedules.duplex(base),
-            key="grader duplex",
-            name="duplex",
-            before_last=host.poison if verified else None,
-            **timed,
-        ).median_ms
-        mine = time_pass(
-            lambda: recorded.replay(mine_ctx),
-            key="grader challenge",
-            name="challenge",
-            **timed,
-            **(hooks("yours") if verified else {}),
-        ).median_ms
-        ratios.append(mine / floor)
-        mine_all.append(mine)
-        floor_all.append(floor)
-        if last:
-            break
-    return ChallengeTiming(
-        statistics.median(mine_all),
-        statistics.median(floor_all),
-        statistics.median(ratios),
-        f"live, median of {len(ratios)} rounds of (yours / link floor), one run each back to back, yours verified",
+def challenge_results(found: ChallengeTiming, picked: ChallengeSettings) -> tuple[Result, Result]:
+    """The challenge's two numbers as data: yours over the course's best (judged) and over the link floor (shown,
+    and what the class report ranks by)."""
+    live = found.source == "live"
+    detail = (
+        f"yours {found.mine_ms:.2f} ms, the course's best {found.best_ms:.2f} ms, the link floor "
+        f"{found.link_floor_ms:.2f} ms ({found.how})"
     )
+    best = Result(
+        "day54 challenge: yours / the course's best",
+        "your settings",
+        "x the course's best",
+        found.over_best,
+        "x",
+        found.source,
+        reference=1.0,
+        threshold=CHALLENGE_FACTOR,
+        noise=CHALLENGE_NOISE if live else None,
+        detail=f"{picked.describe()}: {detail}",
+    )
+    floor = Result(
+        "day54 challenge: yours / the link floor",
+        "your settings",
+        "x the link floor",
+        found.over_floor,
+        "x",
+        found.source,
+        reference=found.best_ms / found.link_floor_ms,
+        noise=CHALLENGE_FLOOR_NOISE if live else None,
+        detail=f"{picked.describe()}: {detail}",
+        ranked=True,
+    )
+    return best, floor
 
 
-def _challenge_rates(record: Record, window: int) -> Rates:
-    """Per-chunk stage times at any window from a record: per-byte rates plus a fixed cost per operation.
-
-    The record's smallest and largest windows give both: a pass of N chunks costs N x (bytes/rate + fixed).
-    """
-    windows = report.windows(record)
-    small, large = min(windows), max(windows)
-    total = TIMED_TOTAL_BYTES
-    per_chunk = []
-    for name in ("h2d", "kernel", "d2h"):
-        t_small, t_large = (report.measured(record, name, w, 1) for w in (small, large))
-        n_small, n_large = total // small, total // large
-        fixed = max(0.0, (t_small - t_large) / (n_small - n_large)) if n_small != n_large else 0.0
-        streaming = t_large - n_large * fixed
-        per_chunk.append(streaming * window / total + fixed)
-    link = report.link_floor_ms(record)
-    main = report.stages(record, report.main_window(record, None))
-    stretch = 1.0 if link is None else max(1.0, link / max(main.h2d_ms, main.d2h_ms))
-    return Rates(*per_chunk, duplex_stretch=stretch)
-
-
-def _challenge_simulated(recorded: trace.Trace, record: Record) -> ChallengeTiming:
-    link = report.link_floor_ms(record)
-    assert link is not None, f"the record from {record.source} has no duplex probe, so no link floor"
-    rates = _challenge_rates(record, recorded.window_bytes)
-    mine = simulated_ms(recorded.replay, recorded.n_chunks, recorded.n_buffers, rates, n_streams=recorded.n_streams)
-    return ChallengeTiming(
-        mine,
-        link,
-        mine / link,
-        f"offline, simulated on the recorded {record.device.name} stage times with a fixed cost per operation "
-        f"(yours {mine:.2f} ms simulated, link floor {link:.2f} ms recorded)",
+def challenge_words(best: Result, floor: Result) -> str:
+    """The challenge's sentence, rendered from its results."""
+    noise = f" (noise +-{best.noise:.1%})" if best.noise is not None else ""
+    return (
+        f"{best.value:.3f}x the course's best{noise}, {floor.value:.3f}x the link floor (the course's best "
+        f"{floor.reference:.3f}x) at {best.detail}"
     )
 
 
 def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
-    """Optional: your fastest correct schedule's time over the link floor measured in the same run.
+    """Optional: your fastest correct schedule's time over the course's best schedule measured in the same rounds.
 
-    Met at CHALLENGE_FACTOR or less. Correct first: the schedule is judged by the ordering rules at the timed
+    Met at CHALLENGE_FACTOR or less (its noise CHALLENGE_NOISE beside it); your time over the link floor is shown
+    too, and ranks you in the class report. Correct first: the schedule is judged by the ordering rules at the timed
     configuration and at three chunk counts drawn for this grading run with the same buffers, streams and window
     (1, an odd count 3-31, one the buffers do not divide 5-60), and live its timed runs of the first and the last
     round are verified. Prints the ratio and returns nothing (a value shown by a graded cell
@@ -777,26 +547,15 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
     found = (
         _challenge_live(timed, CHALLENGE_ROUNDS) if gpu_available() else _challenge_simulated(timed, shipped_profile())
     )
-    where = f"{picked.describe()} ({found.how})"
-    assert found.over_floor <= CHALLENGE_FACTOR, (
-        f"your schedule takes {found.mine_ms:.2f} ms, {found.over_floor:.3f}x the link floor "
-        f"({found.link_floor_ms:.2f} ms) at {where}; the challenge asks for at most {CHALLENGE_FACTOR:.2f}x"
+    best, floor = (checking.record(result) for result in challenge_results(found, picked))
+    assert best.passed, (
+        f"your schedule takes {challenge_words(best, floor)}\nthe challenge asks for at most {CHALLENGE_FACTOR:.2f}x "
+        f"the course's best ({COURSE_BEST.describe()}, measured in the same rounds)"
     )
-    say(
-        f"challenge met: {found.mine_ms:.2f} ms, {found.over_floor:.3f}x the link floor ({found.link_floor_ms:.2f} ms) "
-        f"<= {CHALLENGE_FACTOR:.2f}x at {where}"
-    )
+    say(f"challenge met, at most {CHALLENGE_FACTOR:.2f}x the course's best: {challenge_words(best, floor)}")
 
 
 # -- analysis functions the student writes --------------------------------------------------------------
-
-
-def _scaled(record: Record, factor: dict[str, float]) -> Record:
-    """A copy of a record whose pass times are scaled per pass name: fresh numbers no one could hard-code."""
-    clone = pickle.loads(pickle.dumps(record))  # a deep copy, 20x faster than through to_dict and from_dict
-    for p in clone.passes:
-        p.times_ms = [t * factor.get(p.name, 1.0) for t in p.times_ms]
-    return clone
 
 
 def check_sweep_ratios(
@@ -838,9 +597,6 @@ def check_sweep_ratios(
     result = got[0]
     say("ratios: " + ", ".join(f"{w // MiB} MiB {r:.3f}" for w, r in sorted(result.items())))
     return result
-
-
-SWEEP_RESCALED = {"pipelined": 0.9, "naive": 1.1}
 
 
 @answers.asker

@@ -59,7 +59,7 @@ from grader.layout import (
     TIMED_OUT,
     TIMES_KEY,
 )
-from grader.report import pending_gpu
+from grader.report_data import pending_gpu
 from grader.runner import KILLED, REPO, last_error, nbgrader
 from grader.status import pending, state
 from labcore.device import gpu_available

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from labcore import answers
+from labcore import answers, checking
 
 MAX_TEXT = 100_000  # characters of a cell's printed text kept (the rest is cut, saying so)
 
@@ -56,8 +56,10 @@ def error(ename: str, evalue: str, lines: list[str] | None = None) -> dict[str, 
 
 
 def run_cell(ip: Any, source: str, count: int) -> list[dict[str, Any]]:
-    """Run one cell as In [count]; its outputs: what it printed (stdout, stderr), then the error it raised, if any,
-    with the traceback a notebook's kernel would show ("Cell In[count], line L": feedback reads the line)."""
+    """Run one cell as In [count]; its outputs: what it printed (stdout, stderr), what its checks measured (as data:
+    labcore.checking.outputs), then the error it raised, if any, with the traceback a notebook's kernel would show
+    ("Cell In[count], line L": feedback reads the line)."""
+    checking.drain()  # a result belongs to the cell whose check recorded it
     out, err = io.StringIO(), io.StringIO()
     ip.execution_count = count  # the number IPython names the cell by in tracebacks
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -66,6 +68,7 @@ def run_cell(ip: Any, source: str, count: int) -> list[dict[str, Any]]:
     for name, buffer in (("stdout", out), ("stderr", err)):
         if buffer.getvalue():
             outputs.append({"output_type": "stream", "name": name, "text": _cut(buffer.getvalue())})
+    outputs += checking.outputs(checking.drain())
     exc = result.error_before_exec or result.error_in_exec
     if exc is not None:
         if isinstance(exc, SyntaxError):  # IPython's own would show the frame of its compiler

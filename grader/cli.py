@@ -116,6 +116,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     report = sub.add_parser("report", help="an HTML class report: scores, failure reasons, measured ratios")
     report.add_argument("dir", metavar="DIR")
     report.add_argument("--out", metavar="HTML", help="the page (default DIR/report/index.html); PNGs beside it")
+    report.add_argument(
+        "--anonymous", action="store_true", help="name no student: leaderboards by place, failures by count"
+    )
     for command in (val, setup_cmd, auto, feedback):
         command.add_argument("--assignment", metavar="A", help="only this assignment (default: all)")
     for command in (val, auto):

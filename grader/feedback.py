@@ -23,7 +23,7 @@ from pathlib import Path
 
 from grader.grading import GradingDir
 from grader.layout import COURSE_ID
-from grader.report import pending_gpu
+from grader.report_data import pending_gpu, result_words, student_results
 from grader.runner import nbgrader_or_fail
 from grader.status import machine_paths, pending, strip_paths
 
@@ -152,9 +152,18 @@ def pending_gpu_line(cells: dict[str, float]) -> str:
     )
 
 
+def measured_note(results: list) -> str:
+    """What the checks measured for this student (labcore.checking.Result, read from the test cells' outputs), as
+    a list atop the page ('' when they measured nothing)."""
+    if not results:
+        return ""
+    items = "".join(f"<li>{html.escape(result_words(r))}</li>" for r in results)
+    return f'<div class="measured"><p style="font-weight:bold">Measured by the checks:</p><ul>{items}</ul></div>'
+
+
 def finish_pages(grading: GradingDir, assignment: str) -> None:
-    """Each page: the written answers still waiting and the cells pending a GPU named at the top, no path of the
-    grading machine."""
+    """Each page: the written answers still waiting, the cells pending a GPU and what the checks measured at the
+    top, no path of the grading machine."""
     from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
 
     paths = machine_paths(grading)
@@ -168,7 +177,7 @@ def finish_pages(grading: GradingDir, assignment: str) -> None:
             ]
             note = "".join(
                 f'<p class="{kind}" style="font-weight:bold">{html.escape(line)}</p>' for kind, line in lines if line
-            )
+            ) + measured_note(student_results(grading, assignment, page.stem, student))
             if note:
                 text = re.sub(r"(<body[^>]*>)", lambda m, note=note: m.group(1) + note, text, count=1)
             page.write_text(text)

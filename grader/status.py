@@ -2,7 +2,7 @@
 pending a GPU, not submitted, or not graded and why. The CSV export, the autograde table and the feedback pages
 say it in these words, so that a real 0 never looks like a missing one, nor a 0 pending a GPU like a failure.
 
-The state of a submission is the class report's (grader.report.submission_state); a student whose folder
+The state of a submission is the class report's (grader.report_data.submission_state); a student whose folder
 collect took no notebook from (misnamed, nested) is "not graded: skipped at collect: ..." (DIR/collect_skipped.json,
 written by grader.grading.collect).
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from grader.grading import GradingDir, export, skipped_at_collect, source_notebooks
 from grader.layout import COURSE_ID, unrecorded_note
-from grader.report import pending_gpu, pending_gpu_words, submission_state
+from grader.report_data import pending_gpu, pending_gpu_words, submission_state
 from grader.runner import REPO
 
 GRADED = "graded"
@@ -26,7 +26,7 @@ PENDING = "graded, written answers pending"
 # then, where a check could not verify a cell offline: "; pending a GPU: test_publish (3 points)" (grader.report)
 NOT_SUBMITTED = "not submitted"
 SKIPPED = "skipped at collect"
-UNRECORDED_STATE = "not graded (autograde has not recorded it)"  # grader.report.submission_state's words
+UNRECORDED_STATE = "not graded (autograde has not recorded it)"  # grader.report_data.submission_state's words
 
 
 def written_cells(grading: GradingDir, assignment: str) -> dict[tuple[str, str], float]:

@@ -17,10 +17,13 @@ grading (labcore.answers.grading()) nothing changes: the grader words its own er
 from __future__ import annotations
 
 import ast
+import collections
+import dataclasses
 import functools
 import linecache
+import math
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
 from typing import Any
 
@@ -34,6 +37,128 @@ RED, BOLD, RESET = "\x1b[31m", "\x1b[1m", "\x1b[0m"
 def say(message: str) -> None:
     """Checks print how they decided, so feedback shows it."""
     print(f"[check] {message}")
+
+
+# -- what a check measured, as data ------------------------------------------------------------------------------
+
+SOURCES = ("live", "exports", "simulated", "recorded")  # where a number came from
+RESULT_MIME = "application/vnd.labcore.result+json"  # a test cell's output that carries one Result
+RECORDED_MAX = 64  # results kept for the grader to collect; a student's own kernel keeps only the last ones
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """One number a check measured and judged: what, at which setting, its value, the reference's value in the same
+    run, the threshold, the unit, the relative noise of the measurement, and where the number came from (SOURCES:
+    live on the GPU, the student's own nsys exports, simulated on recorded stage times, or a recorded profile).
+
+    The check that measured it records it (`record`); the grader turns it into an output of the test cell
+    (`outputs`), which the class report, its CSV and the feedback read back (`results_in`); the sentence a student
+    sees is rendered from it by the check."""
+
+    check: str  # the check and what it compares: "day54 challenge: yours / the course's best"
+    setting: str  # "16 MiB windows (64 chunks), 6 buffers, 6 streams"
+    quantity: str  # the axis: "x the course's best"
+    value: float
+    unit: str  # "x", "ms", "fraction"
+    source: str
+    reference: float | None = None  # the reference's value, measured the same way in the same run
+    threshold: float | None = None  # None: shown, not judged
+    passes_below: bool = True  # passes at or below the threshold (else at or above)
+    noise: float | None = None  # the measurement's own relative spread (0.014: +-1.4%), where the check knows it
+    detail: str = ""  # what else the check says of the number (its settings, the times behind a ratio)
+    ranked: bool = False  # the class report ranks the class by this number (a leaderboard), ties within the noise
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"a result's source is one of {', '.join(SOURCES)}, not {self.source!r}")
+        for name in ("value", "reference", "threshold", "noise"):
+            number = getattr(self, name)
+            if number is not None and (isinstance(number, bool) or not math.isfinite(float(number))):
+                raise ValueError(f"a result's {name} is a finite number, not {number!r}")
+
+    @property
+    def passed(self) -> bool | None:
+        """Whether the value is on the threshold's passing side (None: nothing to pass)."""
+        if self.threshold is None:
+            return None
+        return self.value <= self.threshold if self.passes_below else self.value >= self.threshold
+
+    @property
+    def figure(self) -> str:
+        """One histogram per check and setting: a file name's stem."""
+        text = f"{self.check} {self.setting}".lower()
+        return "-".join("".join(c if c.isalnum() else " " for c in text).split())
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Result:
+        """A result read back from data; ValueError (or TypeError) for anything that is not one."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a result is a mapping, not {type(data).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"a result has no field {unknown[0]!r}")
+        texts = ("check", "setting", "quantity", "unit", "source")
+        if not isinstance(data.get("detail", ""), str):
+            raise TypeError("a result's detail is text")
+        for name in texts:
+            if not isinstance(data.get(name), str):
+                raise TypeError(f"a result's {name} is text, not {type(data.get(name)).__name__}")
+        numbers = {
+            name: None if data.get(name) is None else float(data[name])
+            for name in ("value", "reference", "threshold", "noise")
+            if name in data
+        }
+        if numbers.get("value") is None:
+            raise ValueError("a result has no value")
+        return cls(
+            **{n: data[n] for n in texts},
+            **numbers,
+            passes_below=bool(data.get("passes_below", True)),
+            detail=data.get("detail", ""),
+            ranked=bool(data.get("ranked", False)),
+        )
+
+
+_recorded: collections.deque[Result] = collections.deque(maxlen=RECORDED_MAX)
+
+
+def record(result: Result) -> Result:
+    """Keep what a check measured for the grader to collect (grader.cells adds it to the test cell's outputs)."""
+    _recorded.append(result)
+    return result
+
+
+def drain() -> list[Result]:
+    """The results recorded since the last drain, oldest first; forgotten here."""
+    found = list(_recorded)
+    _recorded.clear()
+    return found
+
+
+def outputs(results: Iterable[Result]) -> list[dict[str, Any]]:
+    """Notebook outputs (display_data) carrying results as data: what a graded test cell's outputs hold."""
+    return [
+        {"output_type": "display_data", "data": {RESULT_MIME: result.to_dict()}, "metadata": {}} for result in results
+    ]
+
+
+def results_in(cell_outputs: Iterable[Any]) -> list[Result]:
+    """The results among a cell's outputs, in order; an output that is not a well-formed result is skipped."""
+    found = []
+    for output in cell_outputs:
+        data = output.get("data") if output.get("output_type") == "display_data" else None
+        if not isinstance(data, Mapping) or RESULT_MIME not in data:
+            continue
+        try:
+            found.append(Result.from_dict(data[RESULT_MIME]))
+        except (TypeError, ValueError):
+            continue
+    return found
 
 
 def assert_own_function(

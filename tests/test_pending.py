@@ -10,7 +10,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from grader import autograde, cli, feedback, preprocessors, report
+from grader import autograde, cli, feedback, preprocessors, report_data, report_html
 from grader.grading import GradingDir
 from grader.layout import PENDING_GPU, TIMED_OUT
 from grader.outputs import error_output
@@ -49,10 +49,10 @@ def test_the_exception_is_named_as_the_grader_reads_it():
 
 
 def test_the_cells_pending_are_found_by_the_error_name_with_their_points(autograded):
-    assert report.pending_gpu(autograded, "zc", ["zc"], "ann") == {"test_publish": 3.0}
-    assert report.pending_gpu(autograded, "zc", ["zc"], "bob") == {}  # no autograded notebook: nothing pending
-    assert report.pending_gpu_words({"test_publish": 3.0}) == "pending a GPU: test_publish (3 points)"
-    assert report.pending_gpu_words({}) == ""
+    assert report_data.pending_gpu(autograded, "zc", ["zc"], "ann") == {"test_publish": 3.0}
+    assert report_data.pending_gpu(autograded, "zc", ["zc"], "bob") == {}  # no autograded notebook: nothing pending
+    assert report_data.pending_gpu_words({"test_publish": 3.0}) == "pending a GPU: test_publish (3 points)"
+    assert report_data.pending_gpu_words({}) == ""
 
 
 def test_the_table_names_them_apart_from_the_failures(autograded):
@@ -98,13 +98,13 @@ def test_the_class_report_counts_them_apart_from_full_marks_and_zeros():
     )
     states = pd.DataFrame([("zc", s, "graded") for s in ("ann", "bob")], columns=["assignment", "student", "state"])
     failures = pd.DataFrame(columns=["assignment", "cell", "student", "reason", "example"])
-    data = report.ClassData(cells, grades, states, failures, [])
-    scores = {row[0]: row[1:] for row in report._score_rows(data, "zc")}
+    data = report_data.ClassData(cells, grades, states, failures, [])
+    scores = {row[0]: row[1:] for row in report_html._score_rows(data, "zc")}
     # points, graded, full marks, 0, in between, pending a GPU, mean
     assert scores["<code>test_publish</code>"] == ["#3", "#2", "#1", "#0", "#0", "#1", "#1.50"]
     assert scores["<code>test_gather</code>"] == ["#2", "#2", "#1", "#1", "#0", "#0", "#1.00"]
     assert scores["<b>autograded total</b>"][5] == "#1"  # one student has a cell pending
-    page = report.render("class", data, {})
+    page = report_html.render("class", data, {})
     assert '<table id="pending-gpu-zc">' in page and "<h3>Pending a GPU</h3>" in page
     pending_table = page.split('<table id="pending-gpu-zc">', 1)[1].split("</table>", 1)[0]
     assert "<code>test_publish</code>" in pending_table and "ann" in pending_table and "bob" not in pending_table
@@ -129,3 +129,39 @@ def test_each_feedback_page_names_its_cells_pending_a_gpu_at_the_top(autograded,
         f'<html><body class=\'x\'><p class="pending-written" style="font-weight:bold">{written}</p>'
         f'<p class="pending-gpu" style="font-weight:bold">{gpu}</p><p>the page</p>'
     ), text
+
+
+def test_the_feedback_page_shows_what_the_checks_measured(autograded, monkeypatch):
+    """A test cell's results (labcore.checking.Result as display_data) become lines atop the student's page."""
+    import contextlib
+
+    import nbgrader.api
+
+    from labcore.checking import Result, outputs
+
+    path = autograded.root / "autograded" / "ann" / "zc" / "zc.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    best = Result(
+        "day54 challenge: yours / the course's best",
+        "your settings",
+        "x the course's best",
+        1.012,
+        "x",
+        "live",
+        reference=1.0,
+        threshold=1.03,
+        noise=0.014,
+    )
+    nb.cells.append(_test_cell("test_challenge", 0, *map(nbformat.from_dict, outputs([best]))))
+    nbformat.write(nb, path)
+    monkeypatch.setattr(nbgrader.api, "Gradebook", lambda *args: contextlib.nullcontext(None))
+    monkeypatch.setattr(feedback, "pending", lambda *args: {})
+    page = autograded.root / "feedback" / "ann" / "zc" / "zc.html"
+    page.parent.mkdir(parents=True)
+    page.write_text("<html><body><p>the page</p></body></html>")
+    feedback.finish_pages(autograded, "zc")
+    text = page.read_text()
+    assert (
+        "<li>day54 challenge: yours / the course&#x27;s best (your settings): 1.012 x the course&#x27;s best, met: "
+        "at most 1.03, the reference 1.000, noise +-1.4%, live</li>"
+    ) in text

@@ -2,7 +2,8 @@
 
 The class: four day54 submissions from the corpus (the reference, the untouched release twice, a schedule that
 synchronizes the device after every chunk) graded once for the module, and one zero_copy submission collected but
-not graded. The parsing of the checks' lines and the grouping of failure reasons are also tested on their own.
+not graded. The checks' results as data (their round trip through a cell's outputs and the CSV), the leaderboard
+with its ties and the grouping of failure reasons are also tested on their own.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from types import SimpleNamespace
 import pytest
 from corpus import CORPUS, POINTS
 
-from grader.report import measured_in, reason, scrub
+from grader.report_data import Measured, leaderboard, read_csv, reason, scrub, write_csv
+from labcore.checking import Result, outputs, results_in
 from labcore.device import gpu_available
 
 from installed import grader
@@ -102,7 +104,7 @@ def test_not_a_grading_directory_is_one_line_and_exit_2(tmp_path):
 
 
 def test_the_report_is_written_and_summed_up(graded):
-    """Exit 0; the page, the two day54 PNGs of scores and ratios; the headline names the top failure."""
+    """Exit 0; the page, the day54 PNGs of scores and ratios, the CSV; the headline names the top failure."""
     assert graded.run.rc == 0, graded.run.err
     lines = graded.run.out.splitlines()
     assert lines[0] == f"grader report: {graded.root} -> {graded.page}"
@@ -110,7 +112,8 @@ def test_the_report_is_written_and_summed_up(graded):
     assert (
         lines[2] == "zero_copy: 0 of 5 students graded (4 not submitted, 1 not graded (autograde has not recorded it))"
     )
-    for name in ("scores-day54.png", "day54-ratio-64MiB-2buffers.png", "day54-challenge.png"):
+    figures = ("day54-pipelined-naive-64-mib-2-buffers", "day54-challenge-yours-the-course-s-best-your-settings")
+    for name in ("scores-day54.png", *(f"{figure}.png" for figure in figures)):
         assert (graded.page.parent / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert f'src="{name}"' in graded.text
     assert not list(graded.page.parent.glob("*zero_copy*.png"))  # nothing graded there, nothing printed
@@ -159,14 +162,43 @@ def test_failure_reasons_most_common_first(graded):
 def test_measured_ratios_against_the_reference(graded):
     """64 MiB: the reference's 0.578-ish ratio passes, the synchronizing schedule's 1.0 misses; threshold 0.70."""
     table = rows(graded.text, "measured-day54")
-    ratio = table["day54 pipelined/naive at 64 MiB with 2 buffers"]
-    students, passed, _, low, high, threshold, reference = ratio[:7]
-    assert (students, passed, threshold) == ("2", "1", "<= 0.7")
+    ratio = table["day54 pipelined/naive (64 MiB, 2 buffers)"]
+    students, passed, _, low, high, threshold, reference, noise, source = ratio[:9]
+    assert (students, passed, threshold, noise, source) == ("2", "1", "<= 0.7", "", "2 simulated")
     assert float(low) < 0.7 < float(high) and float(high) == pytest.approx(1.0, abs=0.02)
     assert float(reference) == pytest.approx(float(low), abs=2e-3)  # the reference student is the reference pipeline
-    assert table["day54 pipelined/naive at 4 MiB with 2 buffers"][:2] == ["1", "1"]  # the hidden check, after a pass
-    challenge = table["day54 challenge: your time / the link floor"]
-    assert challenge[:2] == ["2", "2"] and challenge[5:7] == ["<= 1.05", "1.000"]
+    assert table["day54 pipelined/naive (4 MiB, 2 buffers)"][:2] == ["1", "1"]  # the hidden check, after a pass
+    challenge = table["day54 challenge: yours / the course's best (your settings)"]
+    assert challenge[:2] == ["2", "2"] and challenge[5:7] == ["<= 1.03", "1.000"]
+
+
+def test_the_csv_holds_every_measured_number(graded):
+    """measured.csv beside the page: one row per number, read back as the page's results."""
+    found = read_csv(graded.page.parent / "measured.csv")
+    ratios = [m for m in found if m.result.check == "day54 pipelined/naive" and "64 MiB" in m.result.setting]
+    assert len(ratios) == 2 and {m.result.source for m in ratios} == {"simulated"}
+    assert {m.student for m in ratios} <= set(DAY54) | {UNTOUCHED_TWICE}
+    assert all(m.assignment == "day54" and m.cell.startswith("test_") for m in found)
+
+
+def test_the_challenge_leaderboard(graded):
+    """The challenge ranks the class by yours over the link floor: the page's leaderboard, simulated offline."""
+    board = Tables(graded.text).tables["leaderboard-day54"]
+    assert board[0][:4] == ["place", "student", "x the link floor", "noise"]
+    places = [row[0] for row in board[1:]]
+    assert places and places[0].startswith("1")
+    assert all(row[6] == "simulated" for row in board[1:])
+
+
+def test_anonymous_names_no_student(graded, tmp_path):
+    """--anonymous: the leaderboard by place, failures by count, the CSV without ids; the numbers the same."""
+    done = grader("report", str(graded.root), "--anonymous", "--out", str(tmp_path))
+    assert done.rc == 0, done.err
+    text = (tmp_path / "index.html").read_text()
+    for student in (*DAY54, UNTOUCHED_TWICE, ZERO_COPY):
+        assert student not in text, student
+    assert {m.student for m in read_csv(tmp_path / "measured.csv")} == {"anonymous"}
+    assert len(read_csv(tmp_path / "measured.csv")) == len(read_csv(graded.page.parent / "measured.csv"))
 
 
 def test_the_page_names_no_absolute_path(graded):
@@ -228,51 +260,77 @@ def test_one_reason_however_the_numbers_paths_and_student_fall():
     )
 
 
-@pytest.mark.parametrize(
-    "line, panel, value, threshold, reference, how",
-    [
-        (
-            "[check] pipelined/naive = 0.600 <= 0.70, 1.040x the reference pipeline <= 1.05x at 64 MiB with 2 buffers "
-            "(live, medians of 3 rounds, every timed output verified)",
-            "day54 pipelined/naive at 64 MiB with 2 buffers",
-            0.6,
-            0.7,
-            0.6 / 1.04,
-            "live",
-        ),
-        (
-            "your schedule takes 1.200x the reference pipeline's time at 4 MiB with 2 buffers (from your run's nsys "
-            "exports (day54_run_*.csv), the operation sequence checked against your schedule): more than 1.05x; "
-            "something in it serializes what the reference overlaps",
-            "day54 your time / the reference pipeline's at 4 MiB with 2 buffers",
-            1.2,
-            1.05,
-            1.0,
-            "exports",
-        ),
-        (
-            "your schedule takes 30.00 ms, 1.340x the link floor (22.38 ms) at 8 MiB windows (128 chunks), 2 buffers, "
-            "2 streams (live, median of 7 rounds); the challenge asks for at most 1.05x",
-            "day54 challenge: your time / the link floor",
-            1.34,
-            1.05,
-            1.0,
-            "live",
-        ),
-        (
-            "live, medians of 5: your gather 1.100 ms = 46.5 GB/s, the pinned copy of the same 51.2 MB 0.930 ms = "
-            "55.1 GB/s: 0.85 of it, below 0.85",
-            "zero_copy gather / the pinned copy of the same 51.2 MB batch",
-            0.85,
-            0.85,
-            None,
-            "live",
-        ),
-    ],
-)
-def test_the_checks_lines_are_read(line, panel, value, threshold, reference, how):
-    """Each check's pass or fail line gives its number, threshold, the reference's value and how it measured."""
-    found = measured_in(line, None)[0]
-    assert (found.panel.title, found.value, found.threshold, found.how) == (panel, value, threshold, how)
-    assert found.reference == (pytest.approx(reference) if reference is not None else None)
-    assert measured_in("[check] ratios: 4 MiB 0.559, 64 MiB 0.582, 256 MiB 0.643", None) == []
+def result(value: float, noise: float | None = 0.013, **more) -> Result:
+    return Result(
+        "day54 challenge: yours / the link floor",
+        "your settings",
+        "x the link floor",
+        value,
+        "x",
+        more.pop("source", "live"),
+        reference=1.065,
+        noise=noise,
+        ranked=True,
+        **more,
+    )
+
+
+def measured(student: str, value: float, **more) -> Measured:
+    return Measured("day54", "day54", "test_challenge", student, result(value, **more))
+
+
+def test_a_result_travels_through_a_cells_outputs_and_the_csv(tmp_path):
+    """A check's result comes back equal from a test cell's outputs (JSON and back, as the checker sends them) and
+    from the CSV; a malformed output is no result."""
+    import json
+
+    one = result(1.071, detail="16 MiB windows (64 chunks), 6 buffers, 6 streams: yours 24.1 ms")
+    two = Result("zero_copy gather / the pinned copy", "51.2 MB batch", "fraction", 0.91, "fraction", "recorded")
+    cell = json.loads(json.dumps(outputs([one, two])))
+    forged = [
+        {"output_type": "display_data", "data": {"application/vnd.labcore.result+json": {"value": "x"}}},
+        {
+            "output_type": "display_data",
+            "data": {"application/vnd.labcore.result+json": {**one.to_dict(), "source": "mine"}},
+        },
+        {"output_type": "stream", "name": "stdout", "text": "pipelined/naive = 0.100 <= 0.70"},
+    ]
+    assert results_in(cell + forged) == [one, two]  # a sentence is never read as a number
+    rows = [Measured("day54", "day54", "test_challenge", "ann", one), Measured("zero_copy", "zc", "test_g", "bob", two)]
+    assert read_csv(write_csv(rows, tmp_path / "m.csv")) == rows
+    anonymous = read_csv(write_csv(rows, tmp_path / "a.csv", anonymous=True))
+    assert {m.student for m in anonymous} == {"anonymous"} and [m.result for m in anonymous] == [one, two]
+    assert one.passed is None and two.passed is None  # shown, not judged
+    with pytest.raises(ValueError, match="source"):
+        result(1.0, source="guessed")
+    with pytest.raises(ValueError, match="finite"):
+        result(float("nan"))
+
+
+def test_the_leaderboard_ranks_by_the_floor_ratio_with_ties_within_the_noise():
+    """1.060 and 1.070 lie within 1.3% of each other: one place, shown as a tie; 1.120 is the next place (3rd)."""
+    found = [measured("cy", 1.12), measured("ann", 1.07), measured("bob", 1.06), measured("dee", 1.30, noise=None)]
+    found.append(
+        Measured(
+            "day54",
+            "day54",
+            "test_challenge",
+            "ann",
+            Result(
+                "day54 challenge: yours / the course's best", "your settings", "x", 1.005, "x", "live", threshold=1.03
+            ),
+        )
+    )
+    board = leaderboard(found, "day54 challenge: yours / the link floor")
+    assert [(s.place, s.student, s.tied) for s in board] == [
+        (1, "bob", True),
+        (1, "ann", True),
+        (3, "cy", False),
+        (4, "dee", False),
+    ]
+    assert [o.value for o in board[1].others] == [1.005] and board[0].others == ()
+    assert {s.student for s in leaderboard(found, "day54 challenge: yours / the link floor", anonymous=True)} == {
+        "anonymous"
+    }
+    exact = leaderboard([measured("a", 1.06, noise=None), measured("b", 1.0601, noise=None)], found[0].result.check)
+    assert [s.place for s in exact] == [1, 2]  # without a noise nothing ties but equal numbers

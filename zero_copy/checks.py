@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from labcore import answers, nvrtc, ptx
-from labcore.checking import assert_own_function, say, verdicts
+from labcore import answers, checking, nvrtc, ptx
+from labcore.checking import Result, assert_own_function, say, verdicts
 from labcore.device import gpu_available
 from labcore.pending import PendingGPU, pending_message
 from labcore.record import Record
@@ -298,7 +298,22 @@ def check_gather_launch(gather_launch: Callable[[int], Any], n_values: tuple[int
     )
 
 
-def _recorded_gather(sorted_ids: np.ndarray, threads: int, threshold: float) -> None:
+def gather_result(fraction: float, threshold: float, source: str, batch_bytes: int, **more: Any) -> Result:
+    """check_gather_bandwidth's number as data: the gather's GB/s over the pinned copy's for the same batch."""
+    return Result(
+        "zero_copy gather / the pinned copy",
+        f"{batch_bytes / 1e6:.1f} MB batch",
+        "fraction of the copy's GB/s",
+        fraction,
+        "fraction",
+        source,
+        threshold=threshold,
+        passes_below=False,
+        **more,
+    )
+
+
+def _recorded_gather(sorted_ids: np.ndarray, threads: int, threshold: float, batch_bytes: int) -> None:
     """Offline: the recorded H200 gather with sorted or unsorted ids, whichever order the student's ids have."""
     record = replay.load_profile()
     plan, verdict = record.extra["gather"], gather_verdict(record)
@@ -311,7 +326,12 @@ def _recorded_gather(sorted_ids: np.ndarray, threads: int, threshold: float) -> 
         f"ids moved {found.gbps():.1f} GB/s = {fraction:.2f} of the pinned copy of the same batch "
         f"({verdict['copy_gbps']:.1f} GB/s)"
     )
-    assert fraction >= threshold, (
+    found_result = checking.record(
+        gather_result(
+            fraction, threshold, "recorded", batch_bytes, reference=verdict["fraction_of_copy"], detail=f"{path} ids"
+        )
+    )
+    assert found_result.passed, (
         f"your ids are not in ascending order (ids[{descent}] > ids[{descent + 1}]); {where}, below {threshold}"
         if descent is not None
         else f"{where}, below {threshold}"
@@ -341,7 +361,7 @@ def check_gather_bandwidth(
     run, how, (threads, _, sorted_ids, _) = _gather_verdict(asked, repeats=GATHER_REPEATS)
     if run is None:
         say(how)
-        _recorded_gather(sorted_ids, threads, threshold)
+        _recorded_gather(sorted_ids, threads, threshold, asked.ids.size * asked.row_bytes)
         return
     fraction = run.fraction_of_copy
     measured = (
@@ -349,7 +369,8 @@ def check_gather_bandwidth(
         f"{run.gbps(run.gather_ms):.1f} GB/s, the pinned copy of the same {run.batch_bytes / 1e6:.1f} MB "
         f"{run.copy_ms:.3f} ms = {run.gbps(run.copy_ms):.1f} GB/s: {fraction:.2f} of it"
     )
-    assert fraction >= threshold, f"{measured}, below {threshold}"
+    found = checking.record(gather_result(fraction, threshold, "live", run.batch_bytes, detail=measured))
+    assert found.passed, f"{measured}, below {threshold}"
     say(f"{how}; {measured} >= {threshold} (putting rows back took another {run.restore_ms:.3f} ms in HBM)")
 
 
@@ -453,6 +474,22 @@ def _empty_publish(source: str) -> bool:
     return re.search(r"\bpublish\s*\([^)]*\)\s*\{\s*\}", code) is not None
 
 
+def _mailbox_result(good: int, rounds: int, source: str) -> Result:
+    """check_mailbox_publish's number as data: the share of rounds whose host read the exact payload while the kernel
+    ran (every one is needed)."""
+    return Result(
+        "zero_copy mailbox: rounds read exactly",
+        f"{rounds} rounds",
+        "fraction of rounds",
+        good / rounds if rounds else 0.0,
+        "fraction",
+        source,
+        threshold=1.0,
+        passes_below=False,
+        detail=f"{good} of {rounds} rounds",
+    )
+
+
 def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) -> None:
     """Payload stores, then a system-scope fence, then the flag, on every path of the compiled kernel; the host
     reads the exact payload while it runs."""
@@ -487,6 +524,7 @@ def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) 
         record = replay.load_profile()
         recorded = mailbox_verdict(record)
         failed = recorded["rounds"] - recorded["good_rounds"]
+        checking.record(_mailbox_result(recorded["good_rounds"], recorded["rounds"], "recorded"))
         assert recorded["passed"], f"offline: the recorded mailbox failed in {failed} of {recorded['rounds']} rounds"
         say(
             f"offline: {order}, and for every round the flag holds round and payload word k round * 1000003 + k "
@@ -502,6 +540,7 @@ def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) 
     except nvrtc.CompileStopped as exc:
         raise AssertionError(f"your publish step was not compiled: {exc}") from None
     problems = [p for p in map(_round_problem, results) if p]
+    checking.record(_mailbox_result(rounds - len(problems), rounds, "live"))
     assert not problems, f"{len(problems)} of {rounds} rounds failed; first: {problems[0]}"
     latency_ms = statistics.median(r["flag_seen_ms"] for r in results)
     say(
