@@ -183,7 +183,7 @@ def _child(job: dict[str, Any], report: int, ip: Any, acked: int = -1) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         cells.fresh_namespace(ip)
         program = job["program"]
-        questions, send = program.get("questions", {}), _sender(report)
+        questions, send, whole = program.get("questions", {}), _sender(report), bool(program.get("whole"))
         cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)
         with open(out / "cells.jsonl", "a") as filed:
             for index, source, count in program["cells"]:
@@ -193,7 +193,7 @@ def _child(job: dict[str, Any], report: int, ip: Any, acked: int = -1) -> None:
                 if source is None:  # a test cell's place: its planned questions
                     outputs = cells.ask_cell(ip, questions.get(str(index), []), send)
                 else:
-                    outputs = cells.run_cell(ip, source, count)
+                    outputs = cells.run_cell(ip, source, count, rich=whole)
                 filed.write(json.dumps({"cell": index, "outputs": outputs}) + "\n")
                 filed.flush()
         os.write(report, END)
