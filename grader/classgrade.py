@@ -51,7 +51,16 @@ from grader.layout import (
     unrecorded_note,
 )
 from grader.outputs import clean_data, clean_text, error_output, safe_cells, safe_outputs
-from grader.program import answers_program, cell_name, checker_program, grade_id, is_lesson, is_solution, is_test
+from grader.program import (
+    answers_program,
+    cell_name,
+    checker_program,
+    drop_emptied_metadata,
+    grade_id,
+    is_lesson,
+    is_solution,
+    is_test,
+)
 from labcore.errors import UsageError
 
 if TYPE_CHECKING:
@@ -75,17 +84,17 @@ def sanitized(grading: GradingDir, assignment: str, student: str, path: Path) ->
     """The notebook as nbgrader's autograde sanitizes it: outputs cleared, locked cells restored from the gradebook
     (nbgrader's metadata check aside: see below)."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
-    from nbgrader.preprocessors import ClearOutput, OverwriteCells, OverwriteKernelspec
-
-    from grader.preprocessors import DropDuplicateIds  # nbgrader's own recording pass sanitizes with it too
+    from nbgrader.preprocessors import ClearOutput, DeduplicateIds, OverwriteCells, OverwriteKernelspec
 
     nb = nbformat.read(path, as_version=4)
     info = {"db_url": grading.db_url, "assignment": assignment, "notebook": path.stem, "student": student}
     resources: dict[str, Any] = {"nbgrader": info}
     # nbgrader's CheckCellMetadata is left to the recording pass (its sanitize step), which refuses a notebook with
     # corrupted metadata by name: checked here too it would cost a second tenth of a second of schema validation
-    for step in (ClearOutput, DropDuplicateIds, OverwriteKernelspec, OverwriteCells):
+    for step in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells):
         nb, resources = step().preprocess(nb, resources)
+        if step is DeduplicateIds:  # as the recording pass's grader.preprocessors.DropDuplicateIds does
+            nb.cells = [drop_emptied_metadata(cell) for cell in nb.cells]
     return nb
 
 

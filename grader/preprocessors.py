@@ -40,6 +40,7 @@ from traitlets import Unicode
 from grader.feedback import split_hidden
 from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, PENDING_GPU, TIMED_OUT, TIMES_KEY
 from grader.outputs import error_output
+from grader.program import drop_emptied_metadata
 from grader.runner import ANSI
 
 GRADE_WITH = "python -m grader autograde"  # what grades a grading directory's submissions
@@ -87,20 +88,14 @@ def mark_not_graded(nb: NotebookNode, reason: str) -> None:
 
 
 class DropDuplicateIds(DeduplicateIds):
-    """nbgrader's DeduplicateIds, except that a duplicate loses its nbgrader metadata entirely.
-
-    Stock, it leaves `nbgrader: {}` behind, which nbgrader's metadata check then takes for an old schema and
-    answers by aborting the whole autograde (SchemaTooOldError): one student who copies a locked cell, grade id
-    and all, would stop every later submission being recorded. Without the key the cell is a plain cell.
-    """
+    """nbgrader's DeduplicateIds, except that a duplicate loses its nbgrader metadata entirely
+    (grader.program.drop_emptied_metadata says why)."""
 
     def preprocess_cell(
         self, cell: NotebookNode, resources: dict[str, Any], index: int
     ) -> tuple[NotebookNode, dict[str, Any]]:
         cell, resources = super().preprocess_cell(cell, resources, index)
-        if cell.metadata.get("nbgrader") == {}:
-            del cell.metadata["nbgrader"]
-        return cell, resources
+        return drop_emptied_metadata(cell), resources
 
 
 class StderrToStdout(NbGraderPreprocessor):

@@ -61,6 +61,17 @@ def is_test(cell: NotebookNode) -> bool:
     )
 
 
+def drop_emptied_metadata(cell: NotebookNode) -> NotebookNode:
+    """A cell whose nbgrader metadata nbgrader's DeduplicateIds emptied (`nbgrader: {}`, a duplicate grade id: a
+    student who copied a locked cell, id and all) loses the key, and is a plain cell. Left empty, nbgrader's
+    metadata check takes it for an old schema and aborts the whole autograde (SchemaTooOldError): one student
+    would stop every later submission being recorded. The one place this is decided (grader.preprocessors'
+    DropDuplicateIds in nbgrader's sanitizing, grader.classgrade.sanitized in the coordinator's)."""
+    if cell.metadata.get("nbgrader") == {}:
+        del cell.metadata["nbgrader"]
+    return cell
+
+
 def names(source: str) -> tuple[set[str], set[str]]:
     """(names a cell reads, names it binds), IPython magics and shell lines left out."""
     lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]

@@ -19,6 +19,7 @@ from traitlets.config import Config  # noqa: E402
 from grader.config import configure_grading  # noqa: E402
 from grader.preprocessors import (  # noqa: E402
     NOT_GRADED,
+    DropDuplicateIds,
     HideHiddenTests,
     Replay,
     StderrToStdout,
@@ -434,3 +435,17 @@ def test_checked_schemas_validate_as_jsonschema_does():
             jsonschema.validate(bad, schema)
         assert str(ours.value) == str(theirs.value)
     assert len(checked._validators) == 1
+
+
+# -- DropDuplicateIds --------------------------------------------------------------------------------------------
+
+
+def test_a_copied_locked_cell_becomes_a_plain_cell():
+    """Of two cells with one grade id, all but the last lose their nbgrader metadata entirely (nbgrader keeps the
+    last; no `nbgrader: {}` is left for nbgrader's metadata check to abort the class on)."""
+    meta = {"grade_id": "setup", "locked": True, "grade": False, "solution": False, "schema_version": 3}
+    nb = new_notebook(cells=[new_code_cell("import os"), new_code_cell("print('copy')")])
+    for cell in nb.cells:
+        cell.metadata["nbgrader"] = dict(meta)
+    out, _ = DropDuplicateIds().preprocess(nb, {})
+    assert "nbgrader" not in out.cells[0].metadata and out.cells[1].metadata["nbgrader"]["grade_id"] == "setup"
