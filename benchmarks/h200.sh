@@ -13,6 +13,7 @@
 #   floor-gap   benchmarks/floor_gap.py ${GAP_ARGS}, then again with CUDA_DEVICE_MAX_CONNECTIONS=32
 #   connections benchmarks/challenge_check.py --part verdicts ${CONN_ARGS}, with 8 hardware queues, then 32
 #   graph       benchmarks/graph_replay.py ${GRAPH_ARGS}: the pipeline replayed as one CUDA graph, vs the probe
+#   release     benchmarks/release_live.py: each untouched release notebook Run All, live (the last cell's output)
 #   direction   benchmarks/direction_streams.py ${DIRECTION_ARGS}: copies in and out on a stream each, events between
 set -u
 out=${OUT:?}
@@ -68,6 +69,8 @@ while [[ $# -gt 0 ]]; do
       { time CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 250 python3 benchmarks/challenge_check.py --part verdicts ${CONN_ARGS:-}; } > "$out/connections_32.txt" 2>&1 ;;
     graph)
       { time timeout 150 python3 benchmarks/graph_replay.py ${GRAPH_ARGS:-}; } > "$out/graph_replay.txt" 2>&1 ;;
+    release)
+      { time timeout ${RELEASE_S:-300} python3 benchmarks/release_live.py; } > "$out/release_live.txt" 2>&1 ;;
     direction)
       { time timeout ${DIRECTION_S:-200} python3 benchmarks/direction_streams.py ${DIRECTION_ARGS:-}; } > "$out/direction_streams.txt" 2>&1 ;;
     *) echo "unknown part $part" >&2; exit 2 ;;

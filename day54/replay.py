@@ -14,8 +14,8 @@ timeline ends at the table's median. `record.extra[TRACE_REPEAT]` says which rep
 
 from __future__ import annotations
 
-import copy
 import functools
+import pickle
 from pathlib import Path
 
 import pandas as pd
@@ -55,10 +55,16 @@ def _shipped() -> rec.Record:
     return load_profile()
 
 
+@functools.cache
+def _shipped_bytes() -> bytes:
+    return pickle.dumps(_shipped())
+
+
 def shipped_profile() -> rec.Record:
     """The shipped profile's record, parsed once per process (its exports take a second or more to read): a copy
-    that the caller may change. Checks read it while grading, for every submission a warm worker grades."""
-    return copy.deepcopy(_shipped())
+    that the caller may change. Checks read it while grading, for every submission a warm worker grades: the copy
+    is unpickled from the parsed record's bytes (1 ms; a deepcopy took 10)."""
+    return pickle.loads(_shipped_bytes())
 
 
 def _has_exports(directory: Path) -> bool:

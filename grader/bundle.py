@@ -220,7 +220,10 @@ def record_references(root: Path, lessons: list[str], dest: Path) -> list[str]:
     cells and `python -m <lesson>` replayed offline (grader.recorded) with every reference filing its results. The
     files written; UsageError when a lesson cell fails there."""
     env = {k: v for k, v in os.environ.items() if k != RECORD_ENV}
-    env.update({RECORD_ENV: str(dest), "PYTHONPATH": str(root), "CUDA_VISIBLE_DEVICES": "", "MPLBACKEND": "Agg"})
+    # the checkout first; what PYTHONPATH held stays after it (a --target install of the notebook stack, as on the
+    # course's GPU machine, where IPython comes from there)
+    path = os.pathsep.join([str(root), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)])
+    env.update({RECORD_ENV: str(dest), "PYTHONPATH": path, "CUDA_VISIBLE_DEVICES": "", "MPLBACKEND": "Agg"})
     with tempfile.TemporaryDirectory(prefix="grader-record-") as scratch:
         done = subprocess.run(
             [sys.executable, "-m", "grader.recorded", str(root / RELEASE_DIR), *lessons],

@@ -213,11 +213,18 @@ def test_the_reference_scan_finds_a_planted_reference(tmp_path):
     assert any(f == "zero_copy/kernels/zero_copy.cu" and "__threadfence_system();" in s for f, _, s in hits)
 
 
+def third_party_path(*first: Path) -> str:
+    """PYTHONPATH with `first` in front and, after them, what it held but this checkout: a --target install of the
+    notebook stack (the course's GPU machine has IPython and nvtx in /tmp/site), never the course's own packages."""
+    held = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != ROOT]
+    return os.pathsep.join([*map(str, first), *held])
+
+
 def run_release(out: Path, lesson: str) -> subprocess.CompletedProcess:
     """The bundle's release notebook, every cell but the test cells, on the bundle's packages, offline."""
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV)}
     env.update(
-        PYTHONPATH=f"{out}{os.pathsep}{ROOT}",  # the bundle's lessons first; grader.recorded runs the cells
+        PYTHONPATH=third_party_path(out, ROOT),  # the bundle's lessons first; grader.recorded runs the cells
         COURSE_PROFILES=str(out / "profiles"),
         CUDA_VISIBLE_DEVICES="",
         MPLBACKEND="Agg",
@@ -244,9 +251,9 @@ def test_the_bundles_lesson_runs_to_its_end_without_references(built, lesson):
 
 
 def run_on_bundle(out: Path, script: str) -> subprocess.CompletedProcess:
-    """A Python script on the bundle's packages alone, on this machine's GPU."""
+    """A Python script on the bundle's packages alone (and third-party ones), on this machine's GPU."""
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV, "PYTHONPATH")}
-    env.update(PYTHONPATH=str(out), COURSE_PROFILES=str(out / "profiles"), MPLBACKEND="Agg")
+    env.update(PYTHONPATH=third_party_path(out), COURSE_PROFILES=str(out / "profiles"), MPLBACKEND="Agg")
     return subprocess.run([sys.executable, "-c", script], cwd=out, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -256,7 +263,7 @@ def run_on_bundle(out: Path, script: str) -> subprocess.CompletedProcess:
 def test_on_a_gpu_the_bundles_lesson_shows_the_recorded_run_until_an_answer_is_written(built, lesson):
     """Live, the untouched release runs to its end: what needs a reference says it shows the recorded numbers."""
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV)}
-    env.update(PYTHONPATH=f"{built.out}{os.pathsep}{ROOT}", COURSE_PROFILES=str(built.out / "profiles"))
+    env.update(PYTHONPATH=third_party_path(built.out, ROOT), COURSE_PROFILES=str(built.out / "profiles"))
     done = subprocess.run(
         [sys.executable, "-m", "grader.recorded", "--show", str(built.out / "notebooks"), lesson],
         cwd=built.out,
