@@ -1,36 +1,15 @@
-"""Autograde many submissions at once, with one writer on the sqlite gradebook.
+"""Recording graded submissions in nbgrader's gradebook, and reading back how each was graded.
 
-nbgrader's gradebook is one sqlite file, and `nbgrader autograde` writes to it when it starts a submission
-and again when it saves the grades; two autograde processes on one gradebook meet "database is locked",
-and nbgrader then drops that submission. So grading runs in two phases:
+nbgrader's gradebook is one sqlite file, and one writer records into it: the grading engine (grader.classgrade)
+has graded every submission in the sandbox and the trusted checker and laid its autograded notebooks out in a
+scratch folder; `record_all` has `nbgrader autograde A --force` replay them (grader.preprocessors.Replay installed
+by DIR/nbgrader_config.py copies the outputs into each sanitized notebook instead of executing it), so nbgrader's
+own code writes every grade, comment and late penalty into DIR/gradebook.db, one submission after another. A
+submission laid out with only a reason (DIR's scratch <student>/reason.txt) gets that reason in every code cell,
+and every autograded cell scores 0 with it; the other submissions keep their grades.
 
-1. Execute, in parallel (--jobs at a time). Each submission gets its own `nbgrader autograde A --student S`
-   process in a scratch course root: DIR/source and the student's DIR/submitted/S/A linked in, and a private
-   COPY of the gradebook, so no two processes ever share a sqlite file. In it, ExecuteOrReplay executes
-   nothing itself: the student's notebook runs in the sandbox, which brings back answers as data, and the
-   test cells run in the trusted checker, which judges them (grader.sandbox, grader.judge). The sandbox's
-   packages (reference answers withheld: grader.withhold) are written once per run, and one fresh seed
-   per run makes the checks' random inputs. This is the slow part (kernels, the checker's GPU runs,
-   replays of the student's exports), and the only parallel one.
-2. Record, serially (one process). `nbgrader autograde A --force` in DIR, where ExecuteOrReplay
-   (grader.preprocessors, installed by DIR/nbgrader_config.py) copies phase 1's outputs into each sanitized
-   notebook instead of executing it. nbgrader's own code then writes every grade, comment and late penalty
-   into DIR/gradebook.db, one submission after another. The writer lock DIR/.grader.lock keeps a second
-   `python -m grader` out.
-
-With a GPU, only the trusted checkers use it, and they take turns (a lock in the scratch folder): submissions
-graded side by side overlap their sandboxes, never their timed runs.
-
-Timeouts and lost kernels: `Execute.timeout` (--timeout) is per cell. nbclient interrupts a cell that runs past
-it and records a CellTimeoutError naming the cell and the limit; the following cells still run, so only the
-cells that time out (and those that need their results) score 0. A kernel that dies in a cell, or that a cell
-keeps busy through the interrupt, ends the notebook's execution there (grader.preprocessors.ExecuteToTheEnd):
-every cell before keeps its points, the cell gets the reason ("the kernel died (exit status 3) in cell
-chunk_count") and every later cell scores 0 with it; the table names it. A phase-1 process that outlives its
-budget (timeout x (code cells + 1) + startup) is killed with its kernel. A kernel that dies while starting
-(kernels started side by side can race for a free port) is retried twice. Whatever still fails, phase 2 grades
-anyway: every code cell gets an error naming the reason, every autograded cell scores 0, and the feedback says
-why. The other submissions keep their grades.
+`outcome` reads one submission back (its points, the cells that timed out or failed, the lost run's reason, the
+seconds its sandbox and checker took) for the autograde table; `absent` names the students who handed in nothing.
 """
 
 from __future__ import annotations
@@ -38,19 +17,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-import secrets
-import shutil
-import tempfile
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.bundle import sandbox_library
 from grader.grading import GradingDir, skipped_at_collect, source_notebooks
 from grader.layout import (
     COURSE_ID,
-    GRADEBOOK,
     KERNEL_DIED,
     KERNEL_STUCK,
     NOT_GRADED,
@@ -60,18 +33,11 @@ from grader.layout import (
     TIMES_KEY,
 )
 from grader.report_data import pending_gpu
-from grader.runner import KILLED, REPO, last_error, nbgrader
+from grader.runner import last_error, nbgrader
 from grader.status import pending, state
-from labcore.device import gpu_available
 
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
-
-KERNEL_START_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
-KERNEL_START_RETRIES = 2
-STARTUP_S = 240  # nbgrader start-up, two kernels' start (nbclient's startup_timeout is 60 s) and shutdown
-CHECKER_LOCK = "_checker.lock"  # with a GPU, checkers take turns: their timings are not disturbed
-LIBRARY = "_sandbox_library"  # in the scratch folder; not a student id (ids start with a letter or digit)
 
 
 @dataclasses.dataclass
@@ -101,62 +67,12 @@ def _notebooks(folder: Path) -> list[tuple[str, NotebookNode]]:
     return [(path.stem, nbformat.read(path, as_version=4)) for path in sorted(folder.glob("*.ipynb"))]
 
 
-def code_cells(grading: GradingDir, assignment: str) -> int:
-    """Cells a submission's grading executes: every code cell in the sandbox, the test cells (and two) in the checker.
-
-    They set a submission's time budget."""
-    notebooks = source_notebooks(grading.root, assignment)
-    sandbox = sum(sum(c.cell_type == "code" for c in nb.cells) for _, nb in notebooks)
-    checker = sum(sum(_is_test(c) for c in nb.cells) + 2 for _, nb in notebooks)
-    return sandbox + checker
-
-
-def scratch_root(grading: GradingDir, scratch: Path, assignment: str, student: str) -> Path:
-    """A course root for one submission: linked source and submission, a private copy of the gradebook."""
-    root = scratch / student
-    (root / "submitted" / student).mkdir(parents=True)
-    (root / "source").symlink_to(grading.root / "source")
-    (root / "submitted" / student / assignment).symlink_to(grading.root / "submitted" / student / assignment)
-    shutil.copy2(grading.root / GRADEBOOK, root / GRADEBOOK)
-    return root
-
-
-def execute_one(
-    grading: GradingDir, scratch: Path, assignment: str, student: str, timeout_s: int, budget_s: float, seed: int
-) -> str:
-    """Phase 1 for one submission; '' when it ran, else the reason it did not (also left in reason.txt)."""
-    root = scratch / student
-    args = [
-        "autograde",
-        assignment,
-        f"--student={student}",
-        f"--CourseDirectory.root={root}",
-        f"--CourseDirectory.db_url=sqlite:///{root / GRADEBOOK}",
-        f"--Execute.timeout={timeout_s}",
-        f"--ExecuteOrReplay.library={scratch / LIBRARY}",
-        f"--ExecuteOrReplay.seed={seed}",
-        *([f"--ExecuteOrReplay.checker_lock={scratch / CHECKER_LOCK}"] if gpu_available() else []),
-    ]
-    for _ in range(1 + KERNEL_START_RETRIES):
-        done = nbgrader(args, cwd=grading.root, limit_s=budget_s)
-        if not any(sign in done.stdout for sign in KERNEL_START_FAILURES):
-            break
-    if done.returncode == 0:
-        return ""
-    if done.returncode == KILLED:
-        reason = f"it ran past its {budget_s:.0f} s budget and was stopped"
-    else:
-        reason = f"nbgrader could not execute it ({last_error(done.stdout)})"
-    (root / "reason.txt").write_text(reason + "\n")
-    return reason
-
-
 def record_all(
     grading: GradingDir, scratch: Path, assignment: str, students: list[str] | None = None
 ) -> dict[str, str]:
     """Phase 2: nbgrader writes the grades of every submission (or of `students` only) from the replayed outputs;
     {student: error}, or {"*": error} when nbgrader failed as a whole."""
-    args = ["autograde", assignment, "--force", f"--ExecuteOrReplay.replay_root={scratch}"]
+    args = ["autograde", assignment, "--force", f"--Replay.replay_root={scratch}"]
     if students is not None:  # nbgrader takes one glob of ids, or a list to leave out: every other submission
         others = sorted({p.parent.name for p in (grading.root / "submitted").glob(f"*/{assignment}")} - set(students))
         args += [f"--CourseDirectory.student_id_exclude={','.join(others)}"] if others else []
@@ -165,47 +81,6 @@ def record_all(
     if done.returncode != 0 and not failed:
         return dict.fromkeys(students or ["*"], last_error(done.stdout))
     return {student: last_error(done.stdout) for student in failed}
-
-
-def autograde(
-    grading: GradingDir,
-    assignment: str,
-    *,
-    jobs: int,
-    timeout_s: int,
-    progress: Callable[[str], None] | None = None,
-    started: Callable[[str], None] | None = None,
-) -> list[Outcome]:
-    """Grade every submitted notebook of one assignment; one Outcome per student, then one per student in the
-    gradebook or skipped at collect who has no submission of it (not submitted, not graded: skipped at collect).
-
-    `started(student)` is called as a submission's grading begins, `progress(student)` as it ends."""
-    students = grading.submitted(assignment)
-    budget_s = timeout_s * (code_cells(grading, assignment) + 1) + STARTUP_S
-    reasons: dict[str, str] = {}
-    seed = secrets.randbelow(2**31 - 1) + 1
-    with tempfile.TemporaryDirectory(prefix="grader-autograde-") as tmp:
-        scratch = Path(tmp)
-        sandbox_library(REPO, scratch / LIBRARY)
-        for student in students:
-            scratch_root(grading, scratch, assignment, student)
-
-        def one(student: str) -> str:
-            if started:
-                started(student)
-            return execute_one(grading, scratch, assignment, student, timeout_s, budget_s, seed)
-
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            running = {pool.submit(one, s): s for s in students}
-            for future in as_completed(running):
-                reasons[running[future]] = future.result()
-                if progress:
-                    progress(running[future])
-        unrecorded = record_all(grading, scratch, assignment)
-    found = [
-        outcome(grading, assignment, s, reasons.get(s, ""), unrecorded.get(s) or unrecorded.get("*")) for s in students
-    ]
-    return found + absent(grading, assignment, students)
 
 
 def absent(grading: GradingDir, assignment: str, submitted: list[str]) -> list[Outcome]:

@@ -3,13 +3,19 @@
 The warm grading processes use it (grader.zygote in the sandbox, grader.checker outside it): no Jupyter kernel,
 no ZeroMQ, one IPython shell made once per process and a fresh namespace for every submission. Magics and shell
 lines work as in a notebook, but `%matplotlib`: grading has no display, matplotlib draws with Agg.
+
+A cell run `rich` (the lesson's and the student's cells of a whole notebook, `--feedback now`) also keeps what a
+notebook's kernel would show besides its printed text: its last expression's value (execute_result), what it
+displayed (display_data), and every figure left open at its end as a PNG, as the inline backend shows them.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gc
 import io
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +33,66 @@ def shell() -> Any:
     made.history_manager.enabled = False
     # IPython prints a failing cell's traceback on stdout; here it becomes the cell's error output instead
     made.showtraceback = made.showsyntaxerror = made.showindentationerror = lambda *args, **kwargs: None
+    _keep_rich(made)
     return made
+
+
+_RICH: list[list[dict[str, Any]]] = []  # while a rich cell runs: the one list its rich outputs go to
+
+
+def _keep_rich(ip: Any) -> None:
+    """Route displays and shown values into the running rich cell's outputs (IPython's own way otherwise)."""
+    publish = ip.display_pub.publish
+    hook = ip.displayhook
+    prompt, write = hook.write_output_prompt, hook.write_format_data
+
+    def published(data: dict, metadata: dict | None = None, *args: Any, **kwargs: Any) -> None:
+        if not _RICH:
+            return publish(data, metadata, *args, **kwargs)
+        _RICH[-1].append({"output_type": "display_data", "data": dict(data), "metadata": dict(metadata or {})})
+        return None
+
+    def prompted() -> None:
+        return None if _RICH else prompt()
+
+    def written(format_dict: dict, md_dict: dict | None = None) -> None:
+        if not _RICH:
+            return write(format_dict, md_dict)
+        result = {"output_type": "execute_result", "data": dict(format_dict), "metadata": dict(md_dict or {})}
+        _RICH[-1].append({**result, "execution_count": ip.execution_count})
+        return None
+
+    ip.display_pub.publish, hook.write_output_prompt, hook.write_format_data = published, prompted, written
+
+
+def _figures_as_png(ip: Any) -> None:
+    """A figure shown (a cell's value, or displayed) as a PNG, as `%matplotlib inline` has it: set once, on the first
+    rich cell (a process that runs none never renders one)."""
+    if getattr(ip, "_grader_png", False):
+        return
+    from IPython.core.pylabtools import select_figure_formats
+
+    select_figure_formats(ip, {"png"}, bbox_inches="tight")
+    ip._grader_png = True
+
+
+def _figures(shown_already: Any) -> list[dict[str, Any]]:
+    """Every pyplot figure left open but the one already shown as the cell's value, as a PNG display (then all
+    closed), as the inline backend shows a cell's figures."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return []
+    shown = []
+    for number in plt.get_fignums():
+        figure = plt.figure(number)
+        if figure is shown_already:
+            continue
+        png = io.BytesIO()
+        figure.savefig(png, format="png", bbox_inches="tight")
+        data = {"image/png": base64.b64encode(png.getvalue()).decode(), "text/plain": repr(figure)}
+        shown.append({"output_type": "display_data", "data": data, "metadata": {}})
+    plt.close("all")
+    return shown
 
 
 def keep_forever() -> None:
@@ -55,19 +120,30 @@ def error(ename: str, evalue: str, lines: list[str] | None = None) -> dict[str, 
     return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": lines or [f"{ename}: {evalue}"]}
 
 
-def run_cell(ip: Any, source: str, count: int) -> list[dict[str, Any]]:
-    """Run one cell as In [count]; its outputs: what it printed (stdout, stderr), what its checks measured (as data:
-    labcore.checking.outputs), then the error it raised, if any, with the traceback a notebook's kernel would show
-    ("Cell In[count], line L": feedback reads the line)."""
+def run_cell(ip: Any, source: str, count: int, *, rich: bool = False) -> list[dict[str, Any]]:
+    """Run one cell as In [count]; its outputs: what it printed (stdout, stderr), with `rich` what it showed (see
+    above), what its checks measured (as data: labcore.checking.outputs), then the error it raised, if any, with the
+    traceback a notebook's kernel would show ("Cell In[count], line L": feedback reads the line)."""
     checking.drain()  # a result belongs to the cell whose check recorded it
     out, err = io.StringIO(), io.StringIO()
     ip.execution_count = count  # the number IPython names the cell by in tracebacks
+    shown: list[dict[str, Any]] = []
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        result = ip.run_cell(_source(source), silent=True, store_history=False)
+        if rich:
+            _figures_as_png(ip)
+            _RICH.append(shown)
+        try:
+            result = ip.run_cell(_source(source), silent=not rich, store_history=False)
+            if rich:
+                shown += _figures(result.result)
+        finally:
+            if rich:
+                _RICH.pop()
     outputs: list[dict[str, Any]] = []
     for name, buffer in (("stdout", out), ("stderr", err)):
         if buffer.getvalue():
             outputs.append({"output_type": "stream", "name": name, "text": _cut(buffer.getvalue())})
+    outputs += shown
     outputs += checking.outputs(checking.drain())
     exc = result.error_before_exec or result.error_in_exec
     if exc is not None:

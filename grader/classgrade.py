@@ -1,21 +1,23 @@
 """Grade a class from its answers: warm workers on a Dask cluster, one writer, nothing lost.
 
-`python -m grader autograde DIR` (with the default `--feedback later`) grades each submission without running its
-lesson: the coordinator (this module, the only process that touches DIR) sanitizes every notebook as nbgrader
-does (locked cells restored from the gradebook), turns it into a job (grader.warm.Job: the answer cells for the
-sandbox, the test cells for the checker, as grader.program picks them) and hands the jobs to the cluster
-(grader.cluster). As each submission's results come back they are written to
+`python -m grader autograde DIR` grades each submission with the one grading engine: the coordinator (this module,
+the only process that touches DIR) sanitizes every notebook as nbgrader does (locked cells restored from the
+gradebook), turns it into a job (grader.warm.Job: the cells for the sandbox, the test cells for the checker, as
+grader.program picks them) and hands the jobs to the cluster (grader.cluster). With the default `--feedback
+later` the sandbox runs only the answer cells; with `--feedback now` it runs the lesson cells too and keeps their
+figures, for feedback that shows them; the questions, the answers channel and the checker are the same, and so
+are the points. As each submission's results come back they are written to
 
     DIR/.grading/<assignment>/<student>/<notebook>.json     {"key", "seed", "result"} or {"key", "error"}
 
 before anything else happens, so a coordinator killed mid-class loses nothing: the next run finds each result
-whose key (a digest of the sanitized notebook, the run files and the course code) still matches, and grades only
-the rest. A failed try never replaces a result that was recorded. nbgrader records the grades while the rest are
-graded: the Recorder, the one writer, takes the students whose results are all in, a batch at a time, lays their
-results out as phase 1 of grader.autograde leaves them and has one `nbgrader autograde --force` for just those
-students replay them into DIR/gradebook.db (grader.autograde.record_all), so the gradebook, feedback and export
-are nbgrader's own. The lesson cells of the autograded notebooks carry a note instead of outputs; `--feedback now`
-runs whole notebooks instead (grader.autograde), for feedback that shows them.
+whose key (a digest of the sanitized notebook, the run files, the course code and the feedback asked for) still
+matches, and grades only the rest. A failed try never replaces a result that was recorded. nbgrader records the
+grades while the rest are graded: the Recorder, the one writer, takes the students whose results are all in, a
+batch at a time, lays their autograded notebooks out in a scratch folder and has one `nbgrader autograde --force`
+for just those students replay them into DIR/gradebook.db (grader.autograde.record_all,
+grader.preprocessors.Replay), so the gradebook, feedback and export are nbgrader's own. Without `--feedback now`
+the lesson cells of the autograded notebooks carry a note instead of outputs.
 """
 
 from __future__ import annotations
@@ -36,11 +38,11 @@ from typing import TYPE_CHECKING, Any
 from grader import cluster, warm
 from grader.autograde import Outcome, absent, outcome, record_all
 from grader.grading import GradingDir
-from grader.judge import merge
 from grader.layout import (
     COURSE_ID,
     KERNEL_DIED,
     KERNEL_STUCK,
+    NOT_GRADED,
     NOT_RUN,
     STORE,
     TIMED_OUT,
@@ -48,9 +50,17 @@ from grader.layout import (
     run_files_glob,
     unrecorded_note,
 )
-from grader.outputs import clean_data, clean_text, error_output, safe_outputs
-from grader.program import answers_program, cell_name, checker_program, grade_id, is_lesson, is_test
-from grader.sandbox import SandboxRun
+from grader.outputs import clean_data, clean_text, error_output, safe_cells, safe_outputs
+from grader.program import (
+    answers_program,
+    cell_name,
+    checker_program,
+    drop_emptied_metadata,
+    grade_id,
+    is_lesson,
+    is_solution,
+    is_test,
+)
 from labcore.errors import UsageError
 
 if TYPE_CHECKING:
@@ -62,6 +72,12 @@ LESSON_NOTE = (
     "see its output)\n"
 )
 UNRECORDED = "could not be recorded"  # how the table, the CSV and the feedback begin a recording's failure
+LOST = (KERNEL_DIED, KERNEL_STUCK, NOT_RUN, TIMED_OUT)  # the sandbox never reached, or never finished, the cell
+WITHHELD_NOTE = (
+    "(not run while grading: this lesson cell calls the lesson's reference answers, which are withheld from the "
+    "sandbox that runs your notebook; your own run shows its output)\n"
+)
+STOPPED_NOTE = "(this lesson cell stopped while grading, {error}; lesson cells are not graded)\n"
 
 
 def sanitized(grading: GradingDir, assignment: str, student: str, path: Path) -> NotebookNode:
@@ -77,10 +93,8 @@ def sanitized(grading: GradingDir, assignment: str, student: str, path: Path) ->
     # corrupted metadata by name: checked here too it would cost a second tenth of a second of schema validation
     for step in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells):
         nb, resources = step().preprocess(nb, resources)
-        if step is DeduplicateIds:  # as grader.preprocessors.DropDuplicateIds: no `nbgrader: {}` left to abort on
-            for cell in nb.cells:
-                if cell.metadata.get("nbgrader") == {}:
-                    del cell.metadata["nbgrader"]
+        if step is DeduplicateIds:  # as the recording pass's grader.preprocessors.DropDuplicateIds does
+            nb.cells = [drop_emptied_metadata(cell) for cell in nb.cells]
     return nb
 
 
@@ -88,8 +102,8 @@ def _run_files(folder: Path, assignment: str) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.glob(run_files_glob(assignment))) if p.is_file()}
 
 
-def _key(text: str, files: dict[str, bytes], code: str) -> str:
-    digest = hashlib.sha256(code.encode() + b"\0" + text.encode())
+def _key(text: str, files: dict[str, bytes], code: str, whole: bool = False) -> str:
+    digest = hashlib.sha256(code.encode() + b"\0" + text.encode() + (b"\0whole" if whole else b""))
     for name, data in files.items():
         digest.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(data).digest())
     return digest.hexdigest()[:24]
@@ -128,7 +142,8 @@ def store(where: Path, key: str, one: cluster.Done) -> None:
     """File one try of a submission as it arrives: its result, or its error unless a result of the same
     submission (same key) is already filed: a failed retry never replaces a grade that was recorded."""
     if one.result is not None:
-        result = {**safe_result(one.result), "timeout_s": one.job.timeout_s}
+        whole = bool(one.job.answers_program.get("whole"))
+        result = {**safe_result(one.result), "timeout_s": one.job.timeout_s, "whole": whole}
         _write(where, {"key": key, "seed": one.job.seed, "result": result})
         return
     before = _read(where)
@@ -139,7 +154,7 @@ def store(where: Path, key: str, one: cluster.Done) -> None:
 # -- the autograded notebook from the two results ---------------------------------------------------------------
 
 
-def _sandbox_lost(nb: NotebookNode, extracted: dict[str, Any]) -> dict[str, Any] | None:
+def _sandbox_lost(nb: NotebookNode, extracted: dict[str, Any], whole: bool) -> dict[str, Any] | None:
     """Where a run whose sandbox itself was lost (killed, or past its budget: `reason`, no `lost` cell) stopped:
     the first cell of the program that filed no outputs; the cells before it keep what they answered. None when
     no cell filed any (the sandbox never ran the notebook: it is not graded, and says why)."""
@@ -147,72 +162,87 @@ def _sandbox_lost(nb: NotebookNode, extracted: dict[str, Any]) -> dict[str, Any]
     if not trouble or not isinstance(trouble, str):
         return None
     filed = {str(key) for key in extracted.get("cells", {})}
-    program = [index for index, _, _ in answers_program(nb).cells]
+    program = [index for index, _, _ in answers_program(nb, whole=whole).cells]
     missing = [index for index in program if str(index) not in filed]
     if not missing or missing[0] == program[0]:
         return None
     return {"cell": missing[0], "why": "sandbox", "status": trouble}
 
 
+def _lost_error(lost: dict[str, Any], name: str, limit: Any) -> tuple[str, str]:
+    """(error name, reason) of the cell a run was lost in, in the words of grader.layout's errors."""
+    why = lost.get("why")
+    if why == "sandbox":
+        return KERNEL_DIED, f"the sandbox was killed in cell {name} ({lost['status']}); earlier cells kept"
+    if why == "stuck":
+        return KERNEL_STUCK, f"cell {name} ran past the {limit} s limit and did not stop when interrupted"
+    if why == "stopped":  # grader.warm: a process of the sandbox was stopped (SIGSTOP)
+        return KERNEL_STUCK, f"cell {name} was stopped (SIGSTOP) and killed at the {limit} s limit"
+    return KERNEL_DIED, f"the kernel died ({lost.get('status', 'exit status unknown')}) in cell {name}"
+
+
+def _ran(nb: NotebookNode, extracted: dict[str, Any], limit: Any, whole: bool) -> dict[int, list[NotebookNode]]:
+    """Each code cell's outputs from the sandbox, by index: what it filed, then the error that lost the run in it
+    or its timeout; every later cell NotRun with that reason. A lesson cell the sandbox did not run: a note."""
+    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
+
+    lost = extracted.get("lost") if isinstance(extracted.get("lost"), dict) else None
+    lost = lost or _sandbox_lost(nb, extracted, whole)
+    reason = ""  # once the run was lost, why: the later cells say it
+    ran: dict[int, list[NotebookNode]] = {}
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if is_lesson(cell) and not whole:
+            ran[index] = [nbformat.v4.new_output("stream", name="stdout", text=LESSON_NOTE)]
+            continue
+        if reason:
+            ran[index] = [error_output(NOT_RUN, reason)]
+            continue
+        name = cell_name(cell, index)
+        outputs = [nbformat.from_dict(o) for o in extracted.get("cells", {}).get(str(index), [])]
+        if lost is not None and index == lost.get("cell"):
+            ename, reason = _lost_error(lost, name, limit)
+            outputs.append(error_output(ename, reason))
+        elif index in extracted.get("timed_out", []):
+            outputs.append(error_output(TIMED_OUT, f"cell {name} ran past the {limit} s limit and was interrupted"))
+        ran[index] = outputs
+    return ran
+
+
 def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
-    """The autograded notebook: the sandbox's outputs for the cells it ran, the checker's verdicts for test cells."""
+    """The autograded notebook: the sandbox's outputs for the cells it ran, the checker's verdicts for test cells;
+    safe to record (grader.outputs), every test cell without a verdict saying why."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
 
     nb = copy.deepcopy(nb)
     result = safe_result(result)  # a result stored by an older grader may hold anything a student printed
     extracted, checked = result["extracted"], result["checked"]
-    ran = copy.deepcopy(nb)
-    counts = {i: n for i, _, n in answers_program(nb).cells}
-    limit = result.get("timeout_s")
-    lost = extracted.get("lost") if isinstance(extracted.get("lost"), dict) else None
-    lost = lost or _sandbox_lost(nb, extracted)
-    reason = ""  # once the run was lost, why: the later cells say it (the words of grader.preprocessors)
-    for index, cell in enumerate(ran.cells):
+    whole = bool(result.get("whole"))
+    counts = {i: n for i, _, n in answers_program(nb, whole=whole).cells}
+    ran = _ran(nb, extracted, result.get("timeout_s"), whole)
+    verdicts, trouble = checked.get("verdicts", {}), checked.get("trouble", "")
+    lost = extracted.get("reason", "")  # the sandbox's own trouble, when it had any
+    for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        if is_lesson(cell):
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=LESSON_NOTE)]
-            continue
         cell.execution_count = counts.get(index)
-        if reason:
-            cell.outputs = [error_output(NOT_RUN, reason)]
+        outputs = ran[index]
+        if not is_test(cell):
+            cell.outputs = outputs if is_solution(cell) else _shown(outputs)
             continue
-        name = cell_name(cell, index)
-        outputs = [nbformat.from_dict(o) for o in extracted.get("cells", {}).get(str(index), [])]
-        if lost is not None and index == lost.get("cell"):
-            if lost.get("why") == "sandbox":
-                ename, reason = (
-                    KERNEL_DIED,
-                    f"the sandbox was killed in cell {name} ({lost['status']}); earlier cells kept",
-                )
-            elif lost.get("why") == "stuck":
-                ename, reason = (
-                    KERNEL_STUCK,
-                    f"cell {name} ran past the {limit} s limit and did not stop when interrupted",
-                )
-            elif lost.get("why") == "stopped":  # grader.warm: a process of the sandbox was stopped (SIGSTOP)
-                ename, reason = (
-                    KERNEL_STUCK,
-                    f"cell {name} was stopped (SIGSTOP) and killed at the {limit} s limit",
-                )
-            else:
-                ename, reason = (
-                    KERNEL_DIED,
-                    f"the kernel died ({lost.get('status', 'exit status unknown')}) in cell {name}",
-                )
-            outputs.append(error_output(ename, reason))
-        elif index in extracted.get("timed_out", []):
-            outputs.append(error_output(TIMED_OUT, f"cell {name} ran past the {limit} s limit and was interrupted"))
-        cell.outputs = outputs
-    verdicts = checked.get("verdicts", {})
-    judged = {}
-    for index, cell in enumerate(nb.cells):
-        if is_test(cell) and str(index) in verdicts:
-            judged[grade_id(cell)] = nbformat.v4.new_code_cell(
-                outputs=[nbformat.from_dict(o) for o in verdicts[str(index)]]
-            )
-    run = SandboxRun(ran, Path("answers.jsonl"), extracted.get("reason", ""))
-    merge(nb, run, judged, checked.get("trouble", ""))
+        stopped = [o for o in outputs if o.output_type == "error" and o.ename in LOST]
+        verdict = [nbformat.from_dict(o) for o in verdicts.get(str(index), [])] if str(index) in verdicts else None
+        if stopped:
+            cell.outputs = [stopped[-1]]
+        elif trouble or verdict is None:
+            why = trouble or "the checker gave no verdict for it"
+            cell.outputs = [error_output(NOT_GRADED, f"this cell could not be judged: {why}")]
+        elif lost and any(o.output_type == "error" and o.ename == "NoAnswer" for o in verdict):
+            cell.outputs = [error_output(NOT_GRADED, f"no answer came back from running your notebook: {lost}")]
+        else:  # what the student's code printed while it answered, then the verdict
+            cell.outputs = [*(o for o in outputs if o.output_type == "stream"), *verdict]
+    safe_cells(nb)  # whatever the student printed can be written, recorded and shown (grader.outputs)
     seconds = checked.get("cells_s") or {}
     nb.metadata[TIMES_KEY] = {
         "sandbox_s": extracted.get("sandbox_s"),
@@ -224,7 +254,27 @@ def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
     return nb
 
 
-# -- the class ------------------------------------------------------------------------------------------------
+def _shown(outputs: list[NotebookNode]) -> list[NotebookNode]:
+    """A lesson (or setup) cell's outputs from the sandbox; an error in it (but a lost run's) becomes a note.
+
+    Lesson cells are not graded, and in the sandbox some cannot run: those that call withheld references, and
+    those that use what such a cell would have made. Their errors are not the student's; the note says so.
+    """
+    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
+
+    shown = []
+    for out in outputs:
+        if out.output_type != "error" or out.get("ename") in LOST:
+            shown.append(out)
+            continue
+        first = (str(out.get("evalue", "")).splitlines() or [""])[0]
+        text = (
+            WITHHELD_NOTE
+            if out.get("ename") == "ReferenceWithheld"
+            else STOPPED_NOTE.format(error=f"{out.get('ename')}: {first}")
+        )
+        shown.append(nbformat.v4.new_output("stream", name="stdout", text=text))
+    return shown
 
 
 @dataclasses.dataclass
@@ -269,11 +319,12 @@ def grade_answers(
     progress: Callable[[str], None] | None = None,
     reused: Callable[[int], None] | None = None,
     ready: Callable[[Ready], None] | None = None,
+    whole: bool = False,
 ) -> Graded:
     """Every submission of one assignment graded on the cluster behind `client`, each result stored as it arrives;
     `ready` is told of each student once all their notebooks' results are stored (a Recorder records them). Each
     job goes to the cluster as soon as its notebook is sanitized, so the workers start while the coordinator
-    prepares the rest."""
+    prepares the rest. With `whole` (`--feedback now`) the sandbox runs the lesson cells too (grader.program)."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
 
     graded = Graded(assignment, grading.submitted(assignment), {}, {}, {})
@@ -302,7 +353,7 @@ def grade_answers(
                     why = f"{type(exc).__name__}: {str(exc)[:200]}"
                     graded.problems[student] = clean_text(f"nbgrader could not read it ({why})")
                     continue
-                key = _key(nbformat.writes(nb), files, code)
+                key = _key(nbformat.writes(nb), files, code, whole)
                 graded.sources[(student, path.stem)] = (nb, key)
                 stored = _read(_stored(grading, f"{assignment}/{student}", path.stem))
                 if not regrade and stored.get("key") == key and "result" in stored:
@@ -313,8 +364,8 @@ def grade_answers(
                     assignment=assignment,
                     student=student,
                     run_files=files,
-                    answers_program=answers_program(nb).to_json(),
-                    checker_program=checker_program(nb).to_json(),
+                    answers_program=answers_program(nb, whole=whole).to_json(),
+                    checker_program=checker_program(nb, whole=whole).to_json(),
                     seed=seed,
                     timeout_s=timeout_s,
                     lessons=lessons,

@@ -9,7 +9,7 @@ For an instructor's grading directory DIR, outside the checkout:
   setup DIR               DIR/nbgrader_config.py, gradebook, source/ (a copy of the solutions), release/
   collect DIR SUBS        SUBS/<student>/<a>.ipynb (+ <a>_run* files) -> DIR/submitted/<student>/<a>/
   autograde DIR           grade every submission's answers on a Dask cluster (--cluster local|slurm|pbs|ADDRESS),
-                          warm workers; record grades serially; --feedback now runs whole notebooks instead
+                          warm workers; record grades serially; --feedback now runs the lesson cells too
   feedback DIR            HTML feedback per submission, hidden tests removed and checked absent
   export DIR              grades as CSV
   report DIR              an HTML class report: scores per cell, why cells failed, measured ratios
@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from grader import sandbox
-from grader.autograde import Outcome, autograde
+from grader.autograde import Outcome
 from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, new_bundle_dir, write_bundle
 from grader.classgrade import STORE, Recorder, grade_answers
 from grader.cluster import open_cluster
@@ -84,7 +84,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--jobs",
         type=_positive,
         default=None,
-        help="CPU workers, or submissions graded at once with --feedback now (default: up to 4)",
+        help="CPU workers: submissions graded at once (default: up to 4)",
     )
     auto.add_argument(
         "--cluster",
@@ -99,7 +99,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=("later", "now"),
         default="later",
         help="later (default): run only the answer cells and tests, lesson cells get a note; "
-        "now: run every whole notebook in the sandbox as well, so feedback shows the lesson's outputs",
+        "now: run the lesson cells in the sandbox as well, so feedback shows the lesson's outputs (same points)",
     )
     auto.add_argument(
         "--regrade",
@@ -288,7 +288,7 @@ def _cluster(text: str) -> str:
 
 
 def _default_jobs() -> int:
-    """Up to 4 at once; with a GPU their checkers still take turns on it (grader.autograde)."""
+    """Up to 4 at once; with a GPU each GPU has a checker of its own (grader.cluster)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(4, cores or 1))
 
@@ -399,7 +399,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     names = grading.pick(args.assignment)
     jobs = args.jobs or _default_jobs()
     counts = {n: len(grading.submitted(n)) for n in names}
-    how = "whole notebooks" if args.feedback == "now" else f"answers only, cluster {args.cluster}"
+    how = f"{'whole notebooks' if args.feedback == 'now' else 'answers only'}, cluster {args.cluster}"
     print(
         f"grader autograde: {grading.root}, {', '.join(f'{n} ({c} submitted)' for n, c in counts.items())}; "
         f"{jobs} at once, {args.timeout} s per cell, {how}; {_machine()}",
@@ -413,19 +413,15 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     found: list[tuple[str, Callable[[], list[Outcome]], dict[str, float]]] = []
     with grading.writer(), contextlib.ExitStack() as stack:
         client = recorder = None
-        if args.feedback == "later" and any(counts.values()):
+        if any(counts.values()):
             client = stack.enter_context(open_cluster(args.cluster, workers=jobs))
             recorder = Recorder(grading)
             stack.callback(recorder.close)
         for name in names:
-            if not counts[name]:
+            if not counts[name] or client is None or recorder is None:
                 print(f"{name}: nothing submitted")
                 continue
             with _bar(counts[name], name) as bar:
-                if client is None or recorder is None:
-                    outcomes = autograde(grading, name, jobs=jobs, timeout_s=args.timeout, **_in_work(bar))
-                    found.append((name, lambda outcomes=outcomes: outcomes, {}))
-                    continue
                 graded = grade_answers(
                     grading,
                     name,
@@ -434,6 +430,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
                     regrade=args.regrade,
                     reused=_kept(grading, name, bar),
                     ready=recorder.ready,
+                    whole=args.feedback == "now",
                     **_in_work(bar),
                 )
             found.append((name, recorder.finish(graded), graded.phases))

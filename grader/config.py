@@ -20,7 +20,7 @@ from nbgrader.nbgraderformat import common as nbgraderformat_common
 from nbgrader.preprocessors import CheckCellMetadata, DeduplicateIds, Execute, GetGrades, SaveAutoGrades
 
 from grader.layout import CELL_TIMEOUT_S, COURSE_ID, db_url
-from grader.preprocessors import DropDuplicateIds, ExecuteOrReplay, HideHiddenTests, StderrToStdout
+from grader.preprocessors import DropDuplicateIds, HideHiddenTests, Replay, StderrToStdout
 
 
 def configure_grading(c: Any, *, root: str, repo: str) -> None:
@@ -34,10 +34,10 @@ def configure_grading(c: Any, *, root: str, repo: str) -> None:
     # in autograde); optimistic, once after the last one: a notebook a preprocessor broke is still refused
     c.Exporter.optimistic_validation = True
     defaults = Autograde.class_traits()["autograde_preprocessors"].default()
-    chain = [ExecuteOrReplay if pp is Execute else pp for pp in defaults]
+    chain = [Replay if pp is Execute else pp for pp in defaults]
     chain.insert(chain.index(SaveAutoGrades), StderrToStdout)  # before nbgrader scores stderr as a failure
     # nbgrader checks the cells' metadata again after executing, in case the student's code changed it while it
-    # ran in nbgrader's kernel; here no student code runs there (ExecuteOrReplay fills outputs from the sandbox's
+    # ran in nbgrader's kernel; here no student code runs there (Replay fills outputs from the sandbox's
     # and the checker's data, never metadata), and the check before grading (sanitize) stays. A tenth of a second
     # of schema validation per notebook, which a class pays hundreds of times.
     chain = [pp for pp in chain if pp is not CheckCellMetadata]

@@ -130,26 +130,27 @@ def leaks(grading: GradingDir, assignment: str) -> list[str]:
     return found
 
 
-def pending_line(cells: dict[str, float]) -> str:
-    """The line atop a page whose written answers wait for grading by hand ('' when none do)."""
+def _cells_line(cells: dict[str, float], lead: str, rest: str) -> str:
+    """'LEAD: 2 cells (a, b; 3 points)REST', or '' when there are no cells."""
     if not cells:
         return ""
     n, points = len(cells), sum(cells.values())
-    return (
-        f"Written answers not graded yet: {n} cell{'s' * (n != 1)} ({', '.join(cells)}; {points:g} points), "
-        "graded by hand later; until then they count 0 in the score below."
-    )
+    return f"{lead}: {n} cell{'s' * (n != 1)} ({', '.join(cells)}; {points:g} points){rest}"
+
+
+def pending_line(cells: dict[str, float]) -> str:
+    """The line atop a page whose written answers wait for grading by hand ('' when none do)."""
+    rest = ", graded by hand later; until then they count 0 in the score below."
+    return _cells_line(cells, "Written answers not graded yet", rest)
 
 
 def pending_gpu_line(cells: dict[str, float]) -> str:
     """The line atop a page with cells a check could not verify without a GPU ('' when none)."""
-    if not cells:
-        return ""
-    n, points = len(cells), sum(cells.values())
-    return (
-        f"Pending a GPU: {n} cell{'s' * (n != 1)} ({', '.join(cells)}; {points:g} points) could not be verified on "
-        "the grading machine, which has no GPU; until graded on a GPU they count 0 in the score below."
+    rest = (
+        " could not be verified on the grading machine, which has no GPU; until graded on a GPU they count 0 in the "
+        "score below."
     )
+    return _cells_line(cells, "Pending a GPU", rest)
 
 
 def measured_note(results: list) -> str:

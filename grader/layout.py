@@ -26,14 +26,14 @@ TIMED_OUT = "CellTimeoutError"  # nbgrader's: the cell ran past the per-cell lim
 KERNEL_DIED = "DeadKernelError"  # nbclient's: the kernel process ended while this cell ran
 KERNEL_STUCK = "UnresponsiveKernelError"  # nbgrader's: the kernel stopped answering (an interrupt did not end a cell)
 NOT_RUN = "NotRun"  # a cell after the one the kernel was lost in
-NOT_GRADED = "GradingError"  # every code cell of a notebook that phase 1 left no outputs for
+NOT_GRADED = "GradingError"  # every code cell of a notebook that grading left no outputs for
 # In a grading directory: what collect skipped of students it took nothing from (grader.status reads it)
 SKIPPED_AT_COLLECT = "collect_skipped.json"
 # In a grading directory: each submission's stored result (grader.classgrade), and beside it, while nbgrader could
 # not record that student, why (the table, the CSV and the report say it)
 STORE = ".grading"
 UNRECORDED = "unrecorded.txt"
-# In an autograded notebook's metadata: wall seconds of the sandbox and of the trusted checker (grader.judge)
+# In an autograded notebook's metadata: wall seconds of the sandbox and of the trusted checker (grader.classgrade)
 TIMES_KEY = "datamove_grading"
 
 

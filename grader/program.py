@@ -1,7 +1,7 @@
 """What grading runs of a submission, and where: the answer cells in the sandbox, the test cells on the trusted side.
 
-A grade needs the student's answers and the trusted checks, not the lesson: so a submission's grading runs, in
-the sandbox, only
+One engine grades every submission, whichever `--feedback` an instructor asks for. A grade needs the student's
+answers and the trusted checks, not the lesson: so a submission's grading runs, in the sandbox, only
 
     the locked `setup` cell, every cell the student may edit (exercises, predictions, cells they added), and in
     each test cell's place (its source is None there: no test cell's text reaches the sandbox) the questions the
@@ -9,11 +9,14 @@ the sandbox, only
 
 in notebook order, after a cell binding every name that a skipped lesson cell would have made (`record`,
 `breakeven_run`, ...) to a placeholder: checks never take lesson data from the notebook while grading (they read
-the shipped profile). The lesson cells (locked, not graded, not `setup`) run only for feedback (`--feedback now`).
+the shipped profile). With `whole` (`--feedback now`) the sandbox's program holds the lesson cells too (locked,
+not graded, not `setup`), in their places, and keeps their rich outputs (figures, tables), for feedback that shows
+them; everything else is the same: the same sandbox, questions, answers channel and checker program.
 The planner and the checker run the setup cell, placeholders for every other name the test cells read, and the test
 cells: the planner to record the questions, the checker to judge their answers.
 
-Cells are named by their index in the sanitized notebook (nbgrader's: locked cells restored from the gradebook).
+Cells are named by their index in the sanitized notebook (nbgrader's: locked cells restored from the gradebook);
+a cell's count (its In [n]) is its place among the cells the sandbox runs, the same in both programs.
 """
 
 from __future__ import annotations
@@ -56,6 +59,17 @@ def is_test(cell: NotebookNode) -> bool:
         and bool(meta.get("locked"))
         and bool(meta.get("grade_id"))
     )
+
+
+def drop_emptied_metadata(cell: NotebookNode) -> NotebookNode:
+    """A cell whose nbgrader metadata nbgrader's DeduplicateIds emptied (`nbgrader: {}`, a duplicate grade id: a
+    student who copied a locked cell, id and all) loses the key, and is a plain cell. Left empty, nbgrader's
+    metadata check takes it for an old schema and aborts the whole autograde (SchemaTooOldError): one student
+    would stop every later submission being recorded. The one place this is decided (grader.preprocessors'
+    DropDuplicateIds in nbgrader's sanitizing, grader.classgrade.sanitized in the coordinator's)."""
+    if cell.metadata.get("nbgrader") == {}:
+        del cell.metadata["nbgrader"]
+    return cell
 
 
 def names(source: str) -> tuple[set[str], set[str]]:
@@ -106,15 +120,17 @@ class Program:
 
     cells: tuple[tuple[int, str | None, int], ...]
     placeholders: tuple[str, ...]
+    whole: bool = False  # the lesson cells run too, and rich outputs are kept (`--feedback now`)
 
     def to_json(self) -> dict:
-        return {"cells": [list(c) for c in self.cells], "placeholders": list(self.placeholders)}
+        return {"cells": [list(c) for c in self.cells], "placeholders": list(self.placeholders), "whole": self.whole}
 
 
-def answers_program(nb: NotebookNode) -> Program:
-    """The sandbox's program: setup, the student's cells and the test cells' places (no source); lesson names that
-    the student's cells read as placeholders."""
-    run = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code" and not is_lesson(c)]
+def answers_program(nb: NotebookNode, *, whole: bool = False) -> Program:
+    """The sandbox's program: setup, the student's cells and the test cells' places (no source), and with `whole`
+    the lesson cells; lesson names that the cells it runs read as placeholders (a lesson cell that runs binds its
+    own over them)."""
+    run = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code" and (whole or not is_lesson(c))]
     made: set[str] = set()
     for cell in nb.cells:
         if is_lesson(cell):
@@ -123,11 +139,12 @@ def answers_program(nb: NotebookNode) -> Program:
     for _, cell in run:
         read |= set() if is_test(cell) else names(cell.source)[0]
     cells = tuple((i, None if is_test(c) else c.source, n) for n, (i, c) in enumerate(run, 1))
-    return Program(cells, tuple(sorted(made & read)))
+    return Program(cells, tuple(sorted(made & read)), whole)
 
 
-def checker_program(nb: NotebookNode) -> Program:
-    """The checker's program: the setup cell and the test cells; every other name they read a placeholder."""
+def checker_program(nb: NotebookNode, *, whole: bool = False) -> Program:
+    """The checker's program: the setup cell and the test cells; every other name they read a placeholder. The
+    same for both sandbox programs but for the cells' counts, which follow the sandbox's (`whole` as there)."""
     setup = [(i, c) for i, c in enumerate(nb.cells) if is_setup(c)][:1]
     tests = [(i, c) for i, c in enumerate(nb.cells) if is_test(c)]
     defined = names("\n".join(c.source for _, c in setup))[1]
@@ -135,5 +152,5 @@ def checker_program(nb: NotebookNode) -> Program:
     for _, cell in tests:
         read |= names(cell.source)[0]
     unbound = sorted(read - defined - set(dir(builtins)))
-    counts = {i: n for i, _, n in answers_program(nb).cells}
+    counts = {i: n for i, _, n in answers_program(nb, whole=whole).cells}
     return Program(tuple((i, c.source, counts[i]) for i, c in [*setup, *tests]), tuple(unbound))

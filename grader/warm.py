@@ -362,10 +362,19 @@ def _read_cells(path: Path, known: set[int]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _output(data: Any) -> dict[str, Any] | None:
+    """One output the sandbox filed, rebuilt from its plain parts (stream, error, and a whole notebook's displays:
+    text by MIME type), or None."""
     if not isinstance(data, dict):
         return None
     if data.get("output_type") == "stream" and data.get("name") in ("stdout", "stderr"):
         return {"output_type": "stream", "name": data["name"], "text": str(data.get("text", ""))}
+    if data.get("output_type") in ("display_data", "execute_result") and isinstance(data.get("data"), dict):
+        shown = {str(mime): str(value) for mime, value in data["data"].items() if isinstance(value, str)}
+        found: dict[str, Any] = {"output_type": data["output_type"], "data": shown, "metadata": {}}
+        count = data.get("execution_count")
+        if data["output_type"] == "execute_result":
+            found["execution_count"] = count if isinstance(count, int) and not isinstance(count, bool) else None
+        return found
     if data.get("output_type") == "error":
         lines = data.get("traceback")
         return {

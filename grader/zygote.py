@@ -14,10 +14,11 @@ forks a child that runs the student's cells:
   ran, so answers and cell starts arrive in the order they were sent;
 - the zygote keeps an answer only to a question of the test cell the child said it started, each at most once and
   in the plan's order: any other line on that pipe (an answer not asked, or asked by another cell, a second answer,
-  a forged or unreadable line) refuses every answer of the job, with the reason. It writes the answers file
-  itself, once the child and everything it started are dead, so no process of the student's can write it. (A
-  student's code runs in the child and may speak on the pipe too, but an answer that passes is then just what
-  that code gave for the question's trusted inputs: it is judged like any other);
+  a forged or unreadable line) refuses every answer of the job, with the reason. Each answer it keeps, and a
+  refusal, it passes on at once on its own standard output, the protocol no process of the student's can write:
+  the trusted side (grader.warm.WarmSandbox) writes the checker's answers file from those, nothing the sandbox
+  wrote. (A student's code runs in the child and may speak on the pipe too, but an answer that passes is then
+  just what that code gave for the question's trusted inputs: it is judged like any other);
 - a cell past the limit gets SIGINT (a KeyboardInterrupt in the cell: the next cells still run), and SIGKILL if
   no next cell starts within GRACE_S; a child that dies ends the job with the cell it died in;
 - each cell's start is also told on standard output ({"cell": N}): the trusted side (grader.warm.WarmSandbox) keeps
@@ -38,7 +39,6 @@ import importlib.util
 import json
 import os
 import select
-import shutil
 import signal
 import sys
 import time
@@ -77,10 +77,9 @@ def _undumpable() -> None:
 
 
 class Answering:
-    """The answers the child sends on its report pipe, each line checked against the plan as it comes, kept in memory
-    and written to the answers file once no process of the job's is left. `forward(line)`, when given, passes each
-    answer taken (and a refusal) on at once to the trusted side, on the protocol no process of the job's can write:
-    a zygote stopped or killed later keeps the answers of the cells before."""
+    """The answers the child sends on its report pipe, each line checked against the plan as it comes. `forward(line)`,
+    when given, passes each answer taken (and a refusal) on at once to the trusted side, on the protocol no process
+    of the job's can write: a zygote stopped or killed later keeps the answers of the cells before."""
 
     def __init__(self, job: dict[str, Any], forward: Any = None) -> None:
         self.forward = forward
@@ -91,7 +90,6 @@ class Answering:
             for index, source, _ in program["cells"]
             if source is None
         }
-        self.kept: list[bytes] = []
         self.size = 0
         self.cell: int | None = None  # the cell the child last said it started: only its questions may be answered
         self.answered: dict[int, int] = {}  # cell -> its plan position after the last answer taken
@@ -123,7 +121,6 @@ class Answering:
             self.refused = "an answer to a question not asked, or a second answer to one, came from the sandbox"
         else:
             self.answered[self.cell] = asked.index(key, at) + 1
-            self.kept.append(raw)
             if self.forward is not None:
                 self.forward(b'{"answer":' + raw + b"}")  # raw parsed as one JSON object above
 
@@ -136,20 +133,6 @@ class Answering:
                     self.forward(json.dumps({"refused": self.refused}).encode())
             return b""
         return pending
-
-    def finish(self, path: Path) -> str:
-        """Write the answers file afresh (every process of the job is dead); why they were refused, or ''."""
-        if path.is_dir() and not path.is_symlink():  # whatever the student's code left in its place goes
-            shutil.rmtree(path, ignore_errors=True)
-        elif path.is_symlink() or path.exists():
-            path.unlink()
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        with os.fdopen(os.open(path, flags, 0o644), "wb") as out:
-            if self.refused:
-                out.write(json.dumps({"refused": self.refused}).encode() + b"\n")
-            else:
-                out.writelines(line + b"\n" for line in self.kept)
-        return self.refused
 
 
 def _sender(fd: int) -> Any:
@@ -183,7 +166,7 @@ def _child(job: dict[str, Any], report: int, ip: Any, acked: int = -1) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         cells.fresh_namespace(ip)
         program = job["program"]
-        questions, send = program.get("questions", {}), _sender(report)
+        questions, send, whole = program.get("questions", {}), _sender(report), bool(program.get("whole"))
         cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)
         with open(out / "cells.jsonl", "a") as filed:
             for index, source, count in program["cells"]:
@@ -193,7 +176,7 @@ def _child(job: dict[str, Any], report: int, ip: Any, acked: int = -1) -> None:
                 if source is None:  # a test cell's place: its planned questions
                     outputs = cells.ask_cell(ip, questions.get(str(index), []), send)
                 else:
-                    outputs = cells.run_cell(ip, source, count)
+                    outputs = cells.run_cell(ip, source, count, rich=whole)
                 filed.write(json.dumps({"cell": index, "outputs": outputs}) + "\n")
                 filed.flush()
         os.write(report, END)
@@ -369,10 +352,8 @@ def run_job(job: dict[str, Any], ip: Any, tell: Any = None, forward: Any = None)
     _, status = os.waitpid(pid, 0)
     if lost is None and not ended:
         lost = {"cell": current, "why": "died", "status": exit_status(status)}
-    _kill_others()
-    refused = answering.finish(INSIDE / "out" / job["job"] / "answers.jsonl")  # once no process of the job is left
     _clean_up()
-    return {"job": job["job"], "timed_out": timed_out, "lost": lost, "answers_refused": refused}
+    return {"job": job["job"], "timed_out": timed_out, "lost": lost, "answers_refused": answering.refused}
 
 
 def main(argv: list[str]) -> int:

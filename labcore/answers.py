@@ -15,9 +15,8 @@ from LABCORE_ANSWERS:
     ask              the grading sandbox (grader.zygote's child) runs the student's cells, then answers each planned
                      question with `ask(question, namespace)`: no test cell runs there, and the answers go to the
                      zygote over a pipe opened before any student code ran, never to a file the student can reach
-    collect:FILE     the whole-notebook sandbox (`--feedback now`, grader.judge): each test cell's place asks its
-                     planned questions (`ask_filed`) and files the answers in FILE; a check run here computes and
-                     files its own
+    collect:FILE     checks ask their questions, compute each answer as a student's kernel would and file it in
+                     FILE, judging nothing (the lessons' tests of what their checks ask and what answers carry)
     judge:FILE       the trusted checker (grader.checker), which never runs student code: the value is read back
                      from the answers file by the same key and judged
 
@@ -269,7 +268,7 @@ def _role() -> tuple[str, Path | None]:
 
 
 def collecting() -> bool:
-    """True where checks ask their questions and judge nothing: planning them, or the whole-notebook sandbox."""
+    """True where checks ask their questions and judge nothing: planning them, or collecting their answers."""
     return _role()[0] in ("plan", "collect")
 
 
@@ -491,17 +490,6 @@ def ask(planned: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
         return asker_named(planned["asker"])(*args)
 
     return _computed(str(planned["key"]), resolved)
-
-
-def ask_filed(questions: list[dict[str, Any]]) -> None:
-    """A test cell's place in the whole-notebook sandbox (`--feedback now`, role collect): its planned questions
-    answered from the notebook's namespace (`__main__`, IPython's) and filed."""
-    role, path = _role()
-    if role != "collect":
-        raise RuntimeError("planned questions are asked in the grading sandbox only")
-    namespace = vars(sys.modules["__main__"])
-    for question in questions:
-        _file(path, ask(question, namespace))
 
 
 def _raised(text: str) -> str:

@@ -223,27 +223,7 @@ def _compile(request: dict[str, Any]) -> dict[str, Any]:
     source, options, name = request["source"], request["options"], request["name"]
     if request["output"] == "ptx":
         return {"ptx": ptx.compile_ptx(source, options, name=name)}
-    return {"cubin": base64.b64encode(_cubin(source, options, name)).decode()}
-
-
-def _cubin(source: str, options: Sequence[str], name: str) -> bytes:
-    """NVRTC's cubin of `source` (the options name an sm_ architecture); ptx.PtxCompileError with its log."""
-    from cuda.bindings import nvrtc  # optional, as in labcore.ptx: only compiling a student's kernel needs it
-
-    _err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
-    try:
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            _err, size = nvrtc.nvrtcGetProgramLogSize(prog)
-            log = b" " * size
-            nvrtc.nvrtcGetProgramLog(prog, log)
-            raise ptx.PtxCompileError(log.rstrip(b"\x00").decode(errors="replace"))
-        _err, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * size
-        nvrtc.nvrtcGetCUBIN(prog, cubin)
-        return cubin
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    return {"cubin": base64.b64encode(ptx.nvrtc_output(source, options, name, output="cubin")).decode()}
 
 
 def _child(request: dict[str, Any], out_fd: int, err_fd: int) -> None:

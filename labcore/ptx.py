@@ -87,7 +87,18 @@ def compile_ptx(source: str, options: Sequence[str] = (), *, name: str = "kernel
 
 @functools.lru_cache(maxsize=64)
 def _compile(source: str, options: tuple[str, ...], name: str) -> str:
+    return nvrtc_output(source, options, name).rstrip(b"\x00").decode()
+
+
+def nvrtc_output(source: str, options: Sequence[str], name: str, *, output: str = "ptx") -> bytes:
+    """What NVRTC makes of `source` with `options`: its PTX, or with output="cubin" its cubin (the options then
+    name an sm_ architecture); PtxCompileError with NVRTC's log when it does not compile. The one place the course
+    runs NVRTC on a source (labcore.nvrtc's compile children call it too)."""
     nvrtc = _nvrtc()
+    size_of, get = {
+        "ptx": (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX),
+        "cubin": (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN),
+    }[output]
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise RuntimeError(f"nvrtcCreateProgram: {err.name}")
@@ -98,10 +109,10 @@ def _compile(source: str, options: tuple[str, ...], name: str) -> str:
             log = b" " * size
             nvrtc.nvrtcGetProgramLog(prog, log)
             raise PtxCompileError(log.rstrip(b"\x00").decode(errors="replace"))
-        _err, size = nvrtc.nvrtcGetPTXSize(prog)
-        ptx = b" " * size
-        nvrtc.nvrtcGetPTX(prog, ptx)
-        return ptx.rstrip(b"\x00").decode()
+        _err, size = size_of(prog)
+        data = b" " * size
+        get(prog, data)
+        return data
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 

@@ -223,7 +223,11 @@ def test_a_failed_try_never_replaces_a_recorded_result(tmp_path):
     result = {"extracted": {"cells": {}}, "checked": {"verdicts": {}}}
     store(where, "k1", Done(_job("ann"), result))
     store(where, "k1", Done(_job("ann"), None, "its grading worker died on every try"))
-    assert json.loads(where.read_text()) == {"key": "k1", "seed": 7, "result": {**result, "timeout_s": 5}}
+    assert json.loads(where.read_text()) == {
+        "key": "k1",
+        "seed": 7,
+        "result": {**result, "timeout_s": 5, "whole": False},
+    }
     store(where, "k2", Done(_job("ann"), None, "KilledWorker"))  # the submission changed: its old grade is stale
     assert json.loads(where.read_text()) == {"key": "k2", "error": "KilledWorker"}
     store(where, "k2", Done(_job("ann"), result))

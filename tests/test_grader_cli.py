@@ -378,20 +378,43 @@ def test_student_run_files_survive_autograde(graded):
         ).read_bytes()
 
 
-def test_a_submission_past_its_budget_is_stopped_and_zeroed(graded, tmp_path):
-    """Phase 1 killed at its wall-clock budget (kernel included) leaves a reason for phase 2."""
-    import psutil
+def _rows(lines: list[str]) -> dict[str, tuple[str, str]]:
+    """The autograde table: {student: (score, notes)}, the seconds left out."""
+    header = lines.index(next(x for x in lines if x.startswith("student")))
+    table = lines[header + 1 :]
+    rows = {}
+    for line in table[: table.index("")]:
+        student, got, _, total, _, _, *notes = line.split(maxsplit=6)
+        rows[student] = (f"{got} / {total}", " ".join(notes))
+    return rows
 
-    from grader.autograde import execute_one, scratch_root
+
+@pytest.fixture(scope="module")
+def graded_now(checkout, tmp_path_factory) -> SimpleNamespace:
+    """The same submissions in a grading directory of their own, graded with --feedback now."""
+    base = tmp_path_factory.mktemp("now")
+    root = base / "dir"
+    assert grader("--repo", str(checkout), "setup", str(root)).rc == 0
+    assert grader("collect", str(root), str(TOY / "submissions")).rc == 0
+    run = SimpleNamespace(root=root)
+    run.autograde = grader("autograde", str(root), "--jobs", "3", "--timeout", str(TIMEOUT_S), "--feedback", "now")
+    run.feedback = grader("feedback", str(root))
+    return run
+
+
+def test_feedback_now_grades_as_autograde_does(graded, graded_now):
+    """--feedback now runs the one engine: every student's points, timeouts, lost runs and their reasons, as
+    autograde's table gives them (hangs, a deaf cell, a dying and a self-killing run among them)."""
+    from grader.autograde import scores
     from grader.grading import GradingDir
 
-    grading = GradingDir(graded.root)
-    scratch_root(grading, tmp_path, "toy", "hangs")
-    reason = execute_one(grading, tmp_path, "toy", "hangs", timeout_s=60, budget_s=2, seed=1)
-    assert reason == "it ran past its 2 s budget and was stopped"
-    assert (tmp_path / "hangs" / "reason.txt").read_text().strip() == reason
-    kernels = [p for p in psutil.Process().children(recursive=True) if "ipykernel" in " ".join(p.cmdline())]
-    assert kernels == []
+    done = graded_now.autograde
+    assert done.rc == 0, done.out + done.err
+    assert f"3 at once, {TIMEOUT_S} s per cell, whole notebooks, cluster local" in done.lines[0]
+    for student, expected in EXPECTED.items():
+        assert scores(GradingDir(graded_now.root), "toy", student) == expected, student
+    assert _rows(done.lines) == _rows(graded.autograde.lines)
+    assert graded_now.feedback.rc == 0, graded_now.feedback.err
 
 
 def test_feedback_never_shows_hidden_tests(graded):

@@ -8,7 +8,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat")
 
-from grader.judge import merge  # noqa: E402
+from grader.classgrade import filled  # noqa: E402
 from grader.outputs import (  # noqa: E402
     MAX_CELL_CHARS,
     MAX_ERROR_CHARS,
@@ -17,7 +17,6 @@ from grader.outputs import (  # noqa: E402
     cut_note,
     safe_outputs,
 )
-from grader.sandbox import SandboxRun  # noqa: E402
 
 
 def stream(text: str, name: str = "stdout") -> dict:
@@ -58,15 +57,13 @@ def test_rich_outputs_are_capped_and_say_so():
     assert found[1]["data"] == {"text/plain": cut_note(MAX_RICH_CHARS).strip()}
 
 
-def test_merge_leaves_an_autograded_notebook_that_writes(tmp_path: Path):
-    """The --feedback now path: a sandbox's executed notebook with a lone surrogate and 1 MB printed merges into a
-    notebook nbformat writes and reads back, cut and cleaned."""
+def test_filled_leaves_an_autograded_notebook_that_writes(tmp_path: Path):
+    """A result whose cell printed a lone surrogate and 1 MB fills a notebook nbformat writes and reads back, cut and
+    cleaned."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("print(...)")]
-    ran = nbformat.v4.new_notebook()
-    ran.cells = [nbformat.v4.new_code_cell("print(...)")]
-    ran.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="\ud800" + "w" * 1_000_000)]
-    merge(nb, SandboxRun(ran, tmp_path / "answers.jsonl"), {}, "")
-    nbformat.write(nb, tmp_path / "out.ipynb")
+    printed = {"output_type": "stream", "name": "stdout", "text": "\ud800" + "w" * 1_000_000}
+    result = {"extracted": {"cells": {"0": [printed]}}, "checked": {"verdicts": {}}, "timeout_s": 20}
+    nbformat.write(filled(nb, result), tmp_path / "out.ipynb")
     text = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs[0].text
     assert text == "\ufffd" + "w" * (MAX_CELL_CHARS - 1) + cut_note(MAX_CELL_CHARS)

@@ -2,35 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbgrader", reason="the course extra (nbgrader) is not installed")
 
-from nbclient.exceptions import CellTimeoutError, DeadKernelError  # noqa: E402
-from nbconvert.preprocessors import ExecutePreprocessor  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output  # noqa: E402
 from nbgrader.preprocessors import Execute, SaveAutoGrades  # noqa: E402
 from nbgrader.utils import determine_grade  # noqa: E402
 from traitlets.config import Config  # noqa: E402
 
-from grader import preprocessors  # noqa: E402
 from grader.config import configure_grading  # noqa: E402
 from grader.preprocessors import (  # noqa: E402
     NOT_GRADED,
-    ExecuteOrReplay,
-    ExecuteToTheEnd,
+    DropDuplicateIds,
     HideHiddenTests,
+    Replay,
     StderrToStdout,
     mark_not_graded,
 )
-from labcore.lessons import names  # noqa: E402
 
 STUDENT, ASSIGNMENT, NOTEBOOK = "ada", "toy", "toy"
 RESOURCES = {"nbgrader": {"student": STUDENT, "assignment": ASSIGNMENT, "notebook": NOTEBOOK}}
@@ -42,6 +36,7 @@ SECRET = "{SECRET}"
 assert clamp(11.5, 0, 10) == 10, SECRET
 ### END HIDDEN TESTS'''
 FIRST_HIDDEN_LINE = 3  # of HIDDEN_TEST: the BEGIN marker
+PASSES = "assert clamp(5, 0, 10) == 5"
 
 
 def submission() -> nbformat.NotebookNode:
@@ -56,7 +51,7 @@ def submission() -> nbformat.NotebookNode:
 
 
 def recorded(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """What phase 1 left for this notebook: the same sources, executed."""
+    """What the grading engine left for this notebook: the same sources, executed."""
     ran = nbformat.from_dict(json.loads(json.dumps(nb)))
     for count, cell in enumerate(ran.cells):
         if cell.cell_type == "code":
@@ -66,7 +61,7 @@ def recorded(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def scratch_for(root: Path) -> Path:
-    """The scratch folder phase 1 uses for this student."""
+    """The scratch folder recording reads for this student."""
     return root / STUDENT
 
 
@@ -76,9 +71,9 @@ def write_recorded(root: Path, nb: nbformat.NotebookNode) -> None:
     nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
 
 
-def replayer(root: Path) -> ExecuteOrReplay:
-    """ExecuteOrReplay configured as phase 2 configures it (--ExecuteOrReplay.replay_root=...)."""
-    return ExecuteOrReplay(config=Config({"ExecuteOrReplay": {"replay_root": str(root)}}))
+def replayer(root: Path) -> Replay:
+    """Replay configured as recording configures it (--Replay.replay_root=...)."""
+    return Replay(config=Config({"Replay": {"replay_root": str(root)}}))
 
 
 def not_graded_errors(nb: nbformat.NotebookNode) -> list[str]:
@@ -92,11 +87,11 @@ def not_graded_errors(nb: nbformat.NotebookNode) -> list[str]:
     return found
 
 
-# -- ExecuteOrReplay ---------------------------------------------------------------------------------------------
+# -- Replay ---------------------------------------------------------------------------------------------------
 
 
 def test_replay_copies_the_recorded_outputs_and_execution_counts(tmp_path):
-    """Sources equal to phase 1's: each code cell gets phase 1's outputs and count; markdown is left alone."""
+    """Sources equal to the graded ones: each code cell gets their outputs and count; markdown is left alone."""
     nb = submission()
     markdown = copy.deepcopy(nb.cells[0])
     ran = recorded(nb)
@@ -148,185 +143,16 @@ def test_replay_without_outputs_or_reason_says_it_was_not_executed(tmp_path):
     )
 
 
-def test_without_replay_root_it_grades_in_the_sandbox_and_the_checker_never_here(tmp_path, monkeypatch):
-    """Unconfigured (phase 1), nothing executes in nbgrader's process: grader.judge.grade gets the notebook, the
-    submission's folder, the sandbox's packages (written when no library is configured) and a seed."""
-    calls = []
-
-    def grade(nb, *, folder, library, scratch, timeout_s, seed, checker_lock):
-        written = all((library / n / "__init__.py").is_file() for n in names())  # every listed lesson's package
-        calls.append((folder, written, timeout_s, seed, checker_lock))
-        return nb
+def test_without_replay_root_it_refuses_and_runs_nothing(monkeypatch):
+    """A grading directory's plain `nbgrader autograde` (no replay root) grades nobody: nbgrader records nothing for
+    the submission rather than zeros, and the error names the command that grades."""
 
     def no_kernel(*args, **kwargs):
         raise AssertionError("executed in nbgrader's process")
 
-    monkeypatch.setattr(preprocessors, "grade", grade)
     monkeypatch.setattr(Execute, "preprocess", no_kernel)
-    nb = submission()
-    resources = {**RESOURCES, "metadata": {"path": str(tmp_path)}}
-    out, _ = ExecuteOrReplay(config=Config({"ExecuteOrReplay": {"seed": 11}, "Execute": {"timeout": 30}})).preprocess(
-        nb, resources
-    )
-    assert out is nb and calls == [(tmp_path, True, 30, 11, None)]
-
-
-# -- ExecuteToTheEnd ---------------------------------------------------------------------------------------------
-
-LIMIT_S, IOPUB_S = 4, 2  # the per-cell limit; how long nbclient waits for the end of output after a reply
-# What the scripted kernel below does with a cell, by its source.
-PASSES, FAILS = "assert clamp(5, 0, 10) == 5", "assert clamp(11, 0, 10) == 10"
-EXITS = "import os; os._exit(3)"  # the kernel process ends (exit status 3 here; killed by a signal: negative)
-HANGS = "time.sleep(1e9)"  # interrupted at the limit, it stops
-DEAF = "signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(1e9)"  # interrupted at the limit, it goes on
-FLOODS = "print('x' * 10**9)"  # the reply comes, the end of its output never does
-
-
-def check_cell(grade_id: str, source: str, points: float = 1) -> nbformat.NotebookNode:
-    """A graded test cell as nbgrader's source makes it."""
-    meta = {"grade": True, "solution": False, "locked": True, "grade_id": grade_id, "points": points}
-    return new_code_cell(source, metadata={"nbgrader": meta | {"schema_version": 3}})
-
-
-def answer_cell(grade_id: str, source: str) -> nbformat.NotebookNode:
-    """A student's answer cell (not graded by itself)."""
-    meta = {"grade": False, "solution": True, "locked": False, "grade_id": grade_id, "schema_version": 3}
-    return new_code_cell(source, metadata={"nbgrader": meta})
-
-
-@pytest.fixture
-def kernel(monkeypatch) -> SimpleNamespace:
-    """nbclient's side of execution, scripted: no kernel starts; `ran` lists the cells sent to the kernel.
-
-    Each cell does what its source says, and nbclient answers as it does for a real kernel: an error output for a
-    failed assert; DeadKernelError when the process ended; at the limit, an interrupt (ExecuteToTheEnd's hook)
-    followed by the kernel's KeyboardInterrupt and nbgrader's error (HANGS) or by CellTimeoutError when the end of
-    the cell's output never comes (DEAF, and FLOODS without an interrupt).
-    """
-    fake = SimpleNamespace(ran=[], returncode=3)
-
-    def preprocess(self, nb, resources=None, km=None):  # ExecutePreprocessor.preprocess without the kernel
-        self.km = SimpleNamespace(
-            interrupt_kernel=lambda: None,
-            provisioner=SimpleNamespace(process=SimpleNamespace(returncode=fake.returncode)),
-        )
-        for index, cell in enumerate(nb.cells):
-            self.preprocess_cell(cell, resources, index)
-        return nb, resources
-
-    def execute_cell(self, cell, index, **kwargs):
-        fake.ran.append(index)
-        cell.outputs = [new_output("stream", name="stdout", text=f"cell {index} starts\n")]
-        if cell.source == FAILS:
-            cell.outputs.append(new_output("error", ename="AssertionError", evalue="", traceback=["AssertionError"]))
-        elif cell.source == EXITS:
-            raise DeadKernelError("Kernel died")
-        elif cell.source in (HANGS, DEAF):
-            reply = asyncio.run(self._async_handle_timeout(LIMIT_S, cell))
-            if cell.source == DEAF:
-                raise CellTimeoutError("Timeout waiting for IOPub output")
-            cell.outputs.append(error("KeyboardInterrupt", "", line=1))
-            self.on_cell_executed(cell=cell, cell_index=index, execute_reply=reply)
-        elif cell.source == FLOODS:
-            raise CellTimeoutError("Timeout waiting for IOPub output")
-        return cell
-
-    monkeypatch.setattr(ExecutePreprocessor, "preprocess", preprocess)
-    monkeypatch.setattr(ExecuteToTheEnd, "execute_cell", execute_cell)
-    return fake
-
-
-def execute(*cells: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook of these cells after ExecuteToTheEnd, configured with the limits."""
-    pp = ExecuteToTheEnd(config=Config({"Execute": {"timeout": LIMIT_S, "iopub_timeout": IOPUB_S}}))
-    out, _ = pp.preprocess(new_notebook(cells=list(cells)), {})
-    return out
-
-
-def errors_of(cell: nbformat.NotebookNode) -> list[str]:
-    """'ename: evalue' of each error output of a cell."""
-    return [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
-
-
-def points(nb: nbformat.NotebookNode) -> dict[str, float]:
-    """{grade_id: score} of the graded test cells, as nbgrader's SaveAutoGrades scores them."""
-    return {
-        c.metadata.nbgrader["grade_id"]: determine_grade(c)[0]
-        for c in nb.cells
-        if c.metadata.get("nbgrader", {}).get("grade")
-    }
-
-
-def test_a_dead_kernel_keeps_the_points_before_and_zeroes_the_rest_with_the_reason(kernel):
-    """Tests before the death keep their points, its cell gets the reason, every later code cell scores 0 with it."""
-    # the cheat: an answer cell ends the kernel before the test it would fail, hoping that is not counted
-    nb = execute(
-        check_cell("test_a", PASSES),
-        check_cell("test_b", PASSES, points=2),
-        new_markdown_cell("## Exercise 2"),
-        answer_cell("chunk_count", EXITS),
-        check_cell("test_c", PASSES),
-        new_code_cell("print('unlocked cell a student added')"),
-    )
-    died = "the kernel died (exit status 3) in cell chunk_count"
-    assert kernel.ran == [0, 1, 3]
-    assert points(nb) == {"test_a": 1.0, "test_b": 2.0, "test_c": 0.0}
-    assert nb.cells[3].outputs[0].text == "cell 3 starts\n"  # what it wrote before dying stays
-    assert errors_of(nb.cells[3]) == [f"DeadKernelError: {died}"]
-    assert [o.traceback for o in nb.cells[4].outputs] == [[f"NotRun: {died}"]]
-    assert errors_of(nb.cells[5]) == [f"NotRun: {died}"]
-    assert "outputs" not in nb.cells[2]
-
-
-@pytest.mark.parametrize(
-    "returncode, how", [(-9, "killed by SIGKILL"), (0, "exit status 0"), (None, "exit status unknown")]
-)
-def test_a_kernel_killed_inside_a_test_cell_zeroes_that_cell(kernel, returncode, how):
-    """A test cell whose call ends the kernel (even with status 0) scores 0; the reason says how it ended."""
-    kernel.returncode = returncode
-    nb = execute(check_cell("test_a", PASSES), check_cell("test_b", EXITS, points=2))
-    assert points(nb) == {"test_a": 1.0, "test_b": 0.0}
-    assert errors_of(nb.cells[1]) == [f"DeadKernelError: the kernel died ({how}) in cell test_b"]
-
-
-def test_a_cell_interrupted_at_the_limit_names_itself_and_the_next_cells_run(kernel):
-    """The interrupted cell scores 0 with nbgrader's CellTimeoutError naming it and the limit; the rest still run."""
-    nb = execute(check_cell("test_a", HANGS), check_cell("test_b", PASSES), check_cell("test_c", FAILS))
-    assert kernel.ran == [0, 1, 2]
-    assert points(nb) == {"test_a": 0.0, "test_b": 1.0, "test_c": 0.0}
-    assert errors_of(nb.cells[0]) == [
-        "KeyboardInterrupt: ",
-        f"CellTimeoutError: cell test_a ran past the {LIMIT_S} s limit and was interrupted",
-    ]
-    assert nb.cells[0].outputs[-1].traceback == [
-        f"CellTimeoutError: cell test_a ran past the {LIMIT_S} s limit and was interrupted"
-    ]
-
-
-def test_a_cell_that_ignores_the_interrupt_stops_the_notebook_there(kernel):
-    """The kernel is still busy: that cell and the later ones score 0, the earlier keep their points."""
-    nb = execute(check_cell("test_a", PASSES), check_cell("test_b", DEAF), check_cell("test_c", PASSES))
-    stuck = f"cell test_b ran past the {LIMIT_S} s limit and did not stop when interrupted"
-    assert kernel.ran == [0, 1]
-    assert points(nb) == {"test_a": 1.0, "test_b": 0.0, "test_c": 0.0}
-    assert errors_of(nb.cells[1]) == [f"UnresponsiveKernelError: {stuck}"]
-    assert errors_of(nb.cells[2]) == [f"NotRun: {stuck}"]
-
-
-def test_output_that_never_ends_is_not_called_a_timeout(kernel):
-    """nbclient also gives up when a finished cell's output does not end: the reason says that, not the limit."""
-    nb = execute(new_code_cell(FLOODS), check_cell("test_a", PASSES))
-    lost = f"cell #1 finished but its output did not arrive within {IOPUB_S} s"
-    assert errors_of(nb.cells[0]) == [f"UnresponsiveKernelError: {lost}"]
-    assert errors_of(nb.cells[1]) == [f"NotRun: {lost}"] and points(nb) == {"test_a": 0.0}
-
-
-def test_each_notebook_starts_with_a_live_kernel(kernel):
-    """One preprocessor executes every notebook of a submission: a death in one does not mark the next."""
-    pp = ExecuteToTheEnd()
-    pp.preprocess(new_notebook(cells=[check_cell("test_a", EXITS)]), {})
-    out, _ = pp.preprocess(new_notebook(cells=[check_cell("test_b", PASSES)]), {})
-    assert kernel.ran == [0, 0] and points(out) == {"test_b": 1.0}
+    with pytest.raises(RuntimeError, match="grades with `python -m grader autograde`"):
+        Replay().preprocess(submission(), RESOURCES)
 
 
 # -- StderrToStdout ----------------------------------------------------------------------------------------------
@@ -375,11 +201,11 @@ def test_only_graded_test_cells_are_touched():
 
 
 def test_grading_runs_it_after_execution_and_before_nbgrader_scores(tmp_path):
-    """configure_grading: ExecuteOrReplay in Execute's place, StderrToStdout right before SaveAutoGrades."""
+    """configure_grading: Replay in Execute's place, StderrToStdout right before SaveAutoGrades."""
     config = Config()
     configure_grading(config, root=str(tmp_path), repo=str(tmp_path))
     chain = config.Autograde.autograde_preprocessors
-    assert Execute not in chain and chain.index(ExecuteOrReplay) == 0
+    assert Execute not in chain and chain.index(Replay) == 0
     assert chain.index(StderrToStdout) + 1 == chain.index(SaveAutoGrades)
 
 
@@ -503,7 +329,7 @@ def test_writing_to_stderr_counts_as_failing(preprocessor):
 
 
 def test_a_timed_out_cell_says_it_was_stopped(preprocessor):
-    """nbgrader records the interrupt and then ExecuteToTheEnd's CellTimeoutError: the verdict is the timeout."""
+    """The sandbox's interrupt and then the engine's CellTimeoutError: the verdict is the timeout."""
     timed_out = "cell test_clamp ran past the 4 s limit and was interrupted"
     outputs = [
         error("KeyboardInterrupt", "", line=5),
@@ -527,7 +353,7 @@ def test_a_timed_out_cell_says_it_was_stopped(preprocessor):
     ],
 )
 def test_a_lost_kernel_gives_its_reason(preprocessor, ename, evalue, said):
-    """The cell the kernel was lost in is 'not passed', a later one 'not run', each with ExecuteToTheEnd's reason."""
+    """The cell the kernel was lost in is 'not passed', a later one 'not run', each with the engine's reason."""
     nb = hide(
         preprocessor,
         graded_cell([new_output("stream", name="stdout", text=f"{SECRET}\n"), error(ename, evalue, line=None)]),
@@ -537,7 +363,7 @@ def test_a_lost_kernel_gives_its_reason(preprocessor, ename, evalue, said):
 
 
 def test_a_notebook_that_was_not_graded_gives_the_reason(preprocessor):
-    """After ExecuteOrReplay gave up on a notebook, the hidden tests' line carries its reason."""
+    """After Replay gave up on a notebook, the hidden tests' line carries its reason."""
     nb = new_notebook(cells=[graded_cell([])])
     mark_not_graded(nb, "it was not executed")
     nb = hide(preprocessor, *nb.cells)
@@ -609,3 +435,17 @@ def test_checked_schemas_validate_as_jsonschema_does():
             jsonschema.validate(bad, schema)
         assert str(ours.value) == str(theirs.value)
     assert len(checked._validators) == 1
+
+
+# -- DropDuplicateIds --------------------------------------------------------------------------------------------
+
+
+def test_a_copied_locked_cell_becomes_a_plain_cell():
+    """Of two cells with one grade id, all but the last lose their nbgrader metadata entirely (nbgrader keeps the
+    last; no `nbgrader: {}` is left for nbgrader's metadata check to abort the class on)."""
+    meta = {"grade_id": "setup", "locked": True, "grade": False, "solution": False, "schema_version": 3}
+    nb = new_notebook(cells=[new_code_cell("import os"), new_code_cell("print('copy')")])
+    for cell in nb.cells:
+        cell.metadata["nbgrader"] = dict(meta)
+    out, _ = DropDuplicateIds().preprocess(nb, {})
+    assert "nbgrader" not in out.cells[0].metadata and out.cells[1].metadata["nbgrader"]["grade_id"] == "setup"

@@ -2,8 +2,9 @@
 
 labcore.answers' plan role records each question (key, asker, arguments) without computing; the sandbox's program
 holds the student's cells and the questions, no test cell text; the zygote keeps only answers to planned
-questions, once each and in order, and writes the answers file itself after every process of the job is dead.
-The end-to-end tests run real bubblewrap through grader.warm.
+questions, once each and in order, and passes each on at once on its own protocol, from which the trusted side
+writes the checker's answers file. The end-to-end tests run real bubblewrap through grader.warm, for both
+sandbox programs (`--feedback later` and `now`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import judge, warm
-from grader.bundle import sandbox_library
+from grader import warm
 from grader.program import answers_program, checker_program
-from grader.runner import REPO
 from grader.zygote import Answering
 from labcore import answers
 
@@ -70,8 +69,8 @@ def test_the_students_own_kernel_judges_on_the_spot(monkeypatch):
 # -- the zygote's side of the pipe ------------------------------------------------------------------------------
 
 
-def _answering(keys: list[str]) -> Answering:
-    made = Answering({"program": {"cells": [[3, None, 2]], "questions": {"3": [{"key": k} for k in keys]}}})
+def _answering(keys: list[str], forward=None) -> Answering:
+    made = Answering({"program": {"cells": [[3, None, 2]], "questions": {"3": [{"key": k} for k in keys]}}}, forward)
     made.cell = 3  # the child said it started test cell 3
     return made
 
@@ -95,18 +94,19 @@ def _sent(made: Answering, *lines: object) -> None:
         ([{"key": "a", "value": 1}], "cell 7"),  # sent while the child was in another cell
     ],
 )
-def test_the_zygote_keeps_only_planned_answers_once_in_order(tmp_path, lines, refused):
-    """Any answer not asked, out of order or twice refuses the job's answers, and the file says why."""
-    made = _answering(["a", "b"])
+def test_the_zygote_keeps_only_planned_answers_once_in_order(lines, refused):
+    """Any answer not asked, out of order or twice refuses the job's answers; what is passed on says so last."""
+    forwarded: list[bytes] = []
+    made = _answering(["a", "b"], forwarded.append)
     if refused == "cell 7":
         made.cell, refused = 7, "not asked, or a second answer"
     _sent(made, *lines)
-    target = tmp_path / "answers.jsonl"
-    target.symlink_to(tmp_path / "elsewhere")  # whatever the student left at the path is replaced, not followed
-    assert (made.finish(target) != "") == bool(refused) and refused in made.refused
-    filed = [json.loads(x) for x in target.read_text().splitlines()]
-    assert not (tmp_path / "elsewhere").exists()
-    assert filed == ([{"refused": made.refused}] if refused else lines)
+    assert bool(made.refused) == bool(refused) and refused in made.refused
+    passed = [json.loads(x) for x in forwarded]
+    if refused:
+        assert passed[-1] == {"refused": made.refused}
+    else:
+        assert passed == [{"answer": line} for line in lines]
 
 
 # -- end to end, in bubblewrap ----------------------------------------------------------------------------------
@@ -140,14 +140,14 @@ def notebook(student_cell: str) -> nbformat.NotebookNode:
     return nb
 
 
-def grade(student_cell: str) -> dict:
+def grade(student_cell: str, *, whole: bool = False) -> dict:
     nb = notebook(student_cell)
     job = warm.Job(
         assignment="toy",
         student="s",
         run_files={},
-        answers_program=answers_program(nb).to_json(),
-        checker_program=checker_program(nb).to_json(),
+        answers_program=answers_program(nb, whole=whole).to_json(),
+        checker_program=checker_program(nb, whole=whole).to_json(),
         seed=11,
         timeout_s=20,
         lessons=(),
@@ -237,20 +237,29 @@ def test_forged_answers_on_every_fd_and_path_earn_nothing():
     assert errors(result) and all("no answer of this run counts" in e for e in errors(result)), errors(result)
 
 
-# -- the whole-notebook path (--feedback now) -------------------------------------------------------------------
+# -- the whole-notebook program (--feedback now) ----------------------------------------------------------------
 
 
-def test_the_whole_notebook_sandbox_gets_questions_in_the_test_cells_place(tmp_path):
-    """judge.grade plans first: the notebook the sandbox runs asks the questions and holds no test text; the
-    honest answer passes, visible and hidden questions alike."""
+@pytest.mark.parametrize("student", [HONEST, STUB, FORGER], ids=["honest", "stub", "forger"])
+def test_whole_notebooks_get_the_same_verdicts_and_no_test_text(student):
+    """--feedback now runs the lesson cells too, through the same questions, channel and checker: the same verdicts
+    for an honest answer, a stub and a forger, and still no test text in the sandbox."""
+    later, now = grade(student), grade(student, whole=True)
+    assert MARKER not in json.dumps(now["extracted"])
+    assert [e.split(":")[0] for e in errors(now)] == [e.split(":")[0] for e in errors(later)]
+    assert now["extracted"]["answers_refused"] == later["extracted"]["answers_refused"]
+
+
+def test_a_whole_notebook_keeps_what_its_lesson_cells_show():
+    """A lesson cell's figure and last value come back as rich outputs (the answers-only program never runs it)."""
     nb = notebook(HONEST)
-    questions = judge.plan(nb, scratch=tmp_path / "plan", limit_s=120, seed=3)
-    assert [len(q) for q in questions.values()] == [0, 2]  # the setup cell asks nothing; the test cell two
-    sent = judge.asking_notebook(nb, questions)
-    assert MARKER not in nbformat.writes(sent) and "ask_filed" in sent.cells[2].source
-    sandbox_library(REPO, tmp_path / "library")
-    graded = judge.grade(
-        nb, folder=tmp_path / "none", library=tmp_path / "library", scratch=tmp_path / "s", timeout_s=30, seed=3
+    lesson = _cell(
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n6 * 7", grade_id="plot", locked=True, grade=False
     )
-    assert [o for o in graded.cells[2].outputs if o.output_type == "error"] == []
-    assert graded.cells[2].source == nb.cells[2].source  # the autograded notebook keeps the real test cell
+    nb.cells.insert(2, lesson)
+    program = answers_program(nb, whole=True).to_json()
+    job = warm.Job("toy", "s", {}, program, checker_program(nb, whole=True).to_json(), 3, 20, (), warm.code_digest())
+    shown = warm.grade(job)["extracted"]["cells"]["2"]
+    assert [o["output_type"] for o in shown] == ["execute_result", "display_data"]
+    assert shown[0]["data"]["text/plain"] == "42" and shown[1]["data"]["image/png"].startswith("iVBOR")
+    assert "2" not in [str(i) for i, _, _ in answers_program(nb).cells]

