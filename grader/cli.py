@@ -32,7 +32,7 @@ from grader.autograde import Outcome
 from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, new_bundle_dir, write_bundle
 from grader.classgrade import STORE, Recorder, grade_answers
 from grader.cluster import open_cluster
-from grader.course import Course, check, generate
+from grader.course import README, Course, check, generate, write_lesson_table
 from grader.feedback import write_feedback
 from grader.grading import GradingDir, collect, new_grading_dir, setup, skipped_at_collect
 from grader.layout import CELL_TIMEOUT_S, RELEASE_DIR, SOURCE_DIR
@@ -169,6 +169,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(f"grader generate: {course.root}/<lesson>/{SOURCE_DIR} -> {course.release} ({', '.join(names)})", flush=True)
     for name in track(names, "generate", unit="nb"):
         print(f"wrote {generate(course, name).relative_to(course.root)}/")
+    if write_lesson_table(course):
+        print(f"wrote the lesson table of {README} ({len(course.assignments())} lessons)")
     return 0
 
 

@@ -197,6 +197,61 @@ def tree_differences(committed: Path, generated: Path, label: str) -> list[str]:
     return found
 
 
+README = "README.md"
+TABLE_START = "<!-- the lessons: written by `python -m grader generate` from lessons.txt; do not edit -->"
+TABLE_END = "<!-- end of the lessons -->"
+
+
+def _declared(init: Path, name: str) -> str:
+    """A string constant of a lesson's __init__.py (TITLE, SUMMARY), read without importing the lesson."""
+    for node in ast.parse(init.read_text(), str(init)).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            value = ast.literal_eval(node.value)
+            if isinstance(value, str):
+                return " ".join(value.split())
+    raise UsageError(f"{init}: no {name} = '...' (the lesson's one-line {name.lower()}, which the README shows)")
+
+
+def lesson_table(course: Course) -> str:
+    """The README's table of lessons, in the list's order: the command, the title, the summary."""
+    rows = ["| lesson | run it | what it measures |", "|---|---|---|"]
+    for name in course.assignments():
+        init = course.root / name / "__init__.py"
+        rows.append(f"| {_declared(init, 'TITLE')} | `python -m {name}` | {_declared(init, 'SUMMARY')} |")
+    return "\n".join(rows)
+
+
+def _with_table(text: str, table: str) -> str | None:
+    """README text with its lesson table replaced; None when it has no table markers."""
+    start, end = text.find(TABLE_START), text.find(TABLE_END)
+    if start < 0 or end < start:
+        return None
+    return text[: start + len(TABLE_START)] + "\n" + table + "\n" + text[end:]
+
+
+def write_lesson_table(course: Course) -> bool:
+    """Write the README's lesson table from the list; False when the README has no table markers."""
+    path = course.root / README
+    if not path.is_file():
+        return False
+    text = path.read_text()
+    new = _with_table(text, lesson_table(course))
+    if new is None:
+        return False
+    if new != text:
+        path.write_text(new)
+    return True
+
+
+def lesson_table_problems(course: Course) -> list[str]:
+    path = course.root / README
+    if not path.is_file():
+        return []
+    text = path.read_text()
+    new = _with_table(text, lesson_table(course))
+    return [] if new is None or new == text else [f"{README}: its lesson table is not what {LIST_NAME} lists"]
+
+
 def check(course: Course, assignments: list[str], progress: Callable[[str], None] | None = None) -> list[str]:
     """Every problem with the committed release: differences from a fresh generation, outputs anywhere."""
     problems = []
@@ -213,6 +268,7 @@ def check(course: Course, assignments: list[str], progress: Callable[[str], None
             for p in sorted(course.release.iterdir())
             if p.is_dir() and p.name not in course.assignments()
         ]
+    problems += lesson_table_problems(course)
     for tree in [*(course.source_of(n) for n in assignments), course.release]:
         for path in course.notebooks(tree):
             problems += [p.replace(str(course.root) + "/", "") for p in outputs_in(path)]
