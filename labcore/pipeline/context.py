@@ -28,9 +28,11 @@ from labcore.pipeline.kernel import launch_fma_chain
 from labcore.pipeline.verify import verify_and_poison
 
 LEGACY = -1  # stream index meaning the legacy default stream
+HOST = -2  # where a blocking allocation call runs: the host thread, which every later enqueue waits for
 _H2D, _D2H = 1, 2  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
 INTERFACE = ("n_chunks", "n_buffers", "n_streams", "window_bytes")
-CALLS = ("copy_in", "launch", "copy_out", "synchronize", "stream_synchronize")
+ALLOCATIONS = ("malloc", "free", "malloc_async", "free_async")  # a pair's two device buffers, inside the loop
+CALLS = ("copy_in", "launch", "copy_out", "synchronize", "stream_synchronize", *ALLOCATIONS)
 
 
 class NotAFixedSchedule(AssertionError):
@@ -53,7 +55,9 @@ def _backend(ctx: Context) -> Any:
 
 class Context:
     """What a student's schedule is handed, live or recorded: n_chunks, n_buffers, n_streams, window_bytes,
-    copy_in / launch / copy_out (k, pair, stream=None), synchronize() and stream_synchronize(stream).
+    copy_in / launch / copy_out (k, pair, stream=None), synchronize() and stream_synchronize(stream), and, for
+    lessons that allocate inside the loop, malloc / free (k, pair) and malloc_async / free_async (k, pair,
+    stream=None): a pair's two device buffers (its input and output windows), k only labelling the call.
 
     Anything else (the host arrays, the streams, setting an attribute) is refused the same way everywhere: a
     graded schedule is the fixed sequence of calls it makes, and the grader replays that sequence.
@@ -109,6 +113,23 @@ class Context:
         """The host waits for one stream."""
         _backend(self).stream_synchronize(_integer("stream_synchronize", "stream", stream))
 
+    def malloc(self, k: int, pair: int) -> None:
+        """cudaMalloc of pair's input and output buffers (k labels the call): the host blocks until it returns."""
+        _backend(self).malloc(_integer("malloc", "chunk", k), _integer("malloc", "pair", pair))
+
+    def free(self, k: int, pair: int) -> None:
+        """cudaFree of pair's buffers: it waits for the whole device first (an implicit cudaDeviceSynchronize)."""
+        _backend(self).free(_integer("free", "chunk", k), _integer("free", "pair", pair))
+
+    def malloc_async(self, k: int, pair: int, stream: int | None = None) -> None:
+        """cudaMallocAsync of pair's buffers, stream-ordered on the pair's stream (or `stream`)."""
+        Context._op(self, "malloc_async", k, pair, stream)
+
+    def free_async(self, k: int, pair: int, stream: int | None = None) -> None:
+        """cudaFreeAsync of pair's buffers, stream-ordered on the pair's stream (or `stream`): the memory returns
+        to the pool once the stream reaches the free, so every use must be ordered before it."""
+        Context._op(self, "free_async", k, pair, stream)
+
 
 class HostArrays:
     """The 'input' and 'output' host arrays a run shares across windows and depths."""
@@ -151,14 +172,31 @@ class HostArrays:
 
 
 class CupyContext:
-    """Real work on the GPU: n_buffers device pairs of window_bytes, and n_streams blocking streams."""
+    """Real work on the GPU: n_buffers device pairs of window_bytes, and n_streams blocking streams.
+
+    With allocated=False the pairs start without memory, and the schedule allocates and frees them (malloc, free,
+    malloc_async, free_async). `allocator` says what serves those calls: "cuda", the runtime's cudaMalloc /
+    cudaFree and cudaMallocAsync / cudaFreeAsync on the device's default memory pool; or "cupy", CuPy's own memory
+    pool for every one of them (cupy.empty under the stream, and dropping the array to free it), which is what a
+    CuPy program that allocates in its loop gets.
+    """
 
     def __init__(
-        self, host: HostArrays, window_bytes: int, n_buffers: int, fmas: int, *, n_streams: int | None = None
+        self,
+        host: HostArrays,
+        window_bytes: int,
+        n_buffers: int,
+        fmas: int,
+        *,
+        n_streams: int | None = None,
+        allocated: bool = True,
+        allocator: str = "cuda",
     ) -> None:
         cp = cupy_or_none()
         if cp is None:
             raise RuntimeError("CupyContext needs a GPU")
+        if allocator not in ("cuda", "cupy"):
+            raise ValueError(f"allocator {allocator!r}: 'cuda' (the runtime's calls) or 'cupy' (CuPy's pool)")
         self._cp = cp
         self.host = host
         self.h_in, self.h_out = host.h_in, host.h_out
@@ -167,8 +205,13 @@ class CupyContext:
         self.n_chunks = self.h_in.size // self.chunk_elems
         self.n_buffers = n_buffers
         self.fmas = fmas
-        self.d_in = [cp.empty(self.chunk_elems, dtype=cp.float32) for _ in range(n_buffers)]
-        self.d_out = [cp.empty(self.chunk_elems, dtype=cp.float32) for _ in range(n_buffers)]
+        self.allocator = allocator
+        if allocated:
+            self.d_in = [cp.empty(self.chunk_elems, dtype=cp.float32) for _ in range(n_buffers)]
+            self.d_out = [cp.empty(self.chunk_elems, dtype=cp.float32) for _ in range(n_buffers)]
+        else:
+            self.d_in, self.d_out = [None] * n_buffers, [None] * n_buffers
+        self._owned: dict[int, tuple[int, int]] = {}  # pair -> the (input, output) pointers the runtime gave it
         # Blocking streams: they synchronize with the legacy default stream, which the timing relies on.
         self.streams = [cp.cuda.Stream(non_blocking=False) for _ in range(n_streams or n_buffers)]
         self.n_streams = len(self.streams)
@@ -261,11 +304,113 @@ class CupyContext:
         """The host waits for one stream."""
         self.stream(0, stream).synchronize()
 
+    # -- allocation inside the loop (allocated=False) ---------------------------------------------------------------
+    def _allocation(self, kind: str, k: int, pair: int, stream: int | None) -> Any:
+        """Report an allocation call to the tracer; the CuPy stream it goes to (None: a blocking call)."""
+        if not 0 <= pair < self.n_buffers:
+            raise IndexError(f"{kind}: pair {pair} does not exist; this context has pairs 0..{self.n_buffers - 1}")
+        target = self.stream(pair, stream) if kind.endswith("_async") else None
+        index = (pair if stream is None else stream) if target is not None else HOST
+        allocation = getattr(self.tracer, "allocation", None)
+        if allocation is not None:
+            allocation(kind, k, pair, index)
+        return target
+
+    def _wrap(self, ptr: int) -> Any:
+        """A CuPy array over device memory this context owns (the runtime's pointer; freed by the schedule)."""
+        cp = self._cp
+        memory = cp.cuda.UnownedMemory(ptr, self.window_bytes, self, cp.cuda.Device().id)
+        return cp.ndarray((self.chunk_elems,), cp.float32, cp.cuda.MemoryPointer(memory, 0))
+
+    def _taken(self, kind: str, k: int, pair: int) -> None:
+        if self.d_in[pair] is not None:
+            raise RuntimeError(f"{kind} of chunk {k}: pair {pair} is still allocated (its buffers would leak)")
+
+    def _held(self, kind: str, k: int, pair: int) -> None:
+        if self.d_in[pair] is None:
+            raise RuntimeError(f"{kind} of chunk {k}: pair {pair} holds no allocation")
+
+    def _keep(self, pair: int, d_in: Any, d_out: Any, pointers: tuple[int, int] | None) -> None:
+        self.d_in[pair], self.d_out[pair] = d_in, d_out
+        if pointers is None:
+            self._owned.pop(pair, None)
+        else:
+            self._owned[pair] = pointers
+
+    def malloc(self, k: int, pair: int) -> None:
+        """cudaMalloc of the pair's two buffers (CuPy's pool: cupy.empty on the current stream)."""
+        self._allocation("malloc", k, pair, None)
+        if isinstance(self._cp, _StandIn):  # a recording (CupyContext.recorder): no device behind it
+            return
+        self._taken("malloc", k, pair)
+        if self.allocator == "cupy":
+            cp = self._cp
+            self._keep(pair, cp.empty(self.chunk_elems, cp.float32), cp.empty(self.chunk_elems, cp.float32), None)
+            return
+        runtime = self._cp.cuda.runtime
+        pointers = (runtime.malloc(self.window_bytes), runtime.malloc(self.window_bytes))
+        self._keep(pair, *map(self._wrap, pointers), pointers)
+
+    def free(self, k: int, pair: int) -> None:
+        """cudaFree of the pair's two buffers, which first waits for the whole device."""
+        self._allocation("free", k, pair, None)
+        if isinstance(self._cp, _StandIn):  # a recording (CupyContext.recorder): no device behind it
+            return
+        self._held("free", k, pair)
+        if self.allocator == "cupy":  # CuPy's pool takes the memory back for reuse; nothing waits
+            self._keep(pair, None, None, None)
+            return
+        for ptr in self._owned[pair]:
+            self._cp.cuda.runtime.free(ptr)
+        self._keep(pair, None, None, None)
+
+    def malloc_async(self, k: int, pair: int, stream: int | None = None) -> None:
+        """cudaMallocAsync of the pair's buffers on its stream (or `stream`), from the device's default pool."""
+        target = self._allocation("malloc_async", k, pair, stream)
+        if isinstance(self._cp, _StandIn):  # a recording (CupyContext.recorder): no device behind it
+            return
+        self._taken("malloc_async", k, pair)
+        if self.allocator == "cupy":  # CuPy's pool keeps a free list per stream: the stream current at the call
+            cp = self._cp
+            with target:
+                d_in, d_out = cp.empty(self.chunk_elems, cp.float32), cp.empty(self.chunk_elems, cp.float32)
+            self._keep(pair, d_in, d_out, None)
+            return
+        runtime = self._cp.cuda.runtime
+        pointers = tuple(runtime.mallocAsync(self.window_bytes, target.ptr) for _ in range(2))
+        self._keep(pair, *map(self._wrap, pointers), pointers)
+
+    def free_async(self, k: int, pair: int, stream: int | None = None) -> None:
+        """cudaFreeAsync of the pair's buffers on its stream (or `stream`): back to the pool when the stream gets
+        there."""
+        target = self._allocation("free_async", k, pair, stream)
+        if isinstance(self._cp, _StandIn):  # a recording (CupyContext.recorder): no device behind it
+            return
+        self._held("free_async", k, pair)
+        if self.allocator == "cupy":  # the arrays go back to CuPy's pool, on the stream they were allocated on
+            self._keep(pair, None, None, None)
+            return
+        for ptr in self._owned[pair]:
+            self._cp.cuda.runtime.freeAsync(ptr, target.ptr)
+        self._keep(pair, None, None, None)
+
+    def release_all(self) -> list[int]:
+        """Free what a schedule left allocated (after the device is idle); the pairs it left, for a message."""
+        left = [pair for pair in range(self.n_buffers) if self.d_in[pair] is not None]
+        self._cp.cuda.Device().synchronize()
+        for pair in left:
+            if self.allocator == "cuda" and pair in self._owned:
+                for ptr in self._owned[pair]:
+                    self._cp.cuda.runtime.free(ptr)
+            self._keep(pair, None, None, None)
+        return left
+
     @classmethod
     def recorder(cls, n_chunks: int, n_buffers: int, n_streams: int, window_bytes: int, tracer: Any) -> CupyContext:
         """A genuine CupyContext whose device state is stand-ins and whose every call goes to `tracer` (as
         tracer.around(op, chunk, stream, index, nbytes, pair, enqueue), tracer.sync(), tracer.stream_sync(index)),
-        not to a GPU: the second of the two recordings a graded trace needs (labcore.pipeline.trace.record)."""
+        not to a GPU: the second of the two recordings a graded trace needs (labcore.pipeline.trace.record).
+        Allocation calls go to tracer.allocation(kind, chunk, pair, index) and allocate nothing."""
         ctx = object.__new__(cls)
         stand_in = _StandIn(tracer)
         ctx.__dict__.update(
@@ -283,6 +428,8 @@ class CupyContext:
             streams=[_StandInStream(i, tracer) for i in range(n_streams)],
             n_streams=n_streams,
             tracer=tracer,
+            allocator="cuda",
+            _owned={},
         )
         return ctx
 

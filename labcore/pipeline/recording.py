@@ -12,6 +12,18 @@ input (or never arrived).
 The bytes an operation touches: a copy in reads host chunk k of the input and
 writes d_in[pair]; a launch reads d_in[pair] and writes d_out[pair]; a copy out
 reads d_out[pair] and writes host chunk k of the output.
+
+Allocation inside the loop (a context made with allocated=False starts with no
+buffers): each malloc of a pair makes a new allocation of its two buffers, and
+the places above are then that allocation's. An allocation and its free both
+write all of its bytes, so a use that nothing orders after the allocation, or
+before the free, races it: a free_async on one stream of a buffer another stream
+still uses, with no order between them, is a race. `malloc` and `free` are host
+calls (stream HOST) that every later operation waits for, and `free` waits for
+the whole device first (cudaFree's implicit synchronize); `malloc_async` and
+`free_async` are ordered on their stream like any operation. A use of a pair
+that holds no allocation (never allocated, or freed), a second malloc of a pair
+still allocated, a second free, and an allocation never freed are problems too.
 """
 
 from __future__ import annotations
@@ -21,7 +33,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from labcore.pipeline.context import LEGACY
+from labcore.pipeline.context import HOST, LEGACY
 
 RACE_ROWS = 256  # accesses whose earlier accesses are compared at once (a 4,000-call trace: 256 x 4,000 at a time)
 
@@ -36,9 +48,10 @@ class Recorded:
     pair: int
     stream: int
     after: dict[int, int]
+    allocation: int = 0  # which allocation of the pair it touches (0: the context's own buffers; -1: none)
 
     def describe(self) -> str:
-        where = "the legacy default stream" if self.stream == LEGACY else f"stream {self.stream}"
+        where = {LEGACY: "the legacy default stream", HOST: "the host"}.get(self.stream, f"stream {self.stream}")
         return f"{self.op} of chunk {self.chunk} on pair {self.pair} ({where})"
 
 
@@ -46,7 +59,13 @@ class RecordingContext:
     """Same interface as CupyContext; does no work, remembers everything."""
 
     def __init__(
-        self, n_chunks: int, n_buffers: int, *, n_streams: int | None = None, window_bytes: int = 64 << 20
+        self,
+        n_chunks: int,
+        n_buffers: int,
+        *,
+        n_streams: int | None = None,
+        window_bytes: int = 64 << 20,
+        allocated: bool = True,
     ) -> None:
         self.n_chunks = n_chunks
         self.n_buffers = n_buffers
@@ -56,6 +75,10 @@ class RecordingContext:
         self.syncs: list[tuple[int, str]] = []
         self._clock: dict[int, dict[int, int]] = {}  # per stream: latest index of each stream it waits for
         self._host: dict[int, int] = {}  # what the host has waited for
+        self.allocated = allocated
+        self._live: dict[int, int] = dict.fromkeys(range(n_buffers), 0) if allocated else {}  # pair -> allocation
+        self._allocations = 0
+        self.misuse: list[Problem] = []  # uses of no allocation, double mallocs and frees
 
     # -- the context interface ------------------------------------------------
     def copy_in(self, k: int, pair: int, stream: int | None = None) -> None:
@@ -68,9 +91,12 @@ class RecordingContext:
         self._enqueue("d2h", k, pair, stream)
 
     def synchronize(self) -> None:
+        self._device_wait()
+        self.syncs.append((len(self.ops), "device"))
+
+    def _device_wait(self) -> None:
         for clock in self._clock.values():
             _join(self._host, clock)
-        self.syncs.append((len(self.ops), "device"))
 
     def stream_synchronize(self, stream: int) -> None:
         if stream != LEGACY and not 0 <= stream < self.n_streams:
@@ -81,9 +107,75 @@ class RecordingContext:
         _join(self._host, self._clock.get(stream, {}))
         self.syncs.append((len(self.ops), f"stream {stream}"))
 
+    def malloc(self, k: int, pair: int) -> None:
+        """cudaMalloc: a host call; every later operation is enqueued after it returns."""
+        self._check_args("malloc", k, pair, HOST)
+        self._host_call("malloc", k, pair, self._allocate("malloc", k, pair))
+
+    def free(self, k: int, pair: int) -> None:
+        """cudaFree: the whole device first (an implicit synchronize), then the host call."""
+        self._check_args("free", k, pair, HOST)
+        self._device_wait()
+        self.syncs.append((len(self.ops), "free"))
+        self._host_call("free", k, pair, self._release("free", k, pair))
+
+    def malloc_async(self, k: int, pair: int, stream: int | None = None) -> None:
+        self._check_args("malloc_async", k, pair, stream)
+        self._enqueue("malloc_async", k, pair, stream, self._allocate("malloc_async", k, pair))
+
+    def free_async(self, k: int, pair: int, stream: int | None = None) -> None:
+        self._check_args("free_async", k, pair, stream)
+        self._enqueue("free_async", k, pair, stream, self._release("free_async", k, pair))
+
+    # -- allocations -------------------------------------------------------------
+    def _allocate(self, op: str, k: int, pair: int) -> int:
+        if pair in self._live:
+            self.misuse.append(
+                Problem(k, f"{op} of chunk {k}: pair {pair} is still allocated; its buffers would leak (free it first)")
+            )
+        self._allocations += 1
+        self._live[pair] = self._allocations
+        return self._allocations
+
+    def _release(self, op: str, k: int, pair: int) -> int:
+        if pair not in self._live:
+            self.misuse.append(Problem(k, f"{op} of chunk {k}: pair {pair} holds no allocation to free"))
+            return -1
+        if self._live[pair] == 0:
+            self.misuse.append(
+                Problem(k, f"{op} of chunk {k}: pair {pair}'s buffers belong to the context, not the schedule")
+            )
+        return self._live.pop(pair)
+
+    def _host_call(self, op: str, k: int, pair: int, allocation: int) -> None:
+        n = len(self.ops)
+        self.ops.append(Recorded(n, op, k, pair, HOST, dict(self._host), allocation))
+        self._host[HOST] = n  # the host returns from the call before it enqueues anything else
+        self._clock[HOST] = dict(self._host)
+
+    def leaks(self) -> list[Problem]:
+        """Allocations the schedule never freed (its own; the context's buffers are not its to free)."""
+        last = {rec.allocation: rec for rec in self.ops if rec.op in ("malloc", "malloc_async")}
+        return [
+            Problem(made.chunk, f"pair {pair}'s buffers from the {made.op} of chunk {made.chunk} are never freed")
+            for pair, a in sorted(self._live.items())
+            if a > 0 and (made := last[a])
+        ]
+
     # -- ordering --------------------------------------------------------------
-    def _enqueue(self, op: str, k: int, pair: int, stream: int | None) -> None:
-        self._check_args(op, k, pair, stream)
+    def _enqueue(self, op: str, k: int, pair: int, stream: int | None, allocation: int | None = None) -> None:
+        if allocation is None:
+            self._check_args(op, k, pair, stream)
+            allocation = self._live.get(pair, -1)
+            if allocation < 0:
+                freed = any(rec.pair == pair and rec.op.startswith("free") for rec in self.ops)
+                self.misuse.append(
+                    Problem(
+                        k,
+                        f"{op} of chunk {k} uses pair {pair}, which holds no allocation"
+                        + (" (it was freed)" if freed else " (allocate it first)"),
+                    )
+                )
         index = pair if stream is None else stream
         clock = dict(self._clock.get(index, {}))
         _join(clock, self._host)
@@ -93,11 +185,12 @@ class RecordingContext:
         else:  # blocking streams wait for the legacy stream's last operation (streams first used later too)
             _join(clock, self._clock.get(LEGACY, {}))
         n = len(self.ops)
-        self.ops.append(Recorded(n, op, k, pair, index, dict(clock)))
+        self.ops.append(Recorded(n, op, k, pair, index, dict(clock), allocation))
         clock[index] = n
         self._clock[index] = clock
 
     def _check_args(self, op: str, k: int, pair: int, stream: int | None) -> None:
+        """IndexError for a chunk, pair or stream the context lacks (stream HOST: a host call, which has none)."""
         if not 0 <= k < self.n_chunks:
             raise IndexError(f"{op}: chunk {k} does not exist; the chunks are 0..{self.n_chunks - 1} (ctx.n_chunks)")
         if not 0 <= pair < self.n_buffers:
@@ -105,6 +198,8 @@ class RecordingContext:
                 f"{op} of chunk {k}: buffer pair {pair} does not exist; the pairs are 0..{self.n_buffers - 1} "
                 f"(ctx.n_buffers)"
             )
+        if stream == HOST:
+            return
         if stream is not None and stream != LEGACY and not 0 <= stream < self.n_streams:
             raise IndexError(
                 f"{op} of chunk {k}: stream {stream} does not exist; this context has streams 0..{self.n_streams - 1} "
@@ -178,12 +273,16 @@ class RecordingContext:
         d_out: dict[int, int | None] = {}
         written: dict[int, int | None] = {}
         for rec in self.ops:
-            if rec.op == "h2d":
-                d_in[rec.pair] = rec.chunk
+            held = rec.allocation >= 0  # a use of no allocation reads and writes nothing of the chunk's
+            if rec.op in ALLOCATION_OPS:  # a new allocation holds nothing yet; a freed one nothing any more
+                d_in.pop(rec.pair, None)
+                d_out.pop(rec.pair, None)
+            elif rec.op == "h2d":
+                d_in[rec.pair] = rec.chunk if held else None
             elif rec.op == "kernel":
-                d_out[rec.pair] = d_in.get(rec.pair)
+                d_out[rec.pair] = d_in.get(rec.pair) if held else None
             else:
-                written[rec.chunk] = d_out.get(rec.pair)
+                written[rec.chunk] = d_out.get(rec.pair) if held else None
         errors = []
         for k in range(self.n_chunks):
             if k not in written:
@@ -194,8 +293,8 @@ class RecordingContext:
         return errors
 
     def problems(self) -> list[Problem]:
-        """Every dataflow error and race, lowest chunk first."""
-        return sorted(self.dataflow_errors() + self.races(), key=lambda p: p.chunk)
+        """Every dataflow error and race (and, allocating in the loop, every misuse and leak), lowest chunk first."""
+        return sorted(self.dataflow_errors() + self.races() + self.misuse + self.leaks(), key=lambda p: p.chunk)
 
     def first_bad_chunk(self) -> int | None:
         """The lowest chunk a problem names, as the GPU check reports it."""
@@ -224,16 +323,34 @@ def _join(into: dict[int, int], other: dict[int, int]) -> None:
             into[stream] = index
 
 
+ALLOCATION_OPS = ("malloc", "free", "malloc_async", "free_async")
+
+
+def _buffer(name: str, allocation: int) -> str:
+    """A device buffer's place name: 'd_in' for the context's own, 'd_in@3' for the schedule's third allocation."""
+    return name if allocation == 0 else f"{name}@{allocation}"
+
+
 def _touches(rec: Recorded) -> list[tuple[tuple[str, int], bool]]:
-    """((place, pair or chunk), writes?) for every place an operation touches: device buffers and host chunks."""
+    """((place, pair or chunk), writes?) for every place an operation touches: device buffers and host chunks.
+
+    An allocation and its free write both of the pair's buffers of that allocation; a use of no allocation
+    touches only its host chunk."""
+    held = rec.allocation >= 0
+    d_in, d_out = (_buffer("d_in", rec.allocation), rec.pair), (_buffer("d_out", rec.allocation), rec.pair)
+    if rec.op in ALLOCATION_OPS:
+        return [(d_in, True), (d_out, True)] if held else []
     if rec.op == "h2d":
-        return [(("h_in", rec.chunk), False), (("d_in", rec.pair), True)]
+        return [(("h_in", rec.chunk), False)] + [(d_in, True)] * held
     if rec.op == "kernel":
-        return [(("d_in", rec.pair), False), (("d_out", rec.pair), True)]
-    return [(("d_out", rec.pair), False), (("h_out", rec.chunk), True)]
+        return [(d_in, False), (d_out, True)] if held else []
+    return [(d_out, False)] * held + [(("h_out", rec.chunk), True)]
 
 
 def _place(place: tuple[str, int]) -> str:
     """A place as messages name it: d_in[1], or host chunk 3 of h_out."""
     name, slot = place
-    return f"host chunk {slot} of {name}" if name.startswith("h_") else f"{name}[{slot}]"
+    if name.startswith("h_"):
+        return f"host chunk {slot} of {name}"
+    base, _, allocation = name.partition("@")
+    return f"{base}[{slot}]" + (f" (allocation {allocation})" if allocation else "")

@@ -15,19 +15,21 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from labcore.pipeline.context import INTERFACE, Context, CupyContext, NotAFixedSchedule
+from labcore.pipeline.context import ALLOCATIONS, HOST, INTERFACE, Context, CupyContext, NotAFixedSchedule
 
 __all__ = ["Event", "NotAFixedSchedule", "Trace", "record"]
 
 OPS = ("h2d", "kernel", "d2h")
 SYNCS = ("sync", "stream_sync")
+BLOCKING = ("malloc", "free")  # host calls: no stream
+STREAM_ORDERED = ("malloc_async", "free_async")  # on a stream, like an operation
 
 
 @dataclasses.dataclass(frozen=True)
 class Event:
     """One call a schedule made: an operation on chunk k and pair (on a stream, None: the pair's), or a wait."""
 
-    kind: str  # h2d, kernel, d2h, sync (device-wide) or stream_sync
+    kind: str  # h2d, kernel, d2h, sync (device-wide), stream_sync, or an allocation (malloc ... free_async)
     chunk: int | None = None
     pair: int | None = None
     stream: int | None = None
@@ -50,6 +52,10 @@ class Trace:
                 ctx.synchronize()
             elif event.kind == "stream_sync":
                 ctx.stream_synchronize(event.stream)
+            elif event.kind in BLOCKING:
+                getattr(ctx, event.kind)(event.chunk, event.pair)
+            elif event.kind in STREAM_ORDERED:
+                getattr(ctx, event.kind)(event.chunk, event.pair, stream=event.stream)
             else:
                 method = {"h2d": ctx.copy_in, "kernel": ctx.launch, "d2h": ctx.copy_out}[event.kind]
                 method(event.chunk, event.pair, stream=event.stream)
@@ -74,8 +80,10 @@ class Trace:
 
 
 def _event_problem(event: Event, trace: Trace) -> str | None:
-    if event.kind not in OPS + SYNCS:
+    if event.kind not in OPS + SYNCS + ALLOCATIONS:
         return f"unknown kind {event.kind!r}"
+    if event.kind in BLOCKING and event.stream is not None:
+        return f"a {event.kind} runs on the host, not on a stream"
     if event.kind == "sync":
         return None
     if event.kind == "stream_sync":
@@ -109,6 +117,18 @@ class _Recorder:
     def stream_synchronize(self, stream: int) -> None:
         self.events.append(Event("stream_sync", stream=stream))
 
+    def malloc(self, k: int, pair: int) -> None:
+        self.events.append(Event("malloc", k, pair))
+
+    def free(self, k: int, pair: int) -> None:
+        self.events.append(Event("free", k, pair))
+
+    def malloc_async(self, k: int, pair: int, stream: int | None = None) -> None:
+        self.events.append(Event("malloc_async", k, pair, stream))
+
+    def free_async(self, k: int, pair: int, stream: int | None = None) -> None:
+        self.events.append(Event("free_async", k, pair, stream))
+
 
 class _Tracer:
     """What a recording CupyContext (CupyContext.recorder) reports its calls to: the same Events, each operation's
@@ -126,10 +146,14 @@ class _Tracer:
     def stream_sync(self, index: int) -> None:
         self.events.append(Event("stream_sync", stream=index))
 
+    def allocation(self, kind: str, chunk: int, pair: int, index: int) -> None:
+        self.events.append(Event(kind, chunk, pair, None if index == HOST else index))
+
 
 def _resolved(events: list[Event]) -> list[Event]:
     """Events with an operation's default stream written out (stream=None is its pair's): what a context runs."""
-    return [dataclasses.replace(e, stream=e.pair) if e.kind in OPS and e.stream is None else e for e in events]
+    on_streams = OPS + STREAM_ORDERED
+    return [dataclasses.replace(e, stream=e.pair) if e.kind in on_streams and e.stream is None else e for e in events]
 
 
 def record(
