@@ -24,6 +24,13 @@ the whole device first (cudaFree's implicit synchronize); `malloc_async` and
 `free_async` are ordered on their stream like any operation. A use of a pair
 that holds no allocation (never allocated, or freed), a second malloc of a pair
 still allocated, a second free, and an allocation never freed are problems too.
+
+It also knows stream capture (a schedule recorded into a CUDA graph): between
+`begin_capture()` and `end_capture()` nothing runs, the operations are only
+recorded, so a synchronize or a stream synchronize (the host would wait for work
+that cannot start) and a host read of the output (it would see what was there
+before) are errors, each with a message saying what CUDA does instead. Outside a
+capture nothing changes.
 """
 
 from __future__ import annotations
@@ -35,6 +42,17 @@ import numpy as np
 
 from labcore.pipeline.context import HOST, LEGACY
 
+CAPTURE_SYNC = (
+    "ctx.{call} inside a stream capture: a capture only records the work, nothing runs until the graph is "
+    "launched, so the host would wait for work that cannot start. CUDA refuses the call "
+    "(cudaErrorStreamCaptureUnsupported) and invalidates the whole capture (its end fails with "
+    "cudaErrorStreamCaptureInvalidated). Leave the wait out of the captured schedule: wait after the graph's launch"
+)
+CAPTURE_HOST_READ = (
+    "the host reads chunk {chunk} of the output inside a stream capture: nothing captured has run yet, so the read "
+    "sees whatever the host array held before (in this lab the NaN poison), not chunk {chunk}'s result; CUDA raises "
+    "no error. Read the output after the graph's launch has finished"
+)
 RACE_ROWS = 256  # accesses whose earlier accesses are compared at once (a 4,000-call trace: 256 x 4,000 at a time)
 
 
@@ -53,6 +71,10 @@ class Recorded:
     def describe(self) -> str:
         where = {LEGACY: "the legacy default stream", HOST: "the host"}.get(self.stream, f"stream {self.stream}")
         return f"{self.op} of chunk {self.chunk} on pair {self.pair} ({where})"
+
+
+class CaptureError(AssertionError):
+    """A call a stream capture cannot hold (an AssertionError: a check fails on it, with the message)."""
 
 
 class RecordingContext:
@@ -79,6 +101,10 @@ class RecordingContext:
         self._live: dict[int, int] = dict.fromkeys(range(n_buffers), 0) if allocated else {}  # pair -> allocation
         self._allocations = 0
         self.misuse: list[Problem] = []  # uses of no allocation, double mallocs and frees
+        self.capturing = False
+        self.captures: list[tuple[int, int]] = []  # (first op, op after the last) of each finished capture
+        self.host_reads: list[tuple[int, int, bool]] = []  # (ops before it, chunk, ordered after its copy out?)
+        self._capture_start = 0
 
     # -- the context interface ------------------------------------------------
     def copy_in(self, k: int, pair: int, stream: int | None = None) -> None:
@@ -91,6 +117,8 @@ class RecordingContext:
         self._enqueue("d2h", k, pair, stream)
 
     def synchronize(self) -> None:
+        if self.capturing:
+            raise CaptureError(CAPTURE_SYNC.format(call="synchronize()"))
         self._device_wait()
         self.syncs.append((len(self.ops), "device"))
 
@@ -99,6 +127,8 @@ class RecordingContext:
             _join(self._host, clock)
 
     def stream_synchronize(self, stream: int) -> None:
+        if self.capturing:
+            raise CaptureError(CAPTURE_SYNC.format(call=f"stream_synchronize({stream})"))
         if stream != LEGACY and not 0 <= stream < self.n_streams:
             raise IndexError(
                 f"stream_synchronize: stream {stream} does not exist; this context has streams "
@@ -113,7 +143,10 @@ class RecordingContext:
         self._host_call("malloc", k, pair, self._allocate("malloc", k, pair))
 
     def free(self, k: int, pair: int) -> None:
-        """cudaFree: the whole device first (an implicit synchronize), then the host call."""
+        """cudaFree: the whole device first (an implicit synchronize), then the host call; inside a capture it is
+        refused as a synchronize is."""
+        if self.capturing:
+            raise CaptureError(CAPTURE_SYNC.format(call=f"free({k}, {pair})"))
         self._check_args("free", k, pair, HOST)
         self._device_wait()
         self.syncs.append((len(self.ops), "free"))
@@ -161,6 +194,32 @@ class RecordingContext:
             for pair, a in sorted(self._live.items())
             if a > 0 and (made := last[a])
         ]
+
+    # -- stream capture ----------------------------------------------------------
+    def begin_capture(self) -> None:
+        """From here on the operations are recorded into a graph, not run (until end_capture)."""
+        if self.capturing:
+            raise CaptureError("begin_capture inside a capture: a capture is already recording")
+        self.capturing, self._capture_start = True, len(self.ops)
+
+    def end_capture(self) -> None:
+        """The capture ends: what it recorded runs when the graph is launched."""
+        if not self.capturing:
+            raise CaptureError("end_capture without a capture to end")
+        self.capturing = False
+        self.captures.append((self._capture_start, len(self.ops)))
+
+    def read_host(self, k: int) -> bool:
+        """The host reads chunk k of the output: an error inside a capture; outside one, whether the read is
+        ordered after the chunk's last copy out (the host waited for its stream since), which it records."""
+        if self.capturing:
+            raise CaptureError(CAPTURE_HOST_READ.format(chunk=k))
+        if not 0 <= k < self.n_chunks:
+            raise IndexError(f"read_host: chunk {k} does not exist; the chunks are 0..{self.n_chunks - 1}")
+        last = next((rec for rec in reversed(self.ops) if rec.op == "d2h" and rec.chunk == k), None)
+        ordered = last is not None and self._host.get(last.stream, -1) >= last.index
+        self.host_reads.append((len(self.ops), k, ordered))
+        return ordered
 
     # -- ordering --------------------------------------------------------------
     def _enqueue(self, op: str, k: int, pair: int, stream: int | None, allocation: int | None = None) -> None:
