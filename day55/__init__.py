@@ -1,0 +1,18 @@
+"""The day-55 lesson: stream-ordered allocation, day 54's pipeline with each chunk's device buffers allocated inside
+the loop.
+
+The shape every lesson shares: `config` (options and typed pass keys), `model` (the cost model), `live` (the
+measured run), `replay` (a record from a recorded profile), `report` and `plots` (from a record), `notebook` (what
+lesson cells call), `checks` (what graded cells call), `__main__` (`python -m day55`). The kernel, the verdicts, the
+CuPy context (which allocates on the GPU), the recording fake (which knows allocation's ordering rules) and the
+simulator are the pipeline's: `labcore.pipeline`. Day 55's own: `schedules` (the ways to allocate) and `pool` (the
+device's default memory pool and its release threshold).
+"""
+
+LESSON = "day55"
+DOMAIN = "day55"  # the NVTX domain of every timed range
+TITLE = "Day 55: stream-ordered allocation"
+SUMMARY = (
+    "A cudaMalloc/cudaFree per chunk serializes the device where cudaMallocAsync/cudaFreeAsync on the chunk's stream "
+    "joins the queue: the pool's release threshold, and what CuPy's own pool hides."
+)

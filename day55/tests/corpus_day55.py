@@ -1,0 +1,282 @@
+"""Day 55's part of the adversarial corpus (tests/corpus.py's format): wrong answers, cheats, and correct but unusual
+ones, each with the points every autograded cell must get offline, and with a GPU where that differs.
+
+Offline the timing cell is pending a GPU for every schedule whose trace is right (0, said so) and fails for every
+other; a GPU decides it (`live`). `submissions(Submission, full, zero)` builds them with the corpus's own classes,
+so this file imports nothing of tests/ (tests/corpus.py adds them to its CORPUS)."""
+
+from __future__ import annotations
+
+A = "day55"
+POINTS = {
+    "test_malloc_prediction": 2,
+    "test_stream_ordered_correct": 3,
+    "test_stream_ordered_time": 2,
+    "test_pitfalls": 2,
+}
+TIME = "test_stream_ordered_time"
+SCHEDULE_ZERO = {"test_stream_ordered_correct": 0, TIME: 0}
+
+UNUSUAL_SCHEDULE = """import numpy as np
+
+
+def my_stream_ordered(ctx):
+    k = np.int64(0)
+    while k < ctx.n_chunks:
+        pair = int(k) % ctx.n_buffers
+        ctx.malloc_async(k, pair, stream=pair)
+        ctx.copy_in(k, pair, stream=pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        ctx.free_async(k, pair, stream=pair)
+        k += 1
+    ctx.synchronize()"""
+
+AHEAD_SCHEDULE = """def my_stream_ordered(ctx):
+    # the next chunk's buffers are allocated on its own stream while this chunk is in flight
+    if ctx.n_chunks:
+        ctx.malloc_async(0, 0)
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        if k + 1 < ctx.n_chunks:
+            ctx.malloc_async(k + 1, (k + 1) % ctx.n_buffers)
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        ctx.free_async(k, pair)"""
+
+FREE_ON_OTHER_STREAM = """def my_stream_ordered(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.malloc_async(k, pair)
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        ctx.free_async(k, pair, stream=(pair + 1) % ctx.n_streams)"""
+
+CUDA_MALLOC = """def my_stream_ordered(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.malloc(k, pair)
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        ctx.free(k, pair)"""
+
+ALLOCATES_ONCE = """def my_stream_ordered(ctx):
+    pairs = range(min(ctx.n_buffers, ctx.n_chunks))
+    for pair in pairs:
+        ctx.malloc_async(pair, pair)
+    for k in range(ctx.n_chunks):
+        ctx.copy_in(k, k % ctx.n_buffers)
+        ctx.launch(k, k % ctx.n_buffers)
+        ctx.copy_out(k, k % ctx.n_buffers)
+    for pair in pairs:
+        ctx.free_async(ctx.n_chunks - 1, pair)"""
+
+NEVER_FREES = """def my_stream_ordered(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.malloc_async(k, pair)
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)"""
+
+COUNTER_SCHEDULE = """_calls = 0
+
+
+def my_stream_ordered(ctx):
+    global _calls
+    _calls += 1
+    for k in range(ctx.n_chunks):
+        pair = (k + _calls) % ctx.n_buffers
+        ctx.malloc_async(k, pair)
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        ctx.free_async(k, pair)"""
+
+ALIAS_REFERENCE = "from day55.schedules import stream_ordered as my_stream_ordered"
+
+BORROW_BY_IMPORTLIB = """import importlib
+
+_theirs = getattr(importlib.import_module("day55." + "schedules"), "stream" + "_ordered")
+
+
+def my_stream_ordered(ctx):
+    _theirs(ctx)"""
+
+PEEKS = """def my_stream_ordered(ctx):
+    backend = object.__getattribute__(ctx, "_backend")
+    for k in range(backend.n_chunks):
+        pair = k % backend.n_buffers
+        backend.malloc_async(k, pair)
+        backend.copy_in(k, pair)
+        backend.launch(k, pair)
+        backend.copy_out(k, pair)
+        backend.free_async(k, pair)"""
+
+FORGETS_FREE = """def predict_malloc_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, malloc_ms, free_ms):
+    return h2d_ms + kernel_ms + d2h_ms + n_chunks * malloc_ms"""
+
+UNUSUAL_PREDICTION = """def predict_malloc_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, malloc_ms, free_ms):
+    total = 0.0
+    for _ in range(int(n_chunks)):
+        total += (h2d_ms + kernel_ms + d2h_ms) / n_chunks + malloc_ms + free_ms
+    return total"""
+
+PREDICT_BY_MODEL = """import day55.model
+from labcore.pipeline.stages import Stages
+
+
+def predict_malloc_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, malloc_ms, free_ms):
+    return day55.model.per_chunk_malloc_ms(Stages(h2d_ms, kernel_ms, d2h_ms, n_chunks), malloc_ms, free_ms)"""
+
+VERDICTS_E_WRONG = (
+    """my_verdicts = {"A": "race", "B": "serializes", "C": "returns memory", "D": "correct", "E": "serializes"}"""
+)
+
+VERDICTS_ODD_SPELLING = (
+    """my_verdicts = {"a": "RACE", "b": " Serializes", "c": "returns_memory", "d": "Correct", "e": "correct"}"""
+)
+
+VERDICTS_FROM_KEY = """import day55.checks
+
+my_verdicts = day55.checks.pitfall_key()"""
+
+PASS_EVERY_CHECK = """import day55.checks as _checks
+
+for _name in dir(_checks):
+    if _name.startswith("check_"):
+        setattr(_checks, _name, lambda *args, **kwargs: None)"""
+
+
+def submissions(Submission, full, zero):
+    """Day 55's submissions, built with tests/corpus.py's Submission, full and zero."""
+    right = dict(live={TIME: 2}, pending=(TIME,))
+    return (
+        Submission(
+            f"{A}-reference", A, "the reference solutions; timing pending offline", full(A, **{TIME: 0}), **right
+        ),
+        Submission(f"{A}-untouched", A, "the release as handed out: every stub raises", zero(A), edits=None),
+        Submission(
+            f"{A}-unusual",
+            A,
+            "correct but unusual: a while loop over a NumPy chunk index, explicit streams, a device wait after the "
+            "loop, a prediction summed chunk by chunk, verdicts in odd spellings",
+            full(A, **{TIME: 0}),
+            edits={
+                "my_stream_ordered": UNUSUAL_SCHEDULE,
+                "predict_malloc": UNUSUAL_PREDICTION,
+                "my_verdicts": VERDICTS_ODD_SPELLING,
+            },
+            **right,
+        ),
+        Submission(
+            f"{A}-allocates-ahead",
+            A,
+            "correct but unusual: each chunk's buffers allocated one chunk ahead, on the stream that will use them",
+            full(A, **{TIME: 0}),
+            edits={"my_stream_ordered": AHEAD_SCHEDULE},
+            **right,
+        ),
+        Submission(
+            f"{A}-free-on-other-stream",
+            A,
+            "frees each chunk on the next pair's stream: a race the recording fake names (the output may be right)",
+            full(A, **SCHEDULE_ZERO),
+            edits={"my_stream_ordered": FREE_ON_OTHER_STREAM},
+        ),
+        Submission(
+            f"{A}-cuda-malloc",
+            A,
+            "cudaMalloc/cudaFree per chunk: right output, but blocking calls, not stream-ordered allocation",
+            full(A, **SCHEDULE_ZERO),
+            edits={"my_stream_ordered": CUDA_MALLOC},
+        ),
+        Submission(
+            f"{A}-allocates-once",
+            A,
+            "stream-ordered calls, but every pair allocated once before the loop: not per chunk",
+            full(A, **SCHEDULE_ZERO),
+            edits={"my_stream_ordered": ALLOCATES_ONCE},
+        ),
+        Submission(
+            f"{A}-never-frees",
+            A,
+            "allocates per chunk and never frees: every reuse of a pair leaks the allocation before",
+            full(A, **SCHEDULE_ZERO),
+            edits={"my_stream_ordered": NEVER_FREES},
+        ),
+        Submission(
+            f"{A}-counter",
+            A,
+            "a schedule whose pairs depend on how often it ran: its two recordings differ, refused",
+            full(A, **SCHEDULE_ZERO),
+            edits={"my_stream_ordered": COUNTER_SCHEDULE},
+        ),
+        Submission(
+            f"{A}-peeks",
+            A,
+            "correct but unusual: reaches behind the Context facade and makes the same calls on what is there; both "
+            "recordings are of the same calls (the second is a genuine CupyContext), so it is judged on them",
+            full(A, **{TIME: 0}),
+            edits={"my_stream_ordered": PEEKS},
+            **right,
+        ),
+        Submission(
+            f"{A}-alias-reference",
+            A,
+            "the lesson's stream_ordered imported under the exercise's name: withheld in the sandbox",
+            full(A, **SCHEDULE_ZERO),
+            edits={"my_stream_ordered": ALIAS_REFERENCE},
+        ),
+        Submission(
+            f"{A}-borrow-by-importlib",
+            A,
+            "the reference fetched by importlib from strings cut in two: still a withheld body",
+            full(A, **SCHEDULE_ZERO),
+            edits={"my_stream_ordered": BORROW_BY_IMPORTLIB},
+        ),
+        Submission(
+            f"{A}-forgets-free",
+            A,
+            "a prediction that pays one trip in all and forgets cudaFree: wrong on every case",
+            full(A, **{TIME: 0, "test_malloc_prediction": 0}),
+            edits={"predict_malloc": FORGETS_FREE},
+            **right,
+        ),
+        Submission(
+            f"{A}-predict-by-model",
+            A,
+            "the prediction by calling day55.model's own: withheld in the sandbox",
+            full(A, **{TIME: 0, "test_malloc_prediction": 0}),
+            edits={"predict_malloc": PREDICT_BY_MODEL},
+            **right,
+        ),
+        Submission(
+            f"{A}-verdict-e-wrong",
+            A,
+            "four verdicts right, E called serializing (it allocates ahead and never waits)",
+            full(A, **{TIME: 0, "test_pitfalls": 0}),
+            edits={"my_verdicts": VERDICTS_E_WRONG},
+            **right,
+        ),
+        Submission(
+            f"{A}-verdicts-from-key",
+            A,
+            "the verdicts read from day55.checks.pitfall_key: withheld and never recorded",
+            full(A, **{TIME: 0, "test_pitfalls": 0}),
+            edits={"my_verdicts": VERDICTS_FROM_KEY},
+            **right,
+        ),
+        Submission(
+            f"{A}-patches-checks",
+            A,
+            "untouched stubs and a first cell that makes every check a no-op in its own kernel: checks run in the "
+            "trusted checker, so nothing is earned",
+            zero(A),
+            solved=False,
+            first_cell=PASS_EVERY_CHECK,
+        ),
+    )

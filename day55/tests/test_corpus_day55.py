@@ -1,0 +1,76 @@
+"""Day 55's corpus graded end to end (offline: no GPU in the checker) by the class path: setup, collect, autograde in
+the sandbox with the references withheld, the trusted checker judging answers as data, export. Every submission's
+every graded cell must score what corpus_day55 says; cells pending a GPU say so and only those. The whole corpus,
+with a hundred copies of each reference, is tests/test_corpus.py's job; this is the lesson's own, quicker run."""
+
+from __future__ import annotations
+
+import csv
+
+import corpus_day55
+import nbformat
+import pytest
+
+from labcore.device import gpu_available
+from tests.corpus import POINTS, Submission, full, zero
+from tests.installed import grader
+
+POINTS.setdefault(corpus_day55.A, corpus_day55.POINTS)  # the corpus's Submission checks points against POINTS
+DAY55 = list(corpus_day55.submissions(Submission, full, zero))
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    from grader.layout import COURSE_ID, db_url
+
+    base = tmp_path_factory.mktemp("corpus55")
+    subs, root = base / "submissions", base / "grading"
+    for sub in DAY55:
+        sub.write(subs / sub.name)
+    steps = [
+        ("setup", str(root)),
+        ("collect", str(root), str(subs)),
+        ("autograde", str(root), "--assignment", corpus_day55.A, "--jobs", "2", "--timeout", "300"),
+        ("export", str(root), "--to", str(base / "grades.csv")),
+    ]
+    for step in steps:
+        done = grader(*step)
+        assert done.rc == 0, (step, done.out[-3000:], done.err[-3000:])
+    from nbgrader.api import Gradebook, MissingEntry
+
+    points = {}
+    with Gradebook(db_url(root), COURSE_ID) as gb:
+        for sub in DAY55:
+            for cell in POINTS[corpus_day55.A]:
+                try:
+                    points[(sub.name, cell)] = gb.find_grade(cell, sub.assignment, sub.assignment, sub.name).score
+                except MissingEntry:
+                    points[(sub.name, cell)] = None
+    with open(base / "grades.csv") as fh:
+        status = {r["student_id"]: r["status"] for r in csv.DictReader(fh) if r["assignment"] == corpus_day55.A}
+    return root, points, status
+
+
+@pytest.mark.parametrize("sub", DAY55, ids=[s.name for s in DAY55])
+def test_points(graded, sub):
+    _, points, _ = graded
+    got = {cell: points[(sub.name, cell)] for cell in POINTS[sub.assignment]}
+    assert got == sub.expected(gpu=gpu_available()), sub.tries
+
+
+@pytest.mark.parametrize("sub", DAY55, ids=[s.name for s in DAY55])
+def test_only_the_cells_pending_a_gpu_say_so(graded, sub):
+    root, _, _ = graded
+    nb = nbformat.read(root / "autograded" / sub.name / sub.assignment / f"{sub.assignment}.ipynb", as_version=4)
+    pending = {
+        cell.id
+        for cell in nb.cells
+        if any(o.output_type == "error" and o.ename == "PendingGPU" for o in cell.get("outputs", []))
+    }
+    assert pending == (set() if gpu_available() else set(sub.pending))
+
+
+def test_the_corpus_earns_and_loses_every_cell():
+    for cell, top in POINTS[corpus_day55.A].items():
+        assert any(s.expected(gpu=True)[cell] == top for s in DAY55), cell
+        assert any(s.expected(gpu=True)[cell] == 0 for s in DAY55), cell
