@@ -43,11 +43,12 @@ REFERENCES = {s.assignment: s for s in CORPUS if s.name.endswith("-reference")}
 VERDICTS = {"NameError", "NotImplementedError", "ReferenceWithheld", TIMED_OUT, KERNEL_DIED, NOT_RUN, PENDING_GPU}
 COURSE = ("labcore", *names(), "grader")  # the packages whose errors are the course's own
 STATUS: dict[tuple[str, str], str] = {}  # the export's status column, by (student, assignment), once graded
+CHECKOUT = Path(__file__).resolve().parents[1]
 DECLARING = (
     "labcore.answers",
     "labcore.nsys",
     "labcore.pipeline.trace",
-    *(f"{lesson}.{module.name}" for lesson in names() for module in pkgutil.iter_modules([str(ROOT / lesson)])),
+    *(f"{lesson}.{module.name}" for lesson in names() for module in pkgutil.iter_modules([str(CHECKOUT / lesson)])),
 )  # every module of every lesson: the errors its checks declare
 
 

@@ -55,7 +55,6 @@ STILL_NAMING = {
     ),
     "benchmarks/compile_child.py": "a benchmark of the zero-copy mailbox's compile",
     "tests/corpus.py": "the adversarial corpus: each lesson's wrong, cheating and unusual answers",
-    "tests/test_corpus.py": "the corpus's declaring modules (each lesson's checks)",
     "tests/test_pending.py": "the feedback page's measured numbers, shown on a day-54 challenge result",
     "tests/test_report.py": "the class report's per-check figures, by each lesson's check messages",
     "tests/test_bundle.py": "a lesson's allowed solution overlap and its planted references",
