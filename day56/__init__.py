@@ -1,0 +1,18 @@
+"""The day-56 lesson: day 54's pipeline captured once as a CUDA graph and launched as one call.
+
+The shape every lesson shares: `config` (options and typed pass keys), `model` (the break-even arithmetic),
+`live` (the measured run), `replay` (a record from a recorded profile), `report` and `plots` (from a record),
+`notebook` (what lesson cells call), `checks` (what graded cells call), `__main__` (`python -m day56`). Day 56's
+own: `graph` (stream capture, instantiate, launch and update of a schedule, through CuPy and cuda-bindings) and
+`schedules` (the pipeline it captures, written against labcore.pipeline). The kernel, the verdicts and the
+context are labcore.pipeline's, the same as day 54's.
+"""
+
+LESSON = "day56"
+DOMAIN = "day56"  # the NVTX domain of every timed range (the GPU time of a pass)
+HOST_DOMAIN = "day56 host"  # the NVTX domain of the host-side ranges: an enqueue loop, a launch, an instantiate
+TITLE = "Day 56: the schedule as a CUDA graph"
+SUMMARY = (
+    "Day 54's pipeline captured once as a CUDA graph: the host's enqueue cost per chunk, the GPU time that does "
+    "not move on a copy-bound job, the one-off instantiate and its break-even, and updating a graph for new input."
+)

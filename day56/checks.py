@@ -1,0 +1,369 @@
+"""The checks autograded day-56 cells call. Each raises AssertionError with what it found.
+
+Every call into the student's code goes through labcore.answers (answers as data): while grading, the sandbox
+records the schedule's trace and the values, and the trusted checker judges them, running nothing of the
+student's. A schedule is judged on its trace (labcore.pipeline.trace): offline it is replayed inside a stream
+capture on the recording fake (labcore.pipeline.recording), which refuses a synchronizing call or a host read the
+way CUDA does and then finds races and misrouted chunks; with a GPU the same trace is also captured into a real
+graph, launched, and compared bit for bit with naive on fresh input. The timed check runs only on a GPU: without
+one it is pending (labcore.pending), never passed on evidence the student made.
+
+The configurations are drawn for each grading run from the grading seed (labcore.answers.fresh_seed), fresh on
+every call in a student's own kernel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import secrets
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from day56 import graph, model, schedules
+from day56.config import MiB
+from labcore import answers
+from labcore.answers import reference
+from labcore.checking import assert_own_function, say, verdicts
+from labcore.device import gpu_available
+from labcore.gpulock import gpu_turn
+from labcore.pending import PendingGPU, pending_message
+from labcore.pipeline import trace
+from labcore.pipeline.context import CupyContext, HostArrays
+from labcore.pipeline.recording import CaptureError, RecordingContext
+from labcore.pipeline.verify import bit_exact_check
+from labcore.timing import time_pass
+
+KiB = 1 << 10
+MAX_CALLS_PER_CHUNK = 16  # a trace with more calls than this per chunk is refused before anything replays it
+
+
+def _draws(name: str) -> random.Random:
+    return random.Random(answers.fresh_seed(f"day56 configurations: {name}"))
+
+
+# -- exercise 1: the break-even in launches ----------------------------------------------------------------------
+
+
+def break_even_cases(name: str = "break-even") -> list[tuple[float, float, float]]:
+    """(one_off_ms, enqueue_ms, launch_ms) drawn for this grading run: three with a saving (a small, a middling
+    and a large one-off), and one where a launch saves nothing (the answer is inf)."""
+    rng = _draws(name)
+    cases = []
+    for low, high in ((0.2, 2.0), (2.0, 20.0), (20.0, 200.0)):
+        enqueue = round(rng.uniform(0.05, 5.0), 4)
+        cases.append((round(rng.uniform(low, high), 4), enqueue, round(enqueue * rng.uniform(0.002, 0.2), 4)))
+    launch = round(rng.uniform(0.05, 1.0), 4)
+    cases.append((round(rng.uniform(0.5, 5.0), 4), round(launch * rng.uniform(0.5, 1.0), 4), launch))
+    rng.shuffle(cases)
+    return cases
+
+
+def check_break_even(fn: Callable[..., float], *, cases: list[tuple[float, float, float]] | None = None) -> None:
+    """Your break_even_launches(one_off_ms, enqueue_ms, launch_ms) gives the model's whole number of launches
+    (inf where a launch saves nothing) on four cases drawn for this grading run, and on `cases` if given."""
+    if not answers.grading():
+        assert_own_function(
+            fn,
+            n_params=3,
+            what="break_even_launches",
+            references=(model.break_even_launches,),
+            forbidden=("model",),
+            hint="work the arithmetic out yourself",
+        )
+    asked = [*(cases or []), *break_even_cases()]
+    got_all = [
+        answers.answer(f"break_even_launches{case}", ("day56 break-even", case), answers.ask_call, fn, *case)
+        for case in asked
+    ]
+    if answers.collecting():
+        return
+    for case, got in zip(asked, got_all, strict=True):
+        want = model.break_even_launches(*case)
+        one_off, enqueue, launch = case
+        where = f"one-off {one_off} ms, enqueue {enqueue} ms, launch {launch} ms"
+        assert isinstance(got, (int, float)) and not isinstance(got, bool), f"{where}: you give {got!r}, not a number"
+        if math.isinf(want):
+            assert math.isinf(got) and got > 0, (
+                f"{where}: a launch saves nothing, so it never pays back (inf); you give {got!r}"
+            )
+            continue
+        assert got == want, f"{where}: you give {got!r} launches, the model {want:.0f}" + (
+            " (a number of launches is whole: round up)" if abs(got - want) < 1 else ""
+        )
+    say(f"{len(asked)} cases, each the model's number of launches")
+
+
+# -- exercise 2: a schedule a capture can hold -------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    n_chunks: int
+    buffers: int
+    window: int
+
+    def describe(self) -> str:
+        return f"{self.n_chunks}x{self.buffers} at {self.window // KiB} KiB"
+
+
+def capture_cases(name: str, count: int = 6) -> list[Case]:
+    """Configurations drawn for this grading run: 1 chunk, an odd count, one the buffers do not divide, many
+    (100-300), the rest 2-64; buffers 2-6 (2 and 3 always); windows 4 KiB-64 MiB in whole 4 KiB pages."""
+    rng = _draws(name)
+    depths = [2, 3] + [rng.randint(2, 6) for _ in range(count - 2)]
+    rng.shuffle(depths)
+    counts = [
+        1,
+        rng.randrange(3, 32, 2),
+        rng.choice([n for n in range(5, 61) if n % depths[2]] or [7]),
+        rng.randint(100, 300),
+    ]
+    counts += [rng.randint(2, 64) for _ in range(count - 4)]
+    windows = [max(4 * KiB, round(2 ** rng.uniform(12, 26) / (4 * KiB)) * 4 * KiB) for _ in range(count)]
+    return [Case(n, b, w) for n, b, w in zip(counts, depths, windows, strict=True)]
+
+
+def live_cases(name: str) -> list[Case]:
+    """What a GPU captures and launches on fresh input: three cases of 64 KiB-1 MiB windows, at most 256 chunks."""
+    rng = _draws(f"{name} live")
+    return [
+        Case(n, b, max(64 * KiB, round(2 ** rng.uniform(16, 20) / (4 * KiB)) * 4 * KiB))
+        for n, b in ((1, 2), (rng.randrange(3, 32, 2), 3), (rng.randint(100, 256), rng.randint(2, 6)))
+    ]
+
+
+@answers.asker
+def ask_trace(schedule: Callable[[Any], None], n_chunks: int, buffers: int, window: int) -> str:
+    """The schedule's trace at one configuration, as JSON text."""
+    return trace.record(schedule, n_chunks, buffers, window_bytes=window).to_json()
+
+
+def traced(schedule: Callable[[Any], None], case: Case) -> trace.Trace | None:
+    """The schedule's trace at one configuration: recorded here, or in the grading sandbox and read back."""
+    question = f"your schedule's calls at {case.n_chunks} chunks x {case.buffers} buffers, {case.window} B windows"
+    text = answers.answer(
+        question,
+        ("day56 trace", case.n_chunks, case.buffers, case.window),
+        ask_trace,
+        schedule,
+        *dataclasses.astuple(case),
+    )
+    if answers.planning():
+        return None
+    assert isinstance(text, str), f"{question}: the answer is a {type(text).__name__}, not a trace"
+    recorded = trace.Trace.from_json(text)
+    shape = (recorded.n_chunks, recorded.n_buffers, recorded.window_bytes)
+    assert shape == (case.n_chunks, case.buffers, case.window), f"{question}: a trace of another configuration {shape}"
+    assert len(recorded.events) <= MAX_CALLS_PER_CHUNK * case.n_chunks + 16, (
+        f"{question}: {len(recorded.events)} calls, more than {MAX_CALLS_PER_CHUNK} a chunk"
+    )
+    return recorded
+
+
+def capture_problem(recorded: trace.Trace) -> str | None:
+    """What is wrong with a trace as a captured graph (recording fake): a call a capture refuses, or, once the
+    graph's launch has finished (the host waits after the capture), a race or a misrouted chunk."""
+    fake = RecordingContext(recorded.n_chunks, recorded.n_buffers, n_streams=recorded.n_streams)
+    where = f"{recorded.n_chunks} chunks, {recorded.n_buffers} buffers"
+    fake.begin_capture()
+    try:
+        recorded.replay(fake)
+    except CaptureError as exc:
+        return f"{where}: {exc}"
+    except IndexError as exc:
+        return f"{where}: {exc}"
+    fake.end_capture()
+    fake.synchronize()  # the host waits for the launch
+    problems = fake.problems()
+    if problems:
+        return f"{where}: {len(problems)} problem(s); first bad chunk {problems[0].chunk}: {problems[0].message}"
+    if not fake.ops:
+        return f"{where}: the schedule enqueues nothing"
+    return None
+
+
+def _expected(ctx: CupyContext, host: HostArrays) -> Any:
+    with gpu_turn():
+        expected = ctx.expected_output()
+        host.poison()
+    return expected
+
+
+def _live_graph(recorded: trace.Trace) -> str:
+    """Capture the trace into a graph on the GPU, launch it once on fresh random input, compare with naive."""
+    host = HostArrays(recorded.window_bytes * recorded.n_chunks)
+    host.fill_random(secrets.randbelow(2**31))
+    ctx = CupyContext(host, recorded.window_bytes, recorded.n_buffers, 512)
+    expected = _expected(ctx, host)
+    gctx = graph.capturable(ctx)
+    with gpu_turn():
+        captured = graph.capture(gctx, recorded.replay)
+        exec_, _ = graph.instantiate(captured)
+        graph.launch(exec_)
+        ctx.synchronize()
+    check = bit_exact_check("your graph", host.verify_and_poison(expected, ctx.chunk_elems), recorded.n_chunks)
+    graph.destroy_exec(exec_)
+    captured.destroy()
+    assert check.ok, f"live, your schedule captured as a graph at {recorded.n_chunks} chunks: {check.detail}"
+    return check.detail
+
+
+def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
+    """In the student's own kernel, an early word: the schedule is written in the notebook, not the lesson's.
+    While grading the sandbox withholds the lesson's schedules themselves, under any name."""
+    if answers.grading():
+        return
+    assert_own_function(
+        schedule,
+        n_params=1,
+        what="schedule",
+        references=(schedules.pipelined, schedules.naive),
+        forbidden=("schedules", "pipelined"),
+        hint="enqueue the copies and launches yourself",
+    )
+
+
+def check_capture_safe(schedule: Callable[[Any], None]) -> None:
+    """Your schedule can be captured into a graph: no synchronizing call and no host read inside it, and, once the
+    graph's launch has finished, every chunk's output from its own input with no race (recording fake, six
+    configurations drawn for this grading run); with a GPU, also captured, launched and bit-exact on fresh input."""
+    assert_own_schedule(schedule)
+    cases = capture_cases("capture")
+    live = live_cases("capture")
+    recorded = [traced(schedule, case) for case in cases + live]
+    if answers.collecting():
+        return
+    for one in recorded:
+        problem = capture_problem(one)
+        assert problem is None, problem
+    shown = ", ".join(c.describe() for c in cases + live)
+    if not gpu_available():
+        say(
+            f"offline: captured on the recording fake at {shown}: nothing a capture refuses, no race, every chunk right"
+        )
+        return
+    for one in recorded[len(cases) :]:
+        _live_graph(one)
+    say(f"captured on the fake at {shown}; live as a graph on fresh input at {', '.join(c.describe() for c in live)}")
+
+
+# -- exercise 3: the graph's timing (a GPU decides) --------------------------------------------------------------
+
+TIMED_CHUNKS = 64
+TIMED_WINDOW = 4 * MiB  # 64 chunks of 4 MiB: 256 MiB each way, a quarter of the lesson's array (GPU seconds)
+# your graph's launch costs the host at least this many times less than your enqueue loop: the reference measured
+# 4.9x on the H200 (2026-12-03; 2.25 ms against 0.46 ms at 64 chunks: a launch's cost grows with the graph's nodes)
+HOST_FACTOR = 3.0
+GPU_FACTOR = 1.05  # at most this much GPU time over your schedule stream by stream, in the same run
+FLOOR_FACTOR = 1.15  # and at most this much over the duplex floor (the three-buffer pipeline measures about 1.06x)
+
+
+def _host_clocked(fn: Callable[[], None], into: list[float]) -> Callable[[], None]:
+    def run() -> None:
+        t0 = time.perf_counter()
+        fn()
+        into.append((time.perf_counter() - t0) * 1e3)
+
+    return run
+
+
+def check_capture_timed(schedule: Callable[[Any], None]) -> None:
+    """On a GPU: your schedule at 64 chunks of 4 MiB with 3 buffers, timed in one run stream by stream and as a
+    graph beside the duplex floor: one launch costs the host at least 3x less than your enqueue loop, the graph's
+    GPU time is at most 1.05x your streams' and at most 1.15x the floor. Without a GPU this is pending: nothing
+    offline can time a launch."""
+    assert_own_schedule(schedule)
+    case = Case(TIMED_CHUNKS, 3, TIMED_WINDOW)
+    recorded = traced(schedule, case)
+    if answers.collecting():
+        return
+    problem = capture_problem(recorded)
+    assert problem is None, problem
+    if not gpu_available():
+        raise PendingGPU(pending_message("your graph's launch and GPU time are measured on a GPU only"))
+    host = HostArrays(TIMED_WINDOW * TIMED_CHUNKS)
+    host.fill_random(secrets.randbelow(2**31))
+    ctx = CupyContext(host, TIMED_WINDOW, 3, 512)
+    expected = _expected(ctx, host)
+    gctx = graph.capturable(ctx)
+    with gpu_turn():
+        captured = graph.capture(gctx, recorded.replay)
+        exec_, _ = graph.instantiate(captured)
+    enqueue: list[float] = []
+    launch: list[float] = []
+    timed = dict(params={}, domain="grader", repeats=5)
+    try:
+        floor = time_pass(lambda: schedules.duplex(ctx.with_buffers(2)), key="grader duplex", name="duplex", **timed)
+        streams = time_pass(
+            _host_clocked(lambda: recorded.replay(ctx), enqueue), key="grader streams", name="streams", **timed
+        )
+        graphed = time_pass(
+            _host_clocked(lambda: graph.launch(exec_), launch),
+            key="grader graph",
+            name="graph",
+            before_last=host.poison,  # the output checked below is the last launch's, not the streams'
+            **timed,
+        )
+        check = bit_exact_check("your graph", host.verify_and_poison(expected, ctx.chunk_elems), TIMED_CHUNKS)
+    finally:
+        graph.destroy_exec(exec_)
+        captured.destroy()
+    assert check.ok, f"the output of a timed launch of your graph is wrong: {check.detail}"
+    enq, lau = statistics.median(enqueue[1:]), statistics.median(launch[1:])  # the first is time_pass's warm-up
+    own, over_floor = graphed.median_ms / streams.median_ms, graphed.median_ms / floor.median_ms
+    numbers = (
+        f"host: your enqueue loop {enq:.3f} ms, one launch {lau:.3f} ms ({enq / lau:.1f}x less); GPU: as a graph "
+        f"{graphed.median_ms:.2f} ms, stream by stream {streams.median_ms:.2f} ms ({own:.3f}x), "
+        f"{over_floor:.3f}x the duplex floor {floor.median_ms:.2f} ms"
+    )
+    assert over_floor <= FLOOR_FACTOR, f"{numbers}: more than {FLOOR_FACTOR}x the link floor: is it a pipeline?"
+    assert own <= GPU_FACTOR, f"{numbers}: as a graph it takes more than {GPU_FACTOR}x its time stream by stream"
+    assert enq / lau >= HOST_FACTOR, f"{numbers}: a launch should cost the host at least {HOST_FACTOR:.0f}x less"
+    say(f"live, medians of 5: {numbers}")
+
+
+# -- exercise 4: the pitfalls of capture -------------------------------------------------------------------------
+
+PITFALL_QUESTIONS = {
+    "sync": ("the captured function calls ctx.synchronize()", ("error", "waits", "ignored")),
+    "host_read": ("the host reads the output array inside the capture", ("result", "old", "error")),
+    "new_input": (
+        "the graph is launched again after the data moved to new arrays, without an update",
+        ("new", "old", "error"),
+    ),
+    "gpu_time": ("on this copy-bound job, the graph's GPU time against the streams'", ("same", "faster", "slower")),
+}
+
+
+@reference(recordable=False)
+def pitfall_key() -> dict[str, str]:
+    """The answers to the pitfall questions."""
+    return {"sync": "error", "host_read": "old", "new_input": "old", "gpu_time": "same"}
+
+
+def check_pitfalls(answer: Any) -> None:
+    """Your answers to the four questions of PITFALL_QUESTIONS, one of its choices each."""
+    given = answers.answer("your answers to the capture pitfalls", ("day56 pitfalls",), answers.ask_value, answer)
+    if answers.collecting():
+        return
+    expected = "a dict with one of the listed choices for each of " + ", ".join(PITFALL_QUESTIONS)
+    assert isinstance(given, dict), f"your answer is a {type(given).__name__}; give {expected}"
+    chosen = {}
+    for key, (question, choices) in PITFALL_QUESTIONS.items():
+        value = given.get(key)
+        word = value.strip().lower() if isinstance(value, str) else value
+        assert word in choices, f"{key} ({question}): {value!r} is not one of {', '.join(choices)}"
+        chosen[key] = word
+    key = pitfall_key()
+    wrong = [k for k in PITFALL_QUESTIONS if chosen[k] != key[k]]
+    assert not wrong, (
+        f"{len(PITFALL_QUESTIONS) - len(wrong)} of {len(PITFALL_QUESTIONS)} right; look again at {', '.join(wrong)}"
+    )
+    say(f"all {len(PITFALL_QUESTIONS)} right")
+
+
+verdicts(globals())  # in the student's kernel a failed check shows one verdict, not a traceback (labcore.checking)

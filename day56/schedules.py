@@ -1,0 +1,66 @@
+"""The schedules day 56 captures: plain functions of a context (labcore.pipeline's CupyContext or the recording fake).
+
+Day 54 builds the pipelined schedule by hand; a lesson imports no other lesson, so the pipeline day 56 captures is
+written here again against labcore.pipeline's context. It is also the answer to day 56's exercise 2 (a schedule a
+capture can hold), so it is withheld from students' code like day 54's (labcore.answers.reference), and so are the
+pitfalls, which are it with one mistake: in the student edition the live run captures the student's own schedule
+(day56.notebook.measure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from labcore.answers import reference
+
+Schedule = Callable[[Any], None]
+
+
+def naive(ctx: Any) -> None:
+    """One stream, one buffer pair: copy in, kernel, copy out, chunk after chunk (the reference output)."""
+    for k in range(ctx.n_chunks):
+        ctx.copy_in(k, 0)
+        ctx.launch(k, 0)
+        ctx.copy_out(k, 0)
+
+
+@reference
+def pipelined(ctx: Any) -> None:
+    """Chunk k on buffer pair (and stream) k % n_buffers: stream order protects each pair; no wait anywhere, so
+    the same calls run stream by stream or captured into a graph."""
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+
+
+def duplex(ctx: Any) -> None:
+    """The link probe: every copy in on stream 0 while every copy out runs on stream 1 (needs 2 pairs)."""
+    for k in range(ctx.n_chunks):
+        ctx.copy_in(k, 0, stream=0)
+        ctx.copy_out(k, 1, stream=1)
+
+
+# The two pitfalls of capture, shown live (day56.live) and judged on the recording fake (day56.checks).
+
+
+@reference
+def pitfall_sync_in_capture(ctx: Any) -> None:
+    """The pipeline with the host waiting for stream 0 halfway: fine stream by stream, fatal to a capture."""
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        if k == ctx.n_chunks // 2:
+            ctx.stream_synchronize(0)
+
+
+@reference
+def waits_at_the_end(ctx: Any) -> None:
+    """The pipeline with the habit of day 54's timing loops, a synchronize after the loop: right stream by stream,
+    and a capture refuses it all the same (it is inside the captured function)."""
+    pipelined(ctx)
+    ctx.synchronize()

@@ -1,0 +1,277 @@
+"""Day 56's submissions for the adversarial corpus (tests/corpus.py's format and points): honest, unusual but
+correct, wrong, and cheating. tests/corpus.py adds them to its CORPUS and POINTS (the TEMP registration until the
+lessons list lands), and tests/test_corpus.py grades them end to end with real nbgrader; test_day56_corpus.py runs
+each one's answers through the checks here, in the student's own kernel, as a quick check of the expected points.
+
+Offline the timed cell of a correct schedule is pending a GPU (0, said so); a schedule that a capture cannot hold
+fails it offline too (the capture is judged before anything would be timed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+A = "day56"
+POINTS = {"test_break_even": 2, "test_capture_safe": 3, "test_capture_timed": 2, "test_pitfalls": 1}
+PENDING = ("test_capture_timed",)
+LIVE = {"test_capture_timed": 2}
+
+# -- answers, as a student's cells hold them ------------------------------------------------------------------------
+
+UNUSUAL_BREAK_EVEN = """import math
+
+
+def break_even_launches(one_off_ms, enqueue_ms, launch_ms):
+    # integer launches by ceiling division, and a saving of nothing as float('inf')
+    saved = enqueue_ms - launch_ms
+    if not saved > 0:
+        return float("inf")
+    return int(-(-one_off_ms // saved))"""
+
+REVERSED_SCHEDULE = """def my_capturable(ctx):
+    # the chunks from the last to the first, each pair on its stream given explicitly
+    k = ctx.n_chunks - 1
+    while k >= 0:
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair, stream=pair)
+        ctx.launch(k, pair, stream=pair)
+        ctx.copy_out(k, pair, stream=pair)
+        k -= 1"""
+
+BATCHED_SCHEDULE = """def my_capturable(ctx):
+    # a round of buffer pairs at a time: every copy in of the round, then every kernel, then every copy out
+    for first in range(0, ctx.n_chunks, ctx.n_buffers):
+        round_ = range(first, min(first + ctx.n_buffers, ctx.n_chunks))
+        for k in round_:
+            ctx.copy_in(k, k - first)
+        for k in round_:
+            ctx.launch(k, k - first)
+        for k in round_:
+            ctx.copy_out(k, k - first)"""
+
+SPELLED_ANSWERS = """my_capture_answers = {"SYNC": "Error", "host_read": "  OLD", "new_input": "Old "}
+my_capture_answers["gpu_time"] = "SAME"
+my_capture_answers = {key.lower(): value for key, value in my_capture_answers.items()}"""
+
+WAITS_AT_THE_END = """def my_capturable(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+    ctx.synchronize()  # day 54's habit: inside a capture the wait is refused and the capture invalidated"""
+
+WAITS_EACH_ROUND = """def my_capturable(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        if pair == ctx.n_buffers - 1:
+            ctx.stream_synchronize(0)"""
+
+KERNEL_ON_THE_NEXT_STREAM = """def my_capturable(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair, stream=(pair + 1) % ctx.n_buffers)  # unordered after its copy in: a race
+        ctx.copy_out(k, pair)"""
+
+SERIAL_SCHEDULE = """def my_capturable(ctx):
+    # day 54's naive schedule: right, capturable, and serial (the timed check's floor bound fails it on a GPU)
+    for k in range(ctx.n_chunks):
+        ctx.copy_in(k, 0)
+        ctx.launch(k, 0)
+        ctx.copy_out(k, 0)"""
+
+NO_CEILING = """import math
+
+
+def break_even_launches(one_off_ms, enqueue_ms, launch_ms):
+    saving = enqueue_ms - launch_ms
+    return one_off_ms / saving if saving > 0 else math.inf  # a fraction of a launch"""
+
+NEGATIVE_WHEN_NO_SAVING = """import math
+
+
+def break_even_launches(one_off_ms, enqueue_ms, launch_ms):
+    return math.ceil(one_off_ms / (enqueue_ms - launch_ms)) if enqueue_ms != launch_ms else math.inf"""
+
+WRONG_ANSWERS = (
+    """my_capture_answers = {"sync": "waits", "host_read": "result", "new_input": "old", "gpu_time": "faster"}"""
+)
+
+CALLS_THE_MODEL = """import day56.model
+
+
+def break_even_launches(one_off_ms, enqueue_ms, launch_ms):
+    return day56.model.break_even_launches(one_off_ms, enqueue_ms, launch_ms)"""
+
+LESSONS_SCHEDULE = """import importlib
+
+my_capturable = getattr(importlib.import_module("day56." + "schedules"), "pipe" + "lined")"""
+
+READS_THE_KEY = """import day56.checks
+
+my_capture_answers = day56.checks.pitfall_key()"""
+
+PATCHES_THE_CHECKS = """import day56.checks as _checks
+import day56.model as _model
+
+for _name in dir(_checks):
+    if _name.startswith("check_"):
+        setattr(_checks, _name, lambda *args, **kwargs: None)
+_model.break_even_launches = lambda *args: 1.0"""
+
+FORGES_A_TRACE = """import day56.checks as _checks
+
+# answers the trace question itself, with the lesson's pipeline recorded at home, whatever my_capturable does
+_checks.ask_trace = lambda schedule, n, b, w: _checks.trace.record(
+    lambda ctx: [(ctx.copy_in(k, k % b), ctx.launch(k, k % b), ctx.copy_out(k, k % b)) for k in range(n)], n, b,
+    window_bytes=w).to_json()"""
+
+
+def submissions(submission: Callable[..., Any], full: Callable[..., Any], zero: Callable[..., Any]) -> tuple:
+    """The day-56 submissions, made with tests/corpus.py's Submission, full and zero."""
+    s = submission
+    return (
+        # honest
+        s(
+            "d56-reference",
+            A,
+            "the reference solutions; the timed cell pending offline",
+            full(A, test_capture_timed=0),
+            pending=PENDING,
+            live=LIVE,
+        ),
+        s("d56-untouched", A, "the release as handed out: every stub raises", zero(A), edits=None),
+        s("d56-stubs-left", A, "solutions left as stubs", zero(A), solved=False),
+        # unusual but correct
+        s(
+            "d56-unusual",
+            A,
+            "correct but unusual: chunks from the last to the first on explicit streams in a while loop, an integer "
+            "break-even by ceiling division and float('inf'), answers in capitals with spaces: full points",
+            full(A, test_capture_timed=0),
+            edits={
+                "my_capturable": REVERSED_SCHEDULE,
+                "break_even_launches": UNUSUAL_BREAK_EVEN,
+                "my_capture_answers": SPELLED_ANSWERS,
+            },
+            pending=PENDING,
+            live=LIVE,
+        ),
+        s(
+            "d56-batched",
+            A,
+            "a round of pairs at a time (all copies in, all kernels, all copies out): stream order still protects "
+            "every pair, and the graph overlaps as well",
+            full(A, test_capture_timed=0),
+            edits={"my_capturable": BATCHED_SCHEDULE},
+            pending=PENDING,
+            live=LIVE,
+        ),
+        # wrong
+        s(
+            "d56-waits-at-the-end",
+            A,
+            "day 54's synchronize after the loop, inside the captured function: refused like CUDA refuses it",
+            full(A, test_capture_safe=0, test_capture_timed=0),
+            edits={"my_capturable": WAITS_AT_THE_END},
+        ),
+        s(
+            "d56-waits-each-round",
+            A,
+            "a stream synchronize after every round of pairs: the capture is invalidated",
+            full(A, test_capture_safe=0, test_capture_timed=0),
+            edits={"my_capturable": WAITS_EACH_ROUND},
+        ),
+        s(
+            "d56-race",
+            A,
+            "each kernel on the next pair's stream: unordered after its own copy in, a race the fake finds",
+            full(A, test_capture_safe=0, test_capture_timed=0),
+            edits={"my_capturable": KERNEL_ON_THE_NEXT_STREAM},
+        ),
+        s(
+            "d56-serial",
+            A,
+            "naive's serial loop: right and capturable (full offline), but on a GPU 1.8x the link floor: the timed "
+            "cell fails live",
+            full(A, test_capture_timed=0),
+            edits={"my_capturable": SERIAL_SCHEDULE},
+            pending=PENDING,
+        ),
+        s(
+            "d56-break-even-fractions",
+            A,
+            "a break-even that does not round up (a fraction of a launch): the break-even cell 0",
+            full(A, test_capture_timed=0, test_break_even=0),
+            edits={"break_even_launches": NO_CEILING},
+            pending=PENDING,
+            live=LIVE,
+        ),
+        s(
+            "d56-break-even-negative",
+            A,
+            "a break-even of a negative count where a launch costs more than the enqueue loop it replaces",
+            full(A, test_capture_timed=0, test_break_even=0),
+            edits={"break_even_launches": NEGATIVE_WHEN_NO_SAVING},
+            pending=PENDING,
+            live=LIVE,
+        ),
+        s(
+            "d56-wrong-pitfalls",
+            A,
+            "two of the four pitfalls answered wrong",
+            full(A, test_capture_timed=0, test_pitfalls=0),
+            edits={"my_capture_answers": WRONG_ANSWERS},
+            pending=PENDING,
+            live=LIVE,
+        ),
+        # cheating
+        s(
+            "d56-calls-the-model",
+            A,
+            "a break-even that calls day56.model's: the sandbox's package holds no body of it",
+            full(A, test_capture_timed=0, test_break_even=0),
+            edits={"break_even_launches": CALLS_THE_MODEL},
+            pending=PENDING,
+            live=LIVE,
+        ),
+        s(
+            "d56-lessons-schedule",
+            A,
+            "my_capturable is day56.schedules.pipelined, found by a computed name: withheld in the sandbox",
+            full(A, test_capture_safe=0, test_capture_timed=0),
+            edits={"my_capturable": LESSONS_SCHEDULE},
+        ),
+        s(
+            "d56-reads-the-key",
+            A,
+            "the pitfall answers read from day56.checks.pitfall_key(): withheld in the sandbox",
+            full(A, test_capture_timed=0, test_pitfalls=0),
+            edits={"my_capture_answers": READS_THE_KEY},
+            pending=PENDING,
+            live=LIVE,
+        ),
+        s(
+            "d56-patches-the-checks",
+            A,
+            "untouched stubs; a first cell replaces every day56 check and the model by do-nothing lambdas: the "
+            "trusted checker's own are untouched, all 0",
+            zero(A),
+            solved=False,
+            first_cell=PATCHES_THE_CHECKS,
+        ),
+        s(
+            "d56-forges-the-trace",
+            A,
+            "waits at the end, and a first cell that makes the trace question answer with a good pipeline's trace: "
+            "the sandbox answers planned questions with the course's askers, so the patch changes nothing",
+            full(A, test_capture_safe=0, test_capture_timed=0),
+            edits={"my_capturable": WAITS_AT_THE_END},
+            first_cell=FORGES_A_TRACE,
+        ),
+    )
