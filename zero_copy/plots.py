@@ -9,7 +9,7 @@ from labcore.plots import bars
 from labcore.record import Record
 from zero_copy import model
 from zero_copy.config import planned_rows
-from zero_copy.report import breakeven_verdict, rates
+from zero_copy.report import breakeven_verdict, not_recorded_line, rates
 
 
 def breakeven(record: Record) -> Figure:
@@ -66,3 +66,46 @@ def gather(record: Record) -> Figure:
         unit="GB/s",
         title=f"{plan['n_rows']:,} rows of {plan['row_bytes']} B on {record.device.name}",
     )
+
+
+def both_ways(record: Record) -> Figure:
+    """Mapped both ways at each grid against day 54's pipeline and the duplex link floor (medians, min..max bars);
+    for a record made before the experiment existed, a figure saying so."""
+    fig = Figure(figsize=(7, 4.2), layout="constrained")
+    ax = fig.subplots()
+    if "both_ways" not in record.extra:
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, not_recorded_line(record, "both_ways").replace("; ", ";\n"), ha="center", va="center")
+        return fig
+    plan = record.extra["both_ways"]
+    rows = planned_rows(plan)
+    mapped = [(row.params["blocks"], record.pass_times(row.key)) for row in rows if row.key.path == "mapped"]
+    blocks = [b for b, _ in mapped]
+    medians = np.array([found.median_ms for _, found in mapped])
+    spread = np.array([found.spread_ms for _, found in mapped]).T
+    ax.errorbar(
+        blocks,
+        medians,
+        yerr=[medians - spread[0], spread[1] - medians],
+        fmt="o-",
+        color="C0",
+        capsize=3,
+        label="mapped both ways (the SMs' loads and stores)",
+    )
+    for path, colour, label in (
+        ("pipeline", "C1", f"day 54's pipeline, {plan['chunk_bytes'] >> 20} MiB x {plan['n_buffers']}"),
+        ("duplex", "grey", "link floor: both copies at once"),
+    ):
+        found = record.pass_times(next(row.key for row in rows if row.key.path == path))
+        low, high = found.spread_ms
+        ax.axhline(found.median_ms, color=colour, linestyle="--", label=f"{label}: {found.median_ms:.2f} ms")
+        ax.axhspan(low, high, color=colour, alpha=0.15)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(f"blocks of {plan['threads']} threads ({plan['sm_count']} SMs)")
+    ax.set_ylabel("ms, median (bars and bands: min..max)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    size = plan["nbytes"] >> 20
+    ax.set_title(f"{size} MiB in and {size} MiB out on {record.device.name}", fontsize=10)
+    return fig
