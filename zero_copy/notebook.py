@@ -291,7 +291,7 @@ def _reads(value: float | None) -> str:
 
 
 def other_systems(record: Record) -> None:
-    """The model's break-even on this run's L and H and on illustrative other systems (section 7)."""
+    """The model's break-even on this run's L and H and on illustrative other systems (section 8)."""
     _or_recorded(_other_systems, record)
 
 
