@@ -35,7 +35,7 @@ from zero_copy.config import (
     planned_rows,
     read_key,
 )
-from zero_copy.experiments import pipelined
+from zero_copy.experiments import pipeline_order, pipelined
 from zero_copy.hostmem import HostMemory, check_host_memory
 from zero_copy.mapped import MappingSupport, require_mapping
 from zero_copy.report import both_ways_verdict, breakeven_verdict, gather_verdict, mailbox_verdict, predates, report
@@ -689,6 +689,7 @@ def test_the_both_ways_figure_draws_every_grid_and_both_references():
 
 def test_the_pipeline_is_day_54s_and_no_students_schedule():
     """Chunk k on pair (and stream) k % 3, race-free, every chunk out; handed a schedule's Context it refuses."""
+    assert pipeline_order(5, 2) == [(0, 0), (1, 1), (2, 0), (3, 1), (4, 0)]
     ctx = RecordingContext(64, 3, window_bytes=16 << 20)
     pipelined(ctx)
     assert ctx.problems() == [] and len(ctx.ops) == 3 * 64

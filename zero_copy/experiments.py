@@ -291,20 +291,25 @@ class _HostPair:
     h_out: np.ndarray
 
 
+def pipeline_order(n_chunks: int, n_buffers: int) -> list[tuple[int, int]]:
+    """(chunk, buffer pair) in the order day 54's double-buffered pipeline enqueues them: chunk k on pair
+    k mod n_buffers, whose own stream orders the uses of the pair by one chunk and the next."""
+    return [(k, k % n_buffers) for k in range(n_chunks)]
+
+
 def pipelined(ctx: Any) -> None:
-    """Day 54's double-buffered schedule, written out here (a lesson imports no other lesson): chunk k is copied
-    in, computed and copied out on buffer pair k % n_buffers and that pair's stream, which orders each pair's uses.
+    """Day 54's double-buffered pipeline, written out here (a lesson imports no other lesson): each chunk copied in,
+    computed and copied out on its pair (`pipeline_order`) and that pair's stream.
 
     It runs this lesson's measurement on a CupyContext (or, in tests, the recording fake), never on the `Context`
-    that day 54 hands a student's schedule: writing this schedule is day 54's exercise.
+    that day 54 hands a student's schedule: writing that schedule is day 54's exercise.
     """
     if isinstance(ctx, Context):
         raise TypeError(
             "zero_copy.experiments.pipelined is the zero-copy lesson's measurement, not an answer to day 54's "
             "exercise: write your own schedule"
         )
-    for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
+    for k, pair in pipeline_order(ctx.n_chunks, ctx.n_buffers):
         ctx.copy_in(k, pair)
         ctx.launch(k, pair)
         ctx.copy_out(k, pair)
