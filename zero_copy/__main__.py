@@ -23,11 +23,14 @@ _SIZE_OPTIONS = {
     "stream_size": "stream_bytes",
     "window": "chunk_bytes",
     "saxpy_size": "saxpy_bytes",
+    "both_size": "both_bytes",
+    "both_chunk": "both_chunk_bytes",
 }
 _COUNT_OPTIONS = {
     "rows": "rows",
     "streams": "n_streams",
     "reread_k": "reread_k",
+    "both_buffers": "both_buffers",
     "repeats": "repeats",
     "warmup": "warmup",
     "seed": "seed",
@@ -46,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m zero_copy",
         description=(
             "Zero-copy (mapped pinned) memory, measured: streaming, break-even, access shape, sparse gather, "
-            "host-visible results, mapped SAXPY and the re-read failure mode. Without a GPU it replays the "
+            "host-visible results, mapped SAXPY, the re-read failure mode, and day 54's job through mapped memory "
+            "both ways. Without a GPU it replays the "
             "recorded profile."
         ),
     )
@@ -63,6 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     add("--reads", help="break-even: reads per byte, comma-separated (default 1,2,4,8)")
     add("--reread-k", type=int, help=f"re-read loop: loads per byte (default {defaults.reread_k})")
     add("--saxpy-size", help="SAXPY: bytes per array (default 512MiB)")
+    add("--both-size", help="both ways: day 54's input and output size, a whole number of chunks (default 1GiB)")
+    add("--both-chunk", help="both ways: the pipeline's chunk (default 16MiB)")
+    add("--both-buffers", type=int, help=f"both ways: the pipeline's buffer pairs (default {defaults.both_buffers})")
+    add(
+        "--both-blocks-per-sm",
+        help="both ways: the mapped kernel's grids in blocks per SM, comma-separated (default "
+        f"{','.join(map(str, defaults.both_blocks_per_sm))}; one float4 per thread is always added)",
+    )
     add("--repeats", type=int, help=f"timed repeats per pass (default {defaults.repeats})")
     add("--warmup", type=int, help=f"untimed runs before them (default {defaults.warmup})")
     add("--seed", type=int, help="random seed of the inputs (default 0)")
@@ -95,13 +107,22 @@ def config_from(args: argparse.Namespace) -> Config:
             raise UsageError(
                 f"--reads {args.reads!r} is not a comma-separated list of whole numbers, e.g. 1,2,4,8"
             ) from None
+    if args.both_blocks_per_sm is not None:
+        try:
+            parts = args.both_blocks_per_sm.split(",")
+            values["both_blocks_per_sm"] = tuple(int(part) for part in parts if part.strip())
+        except ValueError:
+            raise UsageError(
+                f"--both-blocks-per-sm {args.both_blocks_per_sm!r} is not a comma-separated list of whole numbers, "
+                "e.g. 2,4,8,16,32,64"
+            ) from None
     cfg = Config(**values)  # type: ignore[arg-type]
     cfg.validate()
     return cfg
 
 
 def _sized_options_given(args: argparse.Namespace) -> list[str]:
-    names = [*_SIZE_OPTIONS, *_COUNT_OPTIONS, "reads", "device"]
+    names = [*_SIZE_OPTIONS, *_COUNT_OPTIONS, "reads", "both_blocks_per_sm", "device"]
     return ["--" + name.replace("_", "-") for name in names if getattr(args, name) is not None]
 
 

@@ -10,12 +10,16 @@ from typing import Any
 from labcore.errors import UsageError
 from labcore.sizes import format_size, parse_size
 
-EXPERIMENTS = ("streaming", "breakeven", "access", "gather", "mailbox", "saxpy", "reread")
+EXPERIMENTS = ("streaming", "breakeven", "access", "gather", "mailbox", "saxpy", "reread", "both_ways")
+# Experiments added after the shipped profile may have been recorded: a replay of an older record says the section
+# was not recorded (and on which day the experiment came), rather than failing.
+ADDED_ON = {"both_ways": "2026-12-03"}
 PROBE_BYTES = 256 << 20  # the pinned copy that measures the link rate L
 HBM_PROBE_BYTES = 1 << 30  # the device-to-device copy that measures the HBM rate H
 VECTOR_BYTES = 16  # kernels load float4 / uint4
 MAILBOX_BYTES = 64
 MAX_READS = 64
+MAX_BLOCKS_PER_SM = 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +37,10 @@ class Config:
     reads: tuple[int, ...] = (1, 2, 4, 8)
     reread_k: int = 16
     saxpy_bytes: int = 512 << 20
+    both_bytes: int = 1 << 30  # day 54's input (and output) size
+    both_chunk_bytes: int = 16 << 20  # the pipeline it is compared with: 16 MiB chunks ...
+    both_buffers: int = 3  # ... on 3 buffer pairs
+    both_blocks_per_sm: tuple[int, ...] = (2, 4, 8, 16, 32, 64)  # the mapped kernel's grids, in blocks per SM
     repeats: int = 5
     warmup: int = 1
     seed: int = 0
@@ -48,7 +56,15 @@ class Config:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["only"], data["reads"] = list(self.only), list(self.reads)
+        data["both_blocks_per_sm"] = list(self.both_blocks_per_sm)
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Config:
+        """The Config a results record stores (lists back to tuples); fields an older record lacks take their
+        defaults, fields this version does not know are left out."""
+        known = {field.name for field in dataclasses.fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known})
 
     def validate(self) -> None:
         """UsageError naming the first option that is wrong, its value, and what would be valid."""
@@ -83,11 +99,26 @@ def _check_sizes(cfg: Config) -> None:
                 f"{option} {format_size(nbytes)} is not a positive multiple of {VECTOR_BYTES} bytes "
                 f"(kernels load float4)"
             )
+    _check_both_sizes(cfg)
     if cfg.chunk_bytes > min(cfg.stream_bytes, cfg.saxpy_bytes):
         raise UsageError(
             f"--window {format_size(cfg.chunk_bytes)} is larger than the data it splits "
             f"(--stream-size {format_size(cfg.stream_bytes)}, "
             f"--saxpy-size {format_size(cfg.saxpy_bytes)})"
+        )
+
+
+def _check_both_sizes(cfg: Config) -> None:
+    if cfg.both_chunk_bytes < VECTOR_BYTES or cfg.both_chunk_bytes % VECTOR_BYTES:
+        raise UsageError(
+            f"--both-chunk {format_size(cfg.both_chunk_bytes)} is not a positive multiple of {VECTOR_BYTES} bytes "
+            f"(the kernels load float4); try 16MiB"
+        )
+    if cfg.both_bytes < cfg.both_chunk_bytes or cfg.both_bytes % cfg.both_chunk_bytes:
+        raise UsageError(
+            f"--both-size {format_size(cfg.both_bytes)} is not a whole number of --both-chunk "
+            f"{format_size(cfg.both_chunk_bytes)} chunks (the pipeline cuts it into equal chunks); e.g. "
+            f"{format_size(max(1, cfg.both_bytes // cfg.both_chunk_bytes) * cfg.both_chunk_bytes)}"
         )
 
 
@@ -107,6 +138,14 @@ def _check_counts(cfg: Config) -> None:
         )
     if not 1 <= cfg.reread_k <= MAX_READS:
         raise UsageError(f"--reread-k {cfg.reread_k} must be between 1 and {MAX_READS}")
+    if not 1 <= cfg.both_buffers <= 32:
+        raise UsageError(f"--both-buffers {cfg.both_buffers} must be between 1 and 32")
+    grids = cfg.both_blocks_per_sm
+    if not grids or any(not 1 <= m <= MAX_BLOCKS_PER_SM for m in grids) or len(set(grids)) < len(grids):
+        raise UsageError(
+            f"--both-blocks-per-sm {','.join(map(str, grids)) or '(empty)'}: give different whole numbers between "
+            f"1 and {MAX_BLOCKS_PER_SM} (blocks of 256 threads per SM), e.g. 2,4,8,16,32,64"
+        )
     if not 1 <= cfg.n_streams <= 32:
         raise UsageError(f"--streams {cfg.n_streams} must be between 1 and 32")
     if not 1 <= cfg.repeats <= 1000 or not 0 <= cfg.warmup <= 100:
@@ -124,12 +163,13 @@ def pinned_needs(cfg: Config) -> list[tuple[str, int, str]]:
         "mailbox": (MAILBOX_BYTES, "(fixed)"),
         "saxpy": (3 * cfg.saxpy_bytes, "--saxpy-size"),
         "reread": (cfg.buffer_bytes, "--buffer-size"),
+        "both_ways": (2 * cfg.both_bytes, "--both-size"),
     }
     picked = ["probes", *cfg.only]
     return [(name, *needs[name]) for name in picked]
 
 
-_COUNTS = (("r", "reads"), ("rows", "rows"), ("k", "reread_k"), ("n", "n_floats"))
+_COUNTS = (("r", "reads"), ("rows", "rows"), ("k", "reread_k"), ("n", "n_floats"), ("blocks", "blocks"))
 _SIZE_TOKEN = re.compile(r"\d+(?:B|KiB|MiB|GiB)")
 
 
@@ -148,6 +188,7 @@ class PassKey:
     rows: int | None = None  # rows=: rows per gathered batch
     reread_k: int | None = None  # k=: loads per byte of the re-read loop
     n_floats: int | None = None  # n=: floats per SAXPY array
+    blocks: int | None = None  # blocks=: the grid of a kernel whose grid is what the pass varies
     nbytes: int | None = None  # the buffer the pass reads, as a bare size
     chunk_bytes: int | None = None
     n_streams: int | None = None

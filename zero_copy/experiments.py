@@ -1,4 +1,5 @@
-"""The dense experiments: link and HBM probes, streaming, break-even, access shape, mapped SAXPY, re-reads.
+"""The dense experiments: link and HBM probes, streaming, break-even, access shape, mapped SAXPY, re-reads, and
+day 54's job through mapped memory both ways.
 
 Each one checks its output bit for bit against NumPy before it times anything,
 and stores its plan (the record keys, with the model's time beside each) in
@@ -15,14 +16,18 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+import nvtx
 
 from labcore.gpulock import gpu_turn
-from zero_copy import model
+from labcore.pipeline.context import Context, CupyContext
+from labcore.pipeline.kernel import DEFAULT_FMAS, launch_fma_chain
+from labcore.pipeline.verify import bit_exact_check, verify_and_poison
+from zero_copy import DOMAIN, model
 from zero_copy.config import HBM_PROBE_BYTES, PROBE_BYTES, as_json
 from zero_copy.harness import Lab
-from zero_copy.kernel import launch_load_words, launch_reread, launch_saxpy
-from zero_copy.mapped import MappingSupport, alloc_mapped, page_aligned_empty, register_mapped
-from zero_copy.verify import compare, expected_reread, fill_small_ints
+from zero_copy.kernel import launch_fma_chain_vec, launch_load_words, launch_reread, launch_saxpy
+from zero_copy.mapped import MappedBuffer, MappingSupport, alloc_mapped, page_aligned_empty, register_mapped
+from zero_copy.verify import closed_form_check, compare, expected_reread, fill_small_ints, poison
 
 SCATTER_STRIDE = 0x9E3779B1  # odd, so i -> i*stride mod 2^k is a permutation that scatters each warp
 NEAR_SHIFT_VEC = 32  # one warp's worth of float4: a re-read lands on a neighbouring warp's lines
@@ -273,3 +278,108 @@ def run_reread(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
             lab.check_run(f"reread {spacing} {memory}", fn, d_out, references[shift])
             lab.time(fn, row, name="reread")
     lab.record.extra["reread"] = as_json(plan)
+
+
+# -- day 54's job through mapped memory both ways -----------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _HostPair:
+    """Mapped input and output as a CupyContext's host arrays (it reads `h_in` and `h_out`, nothing else)."""
+
+    h_in: np.ndarray
+    h_out: np.ndarray
+
+
+def pipeline_order(n_chunks: int, n_buffers: int) -> list[tuple[int, int]]:
+    """(chunk, buffer pair) in the order day 54's double-buffered pipeline enqueues them: chunk k on pair
+    k mod n_buffers, whose own stream orders the uses of the pair by one chunk and the next."""
+    return [(k, k % n_buffers) for k in range(n_chunks)]
+
+
+def pipelined(ctx: Any) -> None:
+    """Day 54's double-buffered pipeline, written out here (a lesson imports no other lesson): each chunk copied in,
+    computed and copied out on its pair (`pipeline_order`) and that pair's stream.
+
+    It runs this lesson's measurement on a CupyContext (or, in tests, the recording fake), never on the `Context`
+    that day 54 hands a student's schedule: writing that schedule is day 54's exercise.
+    """
+    if isinstance(ctx, Context):
+        raise TypeError(
+            "zero_copy.experiments.pipelined is the zero-copy lesson's measurement, not an answer to day 54's "
+            "exercise: write your own schedule"
+        )
+    for k, pair in pipeline_order(ctx.n_chunks, ctx.n_buffers):
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+
+
+def _duplex(d_in: Any, d_out: Any, h_in_ptr: int, h_out_ptr: int, nbytes: int, up: Any, down: Any) -> None:
+    """The link floor: one copy of B in on `up` while one copy of B out runs on `down`."""
+    rt = _runtime()
+    rt.memcpyAsync(d_in.data.ptr, h_in_ptr, nbytes, rt.memcpyHostToDevice, up.ptr)
+    rt.memcpyAsync(h_out_ptr, d_out.data.ptr, nbytes, rt.memcpyDeviceToHost, down.ptr)
+
+
+def _fill_uniform(h_out: np.ndarray, seed: int) -> None:
+    """Uniform [0, 1) floats like day 54's input, drawn on the GPU (NumPy takes a third of a second per GiB)."""
+    cp = _cupy()
+    cp.random.default_rng(seed).random(h_out.size, dtype=cp.float32).get(out=h_out)
+
+
+def _check_both_ways(lab: Lab, label: str, fn: Any, h_out: MappedBuffer, expected: Any, chunk_elems: int) -> None:
+    """Poison the mapped output, run once, and compare it on the GPU with day 54's naive output, bit for bit, chunk
+    by chunk (the first bad chunk is named); the pass leaves the output poisoned."""
+    with gpu_turn():  # untimed, but it would disturb a neighbour's timed pass
+        poison(h_out.d)
+        lab.sync()
+        with nvtx.annotate(f"check both_ways {label}", domain=DOMAIN):
+            fn()
+            lab.sync()
+        bad = verify_and_poison(h_out.d, expected, chunk_elems)
+    lab.record.checks.append(bit_exact_check(f"both_ways {label}", bad, h_out.nbytes // 4 // chunk_elems))
+
+
+def run_both_ways(lab: Lab, rates: model.Rates, support: MappingSupport) -> None:
+    """Day 54's job with mapped input and output (the kernel's own loads and stores cross the link) at each grid,
+    against day 54's pipeline and the duplex link floor, timed in alternating rounds; every output first checked
+    bit for bit against day 54's naive one, which is checked against the float64 closed form."""
+    cfg, cp, rt = lab.config, lab.cp, _runtime()
+    sm_count = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+    plan = model.plan_both_ways(cfg, rates, sm_count)
+    nbytes, n, chunk_elems = cfg.both_bytes, cfg.both_bytes // 4, cfg.both_chunk_bytes // 4
+    with alloc_mapped(n, np.float32) as h_in, alloc_mapped(n, np.float32) as h_out:
+        lab.progress("filling day 54's input")
+        _fill_uniform(h_in.h, cfg.seed + 5)
+        ctx = CupyContext(_HostPair(h_in.h, h_out.h), cfg.both_chunk_bytes, cfg.both_buffers, DEFAULT_FMAS)
+        streams = [*ctx.streams, *(lab.stream() for _ in range(2 - ctx.n_streams))]
+        for stream in streams:
+            h_in.use(stream)
+            h_out.use(stream)
+        d_in, d_out = cp.empty(n, dtype=np.float32), cp.empty(n, dtype=np.float32)
+        lab.progress("day 54's naive output and its closed form")
+        with gpu_turn():
+            rt.memcpy(d_in.data.ptr, h_in.host_ptr, nbytes, rt.memcpyHostToDevice)
+            expected = cp.empty_like(d_in)  # day 54's naive output: the whole input through its kernel, one launch
+            launch_fma_chain(d_in, expected, n, DEFAULT_FMAS, cp.cuda.Stream.null)
+            lab.sync()
+            lab.check(
+                "both_ways naive vs float64 closed form",
+                *closed_form_check(d_in, expected, DEFAULT_FMAS, chunk_elems),
+            )
+        passes = []
+        for row in plan["rows"]:
+            path = row.key.path
+            if path == "mapped":
+                blocks = row.params["blocks"]
+                fn = partial(launch_fma_chain_vec, h_in.d, h_out.d, n // 4, DEFAULT_FMAS, blocks, streams[0])
+                _check_both_ways(lab, f"mapped blocks={blocks}", fn, h_out, expected, chunk_elems)
+            elif path == "pipeline":
+                fn = partial(pipelined, ctx)
+                _check_both_ways(lab, "pipeline", fn, h_out, expected, chunk_elems)
+            else:
+                fn = partial(_duplex, d_in, d_out, h_in.host_ptr, h_out.host_ptr, nbytes, streams[0], streams[1])
+            passes.append((fn, row))
+        lab.time_rounds(passes, name="both_ways")
+    lab.record.extra["both_ways"] = as_json(plan)

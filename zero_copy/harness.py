@@ -69,6 +69,37 @@ class Lab:
         self.record.passes.append(found)
         return found
 
+    def time_rounds(self, passes: list[tuple[Callable[[], Any], Planned]], *, name: str) -> list[PassTimes]:
+        """Time several passes in alternating rounds, one run of each per round (their warm-ups in the first):
+        the link's rate drifts by a few percent over seconds, and passes timed side by side drift together, so
+        their ratios hold where back-to-back blocks of repeats would not. Each run is one NVTX range named by its
+        row's key, as `time` names them; the passes go into the record in the order given."""
+        found: dict[str, PassTimes] = {}
+        for round_no in range(self.config.repeats):
+            for fn, row in passes:
+                key = str(row.key)
+                if round_no == 0:
+                    self.progress(key)
+                one = time_pass(
+                    fn,
+                    key=key,
+                    name=name,
+                    params=row.params,
+                    domain=DOMAIN,
+                    repeats=1,
+                    warmup=self.config.warmup if round_no == 0 else 0,
+                    bytes_moved=row.nbytes,
+                )
+                if key in found:
+                    found[key].times_ms += one.times_ms
+                    found[key].host_ms += one.host_ms
+                else:
+                    found[key] = one
+        for timed in found.values():
+            timed.params["timing"] = "alternating rounds"
+        self.record.passes.extend(found.values())
+        return list(found.values())
+
     def host_time(self, fn: Callable[[], Any], row: Planned, *, name: str) -> PassTimes:
         """Time host-only work (no GPU) with the host clock, same warm-up and repeats."""
         key = str(row.key)

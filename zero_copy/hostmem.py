@@ -97,5 +97,5 @@ def _smaller(cfg: Config, name: str, option: str, pinnable: int) -> str:
     if name == "gather":
         room = max(0, pinnable - cfg.batch_bytes) // cfg.row_bytes * cfg.row_bytes
         return f"use {option} at most {format_size(room)}" if room else "use fewer --rows"
-    share = {"streaming": 2, "saxpy": 3}.get(name, 1)
+    share = {"streaming": 2, "saxpy": 3, "both_ways": 2}.get(name, 1)
     return f"use a smaller {option} (at most {format_size(pinnable // share // (1 << 20) << 20)})"

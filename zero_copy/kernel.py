@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from labcore.answers import reference
+from labcore.pipeline.kernel import FMA_A, FMA_B
 from zero_copy.config import VECTOR_BYTES
 
 KERNEL_PATH = Path(__file__).with_name("kernels") / "zero_copy.cu"
@@ -110,4 +111,12 @@ def launch_saxpy(d_x: Any, d_y: Any, d_out: Any, a: float, n_floats: int, stream
     n_vec = n_floats // 4
     module().get_function("saxpy")(
         (_blocks(n_vec),), (THREADS,), (d_x, d_y, d_out, np.float32(a), np.int64(n_vec)), stream=stream
+    )
+
+
+def launch_fma_chain_vec(d_in: Any, d_out: Any, n_vec: int, fmas: int, blocks: int, stream: Any) -> None:
+    """Day 54's FMA chain over n_vec float4 with `blocks` blocks striding the whole array (any grid gives the same
+    bits: each float's chain is the same whoever runs it)."""
+    module().get_function("fma_chain_vec")(
+        (int(blocks),), (THREADS,), (d_in, d_out, np.int64(n_vec), np.int32(fmas), FMA_A, FMA_B), stream=stream
     )

@@ -15,7 +15,15 @@ from labcore.progress import progress
 from labcore.record import Record
 from zero_copy import LESSON
 from zero_copy.config import Config
-from zero_copy.experiments import run_access, run_breakeven, run_probes, run_reread, run_saxpy, run_streaming
+from zero_copy.experiments import (
+    run_access,
+    run_both_ways,
+    run_breakeven,
+    run_probes,
+    run_reread,
+    run_saxpy,
+    run_streaming,
+)
 from zero_copy.gather import run_gather
 from zero_copy.harness import Lab
 from zero_copy.hostmem import HostMemory, check_host_memory, read_host_memory
@@ -31,6 +39,7 @@ RUNNERS: dict[str, Callable[..., None]] = {
     "mailbox": run_mailbox,
     "saxpy": run_saxpy,
     "reread": run_reread,
+    "both_ways": run_both_ways,
 }
 
 

@@ -1,7 +1,7 @@
 """Results the host reads while the kernel still runs: fence and flag.
 
-Taught in zero_copy/solutions/zero_copy.ipynb, section 7 (the lesson) and
-section 8 (the exercise).
+Taught in zero_copy/solutions/zero_copy.ipynb, section 5 (the lesson) and
+Exercise 3.
 
 The lesson's experiment: the kernel writes a payload into mapped memory,
 fences with __threadfence_system(), raises a flag, and then waits for the host

@@ -15,8 +15,10 @@ import math
 from typing import Any
 
 from labcore.answers import reference
+from labcore.pipeline.kernel import DEFAULT_FMAS
 from labcore.sizes import format_size
-from zero_copy.config import HBM_PROBE_BYTES, PROBE_BYTES, Config, PassKey, Planned
+from zero_copy.config import HBM_PROBE_BYTES, PROBE_BYTES, VECTOR_BYTES, Config, PassKey, Planned
+from zero_copy.kernel import THREADS
 
 WORD_BYTES = 4
 SECTOR_BYTES = 32  # the smallest read a scattered load can turn into
@@ -246,3 +248,69 @@ def plan_reread(cfg: Config, rates: Rates) -> dict[str, Any]:
                 )
             )
     return {"nbytes": b, "k": k, "rows": rows}
+
+
+def both_ways_grids(cfg: Config, sm_count: int) -> list[tuple[int, int | None]]:
+    """(blocks, blocks per SM) of each grid the mapped kernel runs with: cfg's multiples of the SM count, then one
+    float4 per thread (per SM: None), largest last, each grid once."""
+    per_thread = -(-(cfg.both_bytes // VECTOR_BYTES) // THREADS)
+    grids: dict[int, int | None] = {}
+    for per_sm in sorted(cfg.both_blocks_per_sm):
+        grids.setdefault(min(per_sm * sm_count, per_thread), per_sm)
+    grids.setdefault(per_thread, None)
+    return sorted(grids.items())
+
+
+def plan_both_ways(cfg: Config, rates: Rates, sm_count: int) -> dict[str, Any]:
+    """Day 54's job (B in, the FMA chain, B out) three ways: a kernel reading and writing mapped memory, at each
+    grid; day 54's pipeline of c-byte chunks; the duplex link floor (one B copy each way at once).
+
+    Each pass moves 2B over the link. The model gives every path the link floor at the solo rates, the larger of
+    B/L and B/L_d2h (the two directions are separate lanes), and the pipeline one chunk each way more: its first
+    copy in and its last copy out overlap nothing (the "overhang" the mapped-SAXPY page means).
+    """
+    b, c = cfg.both_bytes, cfg.both_chunk_bytes
+    floor = max(transfer_ms(b, rates.h2d_gbps), transfer_ms(b, rates.d2h_gbps))
+    overhang = transfer_ms(c, rates.h2d_gbps) + transfer_ms(c, rates.d2h_gbps)
+    rows = []
+    for blocks, per_sm in both_ways_grids(cfg, sm_count):
+        grid = f"{per_sm} per SM" if per_sm is not None else "one float4 per thread"
+        rows.append(
+            _row(
+                PassKey("both_ways", "mapped", blocks=blocks, nbytes=b),
+                f"mapped both ways, {blocks} blocks ({grid})",
+                floor,
+                2 * b,
+                path="mapped",
+                blocks=blocks,
+                blocks_per_sm=per_sm,
+            )
+        )
+    rows.append(
+        _row(
+            PassKey("both_ways", "pipeline", nbytes=b, chunk_bytes=c, n_streams=cfg.both_buffers),
+            f"day 54's pipeline: {format_size(c)} chunks x {cfg.both_buffers} buffers",
+            floor + overhang,
+            2 * b,
+            path="pipeline",
+        )
+    )
+    rows.append(
+        _row(
+            PassKey("both_ways", "duplex", nbytes=b),
+            f"link floor: {format_size(b)} H2D and D2H copies at once",
+            floor,
+            2 * b,
+            path="duplex",
+        )
+    )
+    return {
+        "nbytes": b,
+        "chunk_bytes": c,
+        "n_buffers": cfg.both_buffers,
+        "fmas": DEFAULT_FMAS,
+        "threads": THREADS,
+        "sm_count": sm_count,
+        "overhang_model_ms": overhang,
+        "rows": rows,
+    }

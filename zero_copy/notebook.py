@@ -37,10 +37,13 @@ from zero_copy.mapped import (
 )
 from zero_copy.report import (
     access_verdict,
+    both_ways_verdict,
     breakeven_verdict,
     device_lines,
     gather_verdict,
     mailbox_verdict,
+    not_recorded,
+    not_recorded_line,
     rates,
     record_support,
     report,
@@ -191,6 +194,11 @@ def _per_read(record: Record) -> dict[str, Any]:
     return breakeven_verdict(record)["per_reads"][-1]
 
 
+def _both(key: str) -> Callable[[Record], Any]:
+    """A number of the both-ways verdict; None (shown as "-") for a record made before the experiment existed."""
+    return lambda record: both_ways_verdict(record)[key] if "both_ways" in record.extra else None
+
+
 def _read_while_running(record: Record) -> str:
     verdict = mailbox_verdict(record)
     return "yes" if verdict["good_rounds"] == verdict["rounds"] else "no"
@@ -239,12 +247,25 @@ QUANTITIES: dict[str, Quantity] = {
     "saxpy_async_over_mapped": Quantity(
         "SAXPY, chunked async copies / mapped time", lambda r: saxpy_verdict(r)["async_over_mapped"]
     ),
+    "both_floor_ms": Quantity("link floor: B in and B out at once, ms", _both("floor_ms")),
+    "both_mapped_over_floor": Quantity("mapped both ways (best grid) / link floor", _both("mapped_over_floor")),
+    "both_pipeline_over_floor": Quantity("day 54's pipeline / link floor", _both("pipeline_over_floor")),
+    "both_faster": Quantity('faster: "mapped" or "pipeline"', _both("faster")),
+    "both_grid_spread": Quantity("mapped both ways, slowest / fastest grid", _both("grid_spread")),
 }
 
 
 def compare(predictions: dict[str, float | str | None], record: Record) -> None:
-    """Each prediction beside the run's number and measured/yours; remembered for closing_table()."""
-    _or_recorded(lambda rec: print(LEDGER.compare(predictions, QUANTITIES, rec)), record)
+    """Each prediction beside the run's number and measured/yours; remembered for closing_table(). Under the
+    table, a line for each experiment they ask about that the record was made too early to hold."""
+
+    def table(rec: Record) -> None:
+        print(LEDGER.compare(predictions, QUANTITIES, rec))
+        asked = ["both_ways"] if any(key.startswith("both_") for key in predictions) else []
+        for name in not_recorded(rec, asked):
+            print(not_recorded_line(rec, name))
+
+    _or_recorded(table, record)
 
 
 def figure(name: str, record: Record) -> Any:
@@ -270,7 +291,7 @@ def _reads(value: float | None) -> str:
 
 
 def other_systems(record: Record) -> None:
-    """The model's break-even on this run's L and H and on illustrative other systems (section 7)."""
+    """The model's break-even on this run's L and H and on illustrative other systems (section 8)."""
     _or_recorded(_other_systems, record)
 
 

@@ -9,9 +9,10 @@ from matplotlib.figure import Figure
 
 from labcore.plots import bars, save
 from labcore.record import Record
+from labcore.sizes import format_size
 from zero_copy import LESSON, model
 from zero_copy.config import planned_rows
-from zero_copy.report import breakeven_verdict, rates
+from zero_copy.report import breakeven_verdict, not_recorded_line, rates
 
 
 def breakeven(record: Record) -> Figure:
@@ -70,11 +71,53 @@ def gather(record: Record) -> Figure:
     )
 
 
+def both_ways(record: Record) -> Figure:
+    """Mapped both ways at each grid against day 54's pipeline and the duplex link floor (medians, min..max bars);
+    for a record made before the experiment existed, a figure saying so."""
+    fig = Figure(figsize=(7, 4.2), layout="constrained")
+    ax = fig.subplots()
+    if "both_ways" not in record.extra:
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, not_recorded_line(record, "both_ways").replace("; ", ";\n"), ha="center", va="center")
+        return fig
+    plan = record.extra["both_ways"]
+    rows = planned_rows(plan)
+    mapped = [(row.params["blocks"], record.pass_times(row.key)) for row in rows if row.key.path == "mapped"]
+    blocks = [b for b, _ in mapped]
+    medians = np.array([found.median_ms for _, found in mapped])
+    spread = np.array([found.spread_ms for _, found in mapped]).T
+    ax.errorbar(
+        blocks,
+        medians,
+        yerr=[medians - spread[0], spread[1] - medians],
+        fmt="o-",
+        color="C0",
+        capsize=3,
+        label="mapped both ways (the SMs' loads and stores)",
+    )
+    for path, colour, label in (
+        ("pipeline", "C1", f"day 54's pipeline, {plan['chunk_bytes'] >> 20} MiB x {plan['n_buffers']}"),
+        ("duplex", "grey", "link floor: both copies at once"),
+    ):
+        found = record.pass_times(next(row.key for row in rows if row.key.path == path))
+        low, high = found.spread_ms
+        ax.axhline(found.median_ms, color=colour, linestyle="--", label=f"{label}: {found.median_ms:.2f} ms")
+        ax.axhspan(low, high, color=colour, alpha=0.15)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(f"blocks of {plan['threads']} threads ({plan['sm_count']} SMs)")
+    ax.set_ylabel("ms, median (bars and bands: min..max)")  # not from 0: the paths differ by percents
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    size = format_size(plan["nbytes"])
+    ax.set_title(f"{size} in and {size} out through the link on {record.device.name}", fontsize=10)
+    return fig
+
+
 def write_all(record: Record, directory: str | Path) -> list[Path]:
     """The PNGs `python -m zero_copy --plot DIR` writes: the break-even and the gather, for the experiments the
     record holds."""
     directory = Path(directory)
-    figures = {"breakeven": breakeven, "gather": gather}
+    figures = {"breakeven": breakeven, "gather": gather, "both_ways": both_ways}
     return [
         save(draw(record), directory / f"{LESSON}_{name}.png") for name, draw in figures.items() if name in record.extra
     ]

@@ -14,7 +14,7 @@ from labcore.errors import UsageError
 from labcore.profiles import load_results, results_path
 from labcore.record import Record
 from zero_copy import LESSON
-from zero_copy.report import picked_experiments
+from zero_copy.report import picked_experiments, predates
 
 
 def load_profile(path: str | Path | None = None) -> Record:
@@ -24,8 +24,9 @@ def load_profile(path: str | Path | None = None) -> Record:
 
 
 def require_experiments(record: Record, picked: Sequence[str]) -> None:
-    """UsageError naming the picked experiments a replayed record does not hold."""
+    """UsageError naming the picked experiments a replayed record does not hold, those it was recorded too early to
+    hold aside (the report says those were not recorded)."""
     held = picked_experiments(record)
-    missing = [name for name in picked if name not in held]
+    missing = [name for name in picked if name not in held and not predates(record, name)]
     if missing:
         raise UsageError(f"the record has no {', '.join(missing)} experiment (it has: {', '.join(held) or 'none'})")

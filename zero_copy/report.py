@@ -10,7 +10,7 @@ from labcore.device import DeviceFacts
 from labcore.record import PassTimes, Record
 from labcore.sizes import format_size
 from zero_copy import model
-from zero_copy.config import EXPERIMENTS, PassKey, Planned, planned_rows, read_key
+from zero_copy.config import ADDED_ON, EXPERIMENTS, PassKey, Planned, planned_rows, read_key
 from zero_copy.mapped import MappingSupport
 from zero_copy.verify import round_ok
 
@@ -19,6 +19,8 @@ CROSSOVER_TOLERANCE = 0.25  # measured crossover within this (relative, or absol
 GATHER_LINK_FRACTION = 0.85
 GATHER_SPEEDUP = 10.0
 LINK_SPEED_BAND = (0.75, 1.10)  # a loop "runs at link speed" when its load rate is this fraction of L
+TIE_MARGIN = 0.02  # two paths closer than this are a tie: the link's rate drifts about that much between rounds
+TITLES = {"both_ways": "mapped both ways"}  # what a "not recorded" line calls an experiment a record may lack
 
 
 def _ms(value: float | None) -> str:
@@ -285,6 +287,23 @@ def _reread(record: Record) -> list[str]:
     ]
 
 
+def _both_ways(record: Record) -> list[str]:
+    plan, floor = record.extra["both_ways"], both_ways_verdict(record)["floor_ms"]
+    rows = []
+    for row in planned_rows(plan):
+        found = _pass(record, row.key)
+        rows.append([*_timed_row(record, row), _ratio(found.median_ms if found else None, floor)])
+    return [
+        f"mapped both ways: day 54's job, {format_size(plan['nbytes'])} in, {plan['fmas']} chained FMAs per float, "
+        f"{format_size(plan['nbytes'])} out; GB/s counts both directions",
+        *_table((*_TIMED_HEADERS, "/ floor"), rows),
+        "  model: every path at best the link floor, max(B/L, B/L_d2h); the pipeline one chunk each way more, "
+        "c/L + c/L_d2h (its overhang)",
+        f"  {plan['sm_count']} SMs, {plan['threads']} threads a block; timed in alternating rounds, one run of each "
+        "path a round; each output checked first, bit for bit, against day 54's naive one",
+    ]
+
+
 SECTIONS = {
     "streaming": _streaming,
     "breakeven": _breakeven,
@@ -293,6 +312,7 @@ SECTIONS = {
     "mailbox": _mailbox,
     "saxpy": _saxpy,
     "reread": _reread,
+    "both_ways": _both_ways,
 }
 
 
@@ -498,8 +518,55 @@ def streaming_verdict(record: Record) -> dict[str, Any]:
     }
 
 
+def both_ways_verdict(record: Record) -> dict[str, Any]:
+    """Mapped both ways (its fastest grid) and day 54's pipeline against the duplex link floor measured beside
+    them; how much the grid mattered; each path's time over the floor, the pipeline's overhang among it."""
+    plan = record.extra["both_ways"]
+    rows = planned_rows(plan)
+    mapped = [(row.params["blocks"], _pass(record, row.key)) for row in rows if row.key.path == "mapped"]
+    by = {row.key.path: _pass(record, row.key) for row in rows if row.key.path != "mapped"}
+    pipeline, floor = by["pipeline"], by["duplex"]
+    blocks, best = min(mapped, key=lambda item: item[1].median_ms)
+    slowest = max(found.median_ms for _, found in mapped)
+    apart = best.median_ms / pipeline.median_ms
+    faster = "mapped≈pipeline" if abs(apart - 1) < TIE_MARGIN else "mapped" if apart < 1 else "pipeline"
+    return {
+        "floor_ms": floor.median_ms,
+        "floor_gbps": floor.gbps(),
+        "mapped_ms": best.median_ms,
+        "mapped_blocks": blocks,
+        "mapped_gbps": best.gbps(),
+        "mapped_over_floor": best.median_ms / floor.median_ms,
+        "pipeline_ms": pipeline.median_ms,
+        "pipeline_over_floor": pipeline.median_ms / floor.median_ms,
+        "mapped_over_pipeline": apart,
+        "faster": faster,
+        "grid_spread": slowest / best.median_ms,
+        "grids": len(mapped),
+        "pipeline_overhang_ms": pipeline.median_ms - floor.median_ms,
+        "overhang_model_ms": plan["overhang_model_ms"],
+        "mapped_excess_ms": best.median_ms - floor.median_ms,
+    }
+
+
+def _both_ways_line(v: dict[str, Any]) -> str:
+    winner = {"mapped": "mapped memory was faster", "pipeline": "the pipeline was faster"}.get(
+        v["faster"], f"a tie (within {TIE_MARGIN:.0%})"
+    )
+    return (
+        f"  both ways: {winner}: mapped both ways {v['mapped_ms']:.2f} ms at best ({v['mapped_blocks']} blocks), "
+        f"{v['mapped_over_floor']:.2f}x the duplex link floor ({v['floor_ms']:.2f} ms), "
+        f"{_gbps(v['mapped_gbps'])} GB/s both ways; the pipeline {v['pipeline_ms']:.2f} ms, "
+        f"{v['pipeline_over_floor']:.2f}x; the {v['grids']} grids' medians within {v['grid_spread']:.2f}x of each "
+        f"other. Over the floor: the pipeline {v['pipeline_overhang_ms']:+.2f} ms (its overhang, modelled "
+        f"{v['overhang_model_ms']:.2f} ms), mapped memory, which has none, {v['mapped_excess_ms']:+.2f} ms"
+    )
+
+
 def _other_lines(record: Record, picked: Sequence[str]) -> list[str]:
     lines = []
+    if "both_ways" in picked:
+        lines.append(_both_ways_line(both_ways_verdict(record)))
     if "reread" in picked:
         v = reread_verdict(record)
         lines.append(
@@ -537,6 +604,24 @@ def picked_experiments(record: Record, only: Sequence[str] | None = None) -> lis
     return [name for name in ran if only is None or name in only]
 
 
+def predates(record: Record, name: str) -> bool:
+    """Whether the record lacks this experiment because it was recorded before the lesson had it."""
+    return name not in record.extra and name in ADDED_ON and record.recorded_at[:10] < ADDED_ON[name]
+
+
+def not_recorded(record: Record, only: Sequence[str] | None = None) -> list[str]:
+    """The experiments (picked, or all when `only` is None) that the record was made before the lesson had."""
+    return [name for name in (EXPERIMENTS if only is None else only) if predates(record, name)]
+
+
+def not_recorded_line(record: Record, name: str) -> str:
+    """One plain line for an experiment the record predates: what, since when, and how to get it."""
+    return (
+        f"{TITLES.get(name, name)}: not recorded in this run (recorded {record.recorded_at[:10]}; the experiment "
+        f"came on {ADDED_ON[name]}); on a GPU, python -m zero_copy --only {name} measures it"
+    )
+
+
 def report(record: Record, only: Sequence[str] | None = None, *, facts: bool = True, probe_table: bool = True) -> str:
     """Every table and verdict of a run, from its record alone (no mode line: the caller prints that).
 
@@ -550,9 +635,11 @@ def report(record: Record, only: Sequence[str] | None = None, *, facts: bool = T
         opening = [[_run_line(record)], _probes(record)]
     else:
         opening = [_probes_line(record)]
+    missing = not_recorded(record, only)
     blocks = [
         *opening,
         *(SECTIONS[name](record) for name in picked),
+        *([[not_recorded_line(record, name) for name in missing]] if missing else []),
         _verdict_lines(record, picked),
     ]
     return "\n\n".join("\n".join(block) for block in blocks)

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from labcore.pipeline.kernel import closed_form, tolerance
+
 
 def poison(array: Any) -> None:
     """NaN (floats) or all ones (integers), so a value nobody wrote cannot pass a check."""
@@ -57,6 +59,21 @@ def expected_reread(h_in: np.ndarray, reads: int, shift: int) -> np.ndarray:
         if s:
             acc[n - s :] += h_in[:s]
     return acc
+
+
+def closed_form_check(x: Any, out: Any, fmas: int, chunk_elems: int) -> tuple[bool, str]:
+    """(ok, detail): every output of day 54's FMA chain within the float32 chain's error bound of the float64
+    closed form, chunk by chunk, the first chunk past it named. NumPy or CuPy arrays alike (on the device for the
+    1 GiB runs: one chunk's float64 temporaries at a time)."""
+    tol = tolerance(fmas)
+    worst = 0.0
+    for k in range(out.size // chunk_elems):
+        part = slice(k * chunk_elems, (k + 1) * chunk_elems)
+        err = float(abs(out[part].astype(np.float64) - closed_form(x[part], fmas)).max())
+        if not err <= tol:  # NaN (a value nobody wrote) fails too
+            return False, f"chunk {k}: max error {err:.3g} > tolerance {tol:.3g}"
+        worst = max(worst, err)
+    return True, f"max error {worst:.3g} <= tolerance {tol:.3g}, {out.size:,} values"
 
 
 def mix32(index: np.ndarray, seed: int) -> np.ndarray:

@@ -122,3 +122,24 @@ extern "C" __global__ void saxpy(const float4* __restrict__ x, const float4* __r
     out[i] = make_float4(__fadd_rn(__fmul_rn(a, xv.x), yv.x), __fadd_rn(__fmul_rn(a, xv.y), yv.y),
                          __fadd_rn(__fmul_rn(a, xv.z), yv.z), __fadd_rn(__fmul_rn(a, xv.w), yv.w));
 }
+
+// Day 54's kernel with a grid of the caller's choosing: each float goes through `fmas` chained
+// x <- fmaf(x, a, b), the steps of labcore/pipeline/kernels/fma_chain.cu, so the result is the
+// same in every bit whatever the grid. Float4 by float4, the blocks striding over the array: with
+// `in` and `out` in mapped host memory every float4 crosses the link twice, loaded and stored by
+// the SMs themselves, and the grid sets how many loads are in flight.
+extern "C" __global__ void fma_chain_vec(const float4* __restrict__ in, float4* __restrict__ out,
+                                         long long n_vec, int fmas, float a, float b) {
+    long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_vec; i += stride) {
+        float4 v = in[i];
+#pragma unroll 16
+        for (int j = 0; j < fmas; ++j) {
+            v.x = fmaf(v.x, a, b);
+            v.y = fmaf(v.y, a, b);
+            v.z = fmaf(v.z, a, b);
+            v.w = fmaf(v.w, a, b);
+        }
+        out[i] = v;
+    }
+}

@@ -11,24 +11,41 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from labcore import mode
 from labcore.device import DeviceFacts
 from labcore.errors import UsageError, run_cli
+from labcore.pipeline.context import Context
+from labcore.pipeline.kernel import DEFAULT_FMAS, FMA_A, FMA_B
+from labcore.pipeline.recording import RecordingContext
 from labcore.profiles import RESULTS, shipped_profile
 from labcore.record import Check, PassTimes, Record, load, validate
-from zero_copy import LESSON, live, model
+from zero_copy import LESSON, live, model, notebook, plots
 from zero_copy.__main__ import main
-from zero_copy.config import EXPERIMENTS, Config, PassKey, Planned, as_json, pinned_needs, planned_rows, read_key
+from zero_copy.config import (
+    ADDED_ON,
+    EXPERIMENTS,
+    Config,
+    PassKey,
+    Planned,
+    as_json,
+    pinned_needs,
+    planned_rows,
+    read_key,
+)
+from zero_copy.experiments import pipeline_order, pipelined
 from zero_copy.hostmem import HostMemory, check_host_memory
 from zero_copy.mapped import MappingSupport, require_mapping
-from zero_copy.report import breakeven_verdict, gather_verdict, mailbox_verdict, report
+from zero_copy.report import both_ways_verdict, breakeven_verdict, gather_verdict, mailbox_verdict, predates, report
+from zero_copy.verify import closed_form_check
 
 GIB = 1 << 30
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = shipped_profile(LESSON) / RESULTS
 RATES = model.Rates(h2d_gbps=54.9, d2h_gbps=54.1, hbm_gbps=4300.0)
+SMS = 132  # an H200's SMs
 
 
 def _facts(*, can_map: bool = True) -> DeviceFacts:
@@ -62,8 +79,11 @@ def fake_record(
     zero_copy_factor: float = 1.08,
     cached_rereads: bool = False,
     mailbox_running: bool = True,
+    both_mapped: float = 1.10,
+    both_pipeline: float = 1.04,
 ) -> Record:
-    """A record shaped as a live run leaves it, with times set from the model times a factor."""
+    """A record shaped as a live run leaves it, with times set from the model times a factor (both ways: over a
+    duplex floor 1.15x the solo copies' model, the mapped kernel flat across grids)."""
     cfg = Config()
     record = Record(lesson="zero_copy", mode="live", source="test", device=_facts(), config=cfg.to_dict())
     probes = model.plan_probes()
@@ -113,6 +133,12 @@ def fake_record(
         )
     )
     record.extra["mailbox"] = {**as_json(mailbox), "results": results}
+    both = model.plan_both_ways(cfg, RATES, SMS)
+    floor = both["rows"][-1].model_ms * 1.15
+    for row in both["rows"]:
+        factor = {"mapped": both_mapped, "pipeline": both_pipeline, "duplex": 1.0}[row.key.path]
+        _add(record, row, floor * factor, "both_ways")
+    record.extra["both_ways"] = as_json(both)
     support = MappingSupport(True, False, True, False, True, True, registered_pointers_equal=True)
     record.extra["support"] = dataclasses.asdict(support)
     record.extra["experiments"] = list(EXPERIMENTS)
@@ -167,6 +193,7 @@ def test_plans_give_every_pass_a_unique_key():
         keys += [row.key for row in getattr(model, f"plan_{name}")(cfg, RATES)["rows"]]
     for row in model.plan_breakeven(cfg, RATES)["rows"]:
         keys += [row["zero_copy"].key, row["copy"].key]
+    keys += [row.key for row in model.plan_both_ways(cfg, RATES, SMS)["rows"]]
     assert len(keys) == len(set(keys))
 
 
@@ -203,8 +230,11 @@ def test_plans_write_their_rows_as_the_shipped_profile_holds_them():
     """Rows planned from the shipped run's config and rates are the dicts that run wrote (keys, labels, model
     times, bytes), less what a live run adds as it goes (strides, shifts)."""
     record = load(SHIPPED)
-    cfg = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in record.config.items()})
+    cfg = Config.from_dict(record.config)
     rates = model.Rates(**record.extra["probes"]["rates"])
+    if "both_ways" in record.extra:  # a profile recorded since the experiment came
+        both = record.extra["both_ways"]
+        assert as_json(model.plan_both_ways(cfg, rates, both["sm_count"])) == both
     for name in ("streaming", "access", "gather", "saxpy", "reread"):
         shipped = [
             {k: v for k, v in row.items() if k not in ("stride", "shift_vec")} for row in record.extra[name]["rows"]
@@ -214,8 +244,11 @@ def test_plans_write_their_rows_as_the_shipped_profile_holds_them():
     assert as_json(model.plan_breakeven(cfg, rates))["rows"] == shipped
     assert as_json(model.plan_gather(cfg, rates))["fill_key"] == record.extra["gather"]["fill_key"]
     assert as_json(model.plan_mailbox(cfg))["key"] == record.extra["mailbox"]["key"]
-    probes = [{k: v for k, v in row.items() if k != "model_ms"} for row in as_json(model.plan_probes())["rows"]]
-    assert probes == record.extra["probes"]["rows"]
+
+    def no_model(rows: list[dict]) -> list[dict]:  # profiles before model_ms was stored lack it; probes have none
+        return [{k: v for k, v in row.items() if k != "model_ms"} for row in rows]
+
+    assert no_model(as_json(model.plan_probes())["rows"]) == no_model(record.extra["probes"]["rows"])
 
 
 def test_gather_model_is_the_batch_copy_time():
@@ -248,6 +281,11 @@ def _exit_and_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple
         (["--window", "2GiB"], "--window"),
         (["--chunk", "2GiB"], "--window"),
         (["--table-size", "lots"], "not a size"),
+        (["--both-size", "100MiB"], "--both-size"),
+        (["--both-chunk", "8B"], "--both-chunk"),
+        (["--both-buffers", "0"], "--both-buffers"),
+        (["--both-blocks-per-sm", "0,4"], "--both-blocks-per-sm"),
+        (["--both-blocks-per-sm", "2,four"], "--both-blocks-per-sm"),
         (["--no-such-option"], "unrecognized"),
     ],
 )
@@ -332,11 +370,8 @@ def test_record_round_trips_through_json_without_infinities(tmp_path: Path):
 def _planned_without_a_pass(record: Record) -> list[str]:
     """The keys the record's plans name (every section's rows, the break-even's pairs, the gather's table fill,
     the mailbox) that no pass of the record carries."""
-    keys = [
-        row.key
-        for name in ("probes", "streaming", "access", "gather", "saxpy", "reread")
-        for row in planned_rows(record.extra[name])
-    ]
+    sections = ("probes", "streaming", "access", "gather", "saxpy", "reread", "both_ways")
+    keys = [row.key for name in sections if name in record.extra for row in planned_rows(record.extra[name])]
     keys += [
         Planned.from_dict(row[path]).key for row in record.extra["breakeven"]["rows"] for path in ("zero_copy", "copy")
     ]
@@ -352,7 +387,8 @@ def test_every_planned_row_has_a_pass():
         for row in record.extra[name]["rows"]:
             assert record.has_pass(row["key"]), row["key"]
     assert _planned_without_a_pass(record) == []
-    assert len(record.passes) == 31
+    both = len(record.extra["both_ways"]["rows"]) if "both_ways" in record.extra else 0
+    assert len(record.passes) == 31 + both  # one pass per planned key, and no other
     for index in (0, 7, 17, 23, 30):  # a probe, a break-even pass, the table fill, the mailbox, a re-read
         shorter = load(SHIPPED)
         removed = shorter.passes.pop(index)
@@ -482,7 +518,8 @@ def test_shipped_profile_is_a_complete_passing_run():
     """The H200 profile holds every experiment, every check passed, and the lesson's verdicts hold."""
     record = load(SHIPPED)
     assert record.lesson == "zero_copy" and record.device.name.startswith("NVIDIA H200")
-    assert set(record.extra["experiments"]) == set(EXPERIMENTS)
+    missing = set(EXPERIMENTS) - set(record.extra["experiments"])
+    assert all(predates(record, name) for name in missing), missing  # only those added after it was recorded
     assert all(check.ok for check in record.checks)
     assert gather_verdict(record)["passed"]
     assert mailbox_verdict(record)["passed"]
@@ -510,3 +547,181 @@ def test_a_replay_names_the_options_it_cannot_honour(profile_dir: Path, capsys: 
     assert "note: a replay shows the recorded run; --rows, --seed, --reads ignored" in captured.err
     assert "--only" not in captured.err and "sparse gather:" in captured.out
     assert captured.out.count("device: ") == 1
+
+
+# -- day 54's job through mapped memory both ways ----------------------------------------------------------------
+
+
+def test_both_ways_grids_are_multiples_of_the_sm_count_then_one_float4_per_thread():
+    """2..64 blocks per SM on 132 SMs, then 1 GiB / 16 B / 256 threads; grids past that are capped and kept once."""
+    assert model.both_ways_grids(Config(), SMS) == [
+        (264, 2),
+        (528, 4),
+        (1056, 8),
+        (2112, 16),
+        (4224, 32),
+        (8448, 64),
+        (262144, None),
+    ]
+    assert model.both_ways_grids(Config(both_bytes=16 << 20), SMS) == [
+        (264, 2),
+        (528, 4),
+        (1056, 8),
+        (2112, 16),
+        (4096, 32),
+    ]
+
+
+def test_both_ways_model_is_the_link_floor_and_the_pipeline_one_chunk_each_way_more():
+    """Every path moves 2B; the floor is the slower direction's solo copy, the pipeline's overhang c/L + c/L_d2h."""
+    plan = model.plan_both_ways(Config(), RATES, SMS)
+    floor = (1 << 30) / (54.1 * 1e6)  # D2H is the slower direction here
+    overhang = (16 << 20) / (54.9 * 1e6) + (16 << 20) / (54.1 * 1e6)
+    by_path = {row.key.path: row for row in plan["rows"]}
+    assert by_path["duplex"].model_ms == pytest.approx(floor)
+    assert by_path["mapped"].model_ms == pytest.approx(floor)
+    assert by_path["pipeline"].model_ms == pytest.approx(floor + overhang)
+    assert plan["overhang_model_ms"] == pytest.approx(overhang)
+    assert {row.nbytes for row in plan["rows"]} == {2 << 30}
+    assert (plan["fmas"], plan["threads"], plan["sm_count"], plan["n_buffers"]) == (512, 256, SMS, 3)
+
+
+def test_both_ways_keys_print_and_parse_back():
+    """The grid is the key's blocks= count; the pipeline's key names its chunk and streams."""
+    keys = [str(row.key) for row in model.plan_both_ways(Config(), RATES, SMS)["rows"]]
+    assert keys[0] == "both_ways mapped blocks=264 1GiB"
+    assert keys[-2:] == ["both_ways pipeline 1GiB chunk=16MiB streams=3", "both_ways duplex 1GiB"]
+    assert all(str(PassKey.parse(key)) == key for key in keys)
+
+
+def test_both_ways_verdict_reads_each_path_over_the_floor_beside_it():
+    """Mapped 1.10x and the pipeline 1.04x a floor: the pipeline wins, the grids agree, the overhangs add up."""
+    verdict = both_ways_verdict(fake_record())
+    assert verdict["mapped_over_floor"] == pytest.approx(1.10)
+    assert verdict["pipeline_over_floor"] == pytest.approx(1.04)
+    assert verdict["faster"] == "pipeline" and verdict["mapped_blocks"] == 264
+    assert verdict["grid_spread"] == pytest.approx(1.0) and verdict["grids"] == 7
+    assert verdict["mapped_excess_ms"] == pytest.approx(0.10 * verdict["floor_ms"])
+    assert verdict["pipeline_overhang_ms"] == pytest.approx(0.04 * verdict["floor_ms"])
+    assert verdict["mapped_gbps"] == pytest.approx(verdict["floor_gbps"] / 1.10)
+    assert both_ways_verdict(fake_record(both_mapped=1.05))["faster"] == "mapped≈pipeline"
+    assert both_ways_verdict(fake_record(both_mapped=1.01))["faster"] == "mapped"
+
+
+def test_both_ways_report_has_a_row_per_grid_and_a_verdict(capsys: pytest.CaptureFixture[str]):
+    """The section lists every grid, the pipeline and the floor with their time over the floor; the verdict names
+    the winner with both ratios."""
+    text = report(fake_record(), ["both_ways"])
+    section = text.split("mapped both ways: day 54's job, 1GiB in, 512 chained FMAs per float, 1GiB out")[1]
+    rows = [line for line in section.splitlines() if line.startswith("  mapped both ways, ")]
+    assert len(rows) == 7 and all(line.split()[-1] == "1.10" for line in rows)
+    assert "  link floor: 1GiB H2D and D2H copies at once" in section
+    assert "both ways: the pipeline was faster: mapped both ways" in text
+    assert "1.10x the duplex link floor" in text and "the pipeline" in text and "1.04x" in text
+    assert "not recorded" not in text
+
+
+def _old_record(tmp_path: Path, *, recorded_at: str = "2026-11-30T09:10:08+00:00") -> Path:
+    """A record without the both-ways experiment, as the lesson's profile recorded before it came."""
+    record = fake_record()
+    del record.extra["both_ways"]
+    record.passes = [p for p in record.passes if p.name != "both_ways"]
+    record.extra["experiments"] = [name for name in EXPERIMENTS if name != "both_ways"]
+    record.recorded_at = recorded_at
+    record.save(tmp_path / "results.json")
+    return tmp_path
+
+
+NOT_RECORDED = "mapped both ways: not recorded in this run (recorded 2026-11-30; the experiment came on 2026-12-03)"
+
+
+def test_a_record_made_before_the_experiment_replays_and_says_it_was_not_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """The whole replay and --only both_ways exit 0 and say the section was not recorded; a record made since that
+    lacks it (a run of other experiments) is asked for it in vain, exit 2."""
+    old = _old_record(tmp_path)
+    assert predates(load(old / "results.json"), "both_ways") and ADDED_ON["both_ways"] == "2026-12-03"
+    assert run_cli(main, ["--from-profile", str(old)]) == 0
+    out = capsys.readouterr().out
+    assert NOT_RECORDED in out and "break-even: HELD" in out and "  both ways: " not in out
+    assert run_cli(main, ["--from-profile", str(old), "--only", "both_ways"]) == 0
+    assert NOT_RECORDED in capsys.readouterr().out
+    newer = _old_record(tmp_path / "newer", recorded_at="2026-12-04T10:00:00+00:00")
+    status, line = _exit_and_line(["--from-profile", str(newer), "--only", "both_ways"], capsys)
+    assert status == 2 and "no both_ways experiment" in line
+
+
+def test_the_notebook_shows_an_old_record_without_failing(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """The section's cells on a record that predates it: measure, show, compare and the figure each say it was not
+    recorded; the predictions' measured column is "-"."""
+    record = notebook.measure("both_ways", profile=_old_record(tmp_path))
+    notebook.show(record, "both_ways")
+    assert NOT_RECORDED in capsys.readouterr().out
+    notebook.compare({"both_floor_ms": 23.0, "both_faster": "mapped"}, record)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("quantity ") and lines[-1].startswith(NOT_RECORDED)
+    assert all(line.split()[-2:] == ["-", "-"] for line in lines[1:3]), lines
+    fig = notebook.figure("both_ways", record)
+    assert "not recorded in this run" in fig.axes[0].texts[0].get_text()
+
+
+def test_the_notebook_compares_both_ways_predictions_with_the_record(capsys: pytest.CaptureFixture[str]):
+    """Each both-ways quantity reads the verdict; the word quantity matches a tie either way."""
+    record = fake_record()
+    guesses = {"both_mapped_over_floor": 1.0, "both_pipeline_over_floor": 1.04, "both_faster": "pipeline"}
+    notebook.compare(guesses, record)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[-2:] == ["1.1", "1.10"] and lines[2].split()[-1] == "1.00"
+    assert lines[3].split()[-1] == "same" and len(lines) == 4
+    assert notebook.QUANTITIES["both_faster"].read(fake_record(both_mapped=1.05)) == "mapped≈pipeline"
+
+
+def test_the_both_ways_figure_draws_every_grid_and_both_references():
+    """Mapped medians against blocks, with the pipeline's and the floor's medians as lines."""
+    fig = plots.both_ways(fake_record())
+    ax = fig.axes[0]
+    mapped = ax.lines[0]
+    assert list(mapped.get_xdata()) == [264, 528, 1056, 2112, 4224, 8448, 262144]
+    labels = sorted(text.get_text() for text in ax.get_legend().get_texts())
+    assert [label.split(":")[0].split(",")[0] for label in labels] == [
+        "day 54's pipeline",
+        "link floor",
+        "mapped both ways (the SMs' loads and stores)",
+    ]
+
+
+def test_the_pipeline_is_day_54s_and_no_students_schedule():
+    """Chunk k on pair (and stream) k % 3, race-free, every chunk out; handed a schedule's Context it refuses."""
+    assert pipeline_order(5, 2) == [(0, 0), (1, 1), (2, 0), (3, 1), (4, 0)]
+    ctx = RecordingContext(64, 3, window_bytes=16 << 20)
+    pipelined(ctx)
+    assert ctx.problems() == [] and len(ctx.ops) == 3 * 64
+    assert ctx.per_stream()[1][:3] == [("h2d", 1, 1), ("kernel", 1, 1), ("d2h", 1, 1)]
+    with pytest.raises(TypeError, match="not an answer to day 54's exercise"):
+        pipelined(Context(RecordingContext(4, 2)))
+
+
+def test_the_closed_form_check_names_the_first_chunk_out_of_bounds():
+    """Day 54's float32 chain (here NumPy's fma stand-in: float64 steps rounded) passes; a NaN fails its chunk."""
+    x = np.random.default_rng(0).random(1 << 14, dtype=np.float32)
+    y = x.copy()
+    for _ in range(DEFAULT_FMAS):
+        y = (y.astype(np.float64) * float(FMA_A) + float(FMA_B)).astype(np.float32)
+    ok, detail = closed_form_check(x, y, DEFAULT_FMAS, 1 << 10)
+    assert ok and detail.endswith("16,384 values")
+    y[5000] = np.nan
+    assert closed_form_check(x, y, DEFAULT_FMAS, 1 << 10) == (False, "chunk 4: max error nan > tolerance 3.06e-05")
+    y[5000] = x[5000]  # the input itself is far from the chain's result
+    assert not closed_form_check(x, y, DEFAULT_FMAS, 1 << 10)[0]
+
+
+def test_config_from_an_older_record_takes_the_new_defaults():
+    """A record's config without the both-ways fields reads back with their defaults; unknown fields are dropped."""
+    data = Config().to_dict()
+    for field in ("both_bytes", "both_chunk_bytes", "both_buffers", "both_blocks_per_sm"):
+        del data[field]
+    data["retired_option"] = 1
+    assert Config.from_dict(data) == Config()
+    assert Config.from_dict(Config(both_blocks_per_sm=(1, 3)).to_dict()).both_blocks_per_sm == (1, 3)
+    assert {name: need for name, need, _ in pinned_needs(Config())}["both_ways"] == 2 * GIB

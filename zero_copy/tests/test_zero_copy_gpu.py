@@ -1,5 +1,5 @@
-"""GPU tests of the zero-copy lesson: gathers bit-exact, registered round trips, the mailbox, cleanup, and a live
-run against its own replay."""
+"""GPU tests of the zero-copy lesson: gathers bit-exact, registered round trips, the mailbox, cleanup, day 54's job
+through mapped memory both ways, and a live run against its own replay."""
 
 from __future__ import annotations
 
@@ -21,12 +21,14 @@ import cupy as cp  # noqa: E402
 
 from labcore.device import free_device_bytes  # noqa: E402
 from labcore.errors import run_cli  # noqa: E402
-from labcore.record import validate  # noqa: E402
+from labcore.pipeline.kernel import DEFAULT_FMAS, launch_fma_chain  # noqa: E402
+from labcore.record import load, validate  # noqa: E402
 from zero_copy.__main__ import main  # noqa: E402
-from zero_copy.config import EXPERIMENTS  # noqa: E402
+from zero_copy.config import EXPERIMENTS, Config  # noqa: E402
 from zero_copy.kernel import (  # noqa: E402
     MAILBOX,
     launch_fill_words,
+    launch_fma_chain_vec,
     launch_gather_rows,
     launch_publish_and_wait,
     module,
@@ -40,6 +42,8 @@ from zero_copy.mapped import (  # noqa: E402
     page_aligned_empty,
     register_mapped,
 )
+from zero_copy.model import both_ways_grids  # noqa: E402
+from zero_copy.report import both_ways_verdict  # noqa: E402
 from zero_copy.verify import mix32, round_ok  # noqa: E402
 
 MIB = 1 << 20
@@ -58,6 +62,10 @@ SMALL_RUN = [
     "64MiB",
     "--reread-k",
     "4",
+    "--both-size",
+    "64MiB",
+    "--both-chunk",
+    "8MiB",
     "--repeats",
     "2",
     "--warmup",
@@ -171,6 +179,41 @@ def test_mapped_memory_takes_no_device_memory_and_everything_is_freed(tmp_path: 
     validate(data)
     assert set(data["extra"]["experiments"]) == set(EXPERIMENTS)
     assert all(check["ok"] for check in data["checks"]), [c for c in data["checks"] if not c["ok"]]
+
+
+@pytest.mark.parametrize("blocks", [1, 7, 1000, 16384])
+def test_the_strided_fma_chain_is_day_54s_kernel_bit_for_bit(blocks: int):
+    """The lesson's grid-stride float4 FMA chain gives labcore's one-thread-per-float kernel's bits, at any grid."""
+    n = 1 << 22
+    d_in = cp.random.default_rng(3).random(n, dtype=cp.float32)
+    want, got = cp.empty_like(d_in), cp.full(n, cp.nan, dtype=cp.float32)
+    null = cp.cuda.Stream.null
+    launch_fma_chain(d_in, want, n, DEFAULT_FMAS, null)
+    launch_fma_chain_vec(d_in, got, n // 4, DEFAULT_FMAS, blocks, null)
+    cp.cuda.Device().synchronize()
+    assert cp.array_equal(got.view(cp.uint32), want.view(cp.uint32))
+
+
+def test_both_ways_is_bit_exact_and_lands_at_or_above_the_link_floor(tmp_path: Path):
+    """Day 54's job through mapped memory both ways: every grid's output and the pipeline's bit-identical to day 54's
+    naive one, which is within the float64 closed form's bound; no path beats the duplex link floor it was timed
+    beside (beyond 5% noise), none takes more than twice it, and the grid moves the mapped kernel by under 2x."""
+    path = tmp_path / "results.json"
+    argv = ["--only", "both_ways", "--both-size", "256MiB", "--repeats", "3", "--json", str(path)]
+    assert run_cli(main, argv) == 0
+    record = load(path)
+    checks = {c.name: c for c in record.checks if c.name.startswith("both_ways")}
+    grids = both_ways_grids(Config(both_bytes=256 * MIB), cp.cuda.Device().attributes["MultiProcessorCount"])
+    assert len(checks) == 2 + len(grids), sorted(checks)  # the closed form, the pipeline, each grid
+    assert all(c.ok for c in checks.values()), [c for c in checks.values() if not c.ok]
+    assert "all 16 chunks bit-identical to naive" in checks["both_ways pipeline"].detail
+    verdict = both_ways_verdict(record)
+    assert 0.95 <= verdict["mapped_over_floor"] <= 2.0, verdict
+    assert 0.95 <= verdict["pipeline_over_floor"] <= 2.0, verdict
+    assert 1.0 <= verdict["grid_spread"] < 2.0, verdict
+    assert verdict["floor_gbps"] > 2 * 10, verdict  # two directions of at least a Gen3 x16 link's worth each
+    timed = [p for p in record.passes if p.name == "both_ways"]
+    assert len(timed) == len(grids) + 2 and all(len(p.times_ms) == 3 for p in timed)
 
 
 def test_live_and_replay_print_the_same_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

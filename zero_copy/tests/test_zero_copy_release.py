@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RELEASE = ROOT / "course" / "zero_copy" / "zero_copy.ipynb"
 SOURCE = ROOT / "zero_copy" / "solutions" / "zero_copy.ipynb"
 CELL_TIMEOUT_S = 600
-MAX_PROSE_WORDS = 2000
+MAX_PROSE_WORDS = 2300  # 2,000 until section 7 (day 54's job through mapped memory both ways) came
 STUB_ERRORS = ("NotImplementedError",)  # what a solution cell's stub raises
 TEST_ERRORS = ("AssertionError", "AnswerRaised", "NoAnswer")  # what a test cell says of an unwritten answer
 
@@ -88,7 +88,7 @@ def test_every_lesson_plot_is_drawn(ran):
     """Each lesson cell that calls the lesson's plots (itself, or through notebook.figure) shows its figure."""
     drawing = ("plots.", "notebook.figure(")
     plot_cells = [c for c in code_cells(ran) if not is_exercise(c) and any(d in c.source for d in drawing)]
-    assert len(plot_cells) == 2  # the break-even and the gather
+    assert len(plot_cells) == 3  # the break-even, the gather and mapped both ways
     images = {c.get("id"): sum("image/png" in o.get("data", {}) for o in c.outputs) for c in plot_cells}
     assert images == dict.fromkeys(images, 1), f"image/png outputs per plot cell: {images}"
 
@@ -153,6 +153,6 @@ def prose_words(path: Path) -> int:
 
 
 def test_the_prose_stays_short():
-    """At most 2,000 words of prose, in the source and in the release."""
+    """At most 2,300 words of prose, in the source and in the release."""
     assert prose_words(SOURCE) <= MAX_PROSE_WORDS
     assert prose_words(RELEASE) <= MAX_PROSE_WORDS
