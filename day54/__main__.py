@@ -17,8 +17,8 @@ from day54.plots import multi_gpus, traced_window, write_all
 from day54.replay import describe, load_profile
 from labcore import nsys
 from labcore.device import DEVICE_ENV, gpu_count
-from labcore.errors import UsageError, output_file, output_folder, run_cli
-from labcore.mode import FROM_PROFILE, NO_GPU, Mode, live_line
+from labcore.errors import UsageError, output_file, output_folder
+from labcore.mode import FROM_PROFILE, NO_GPU, Mode, live_line, run_lesson
 from labcore.plots import save
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
@@ -244,4 +244,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_cli(main))
+    sys.exit(run_lesson(main, LESSON))

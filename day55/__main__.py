@@ -17,8 +17,8 @@ from day55.live import run_live
 from day55.plots import traced_window, write_all
 from day55.replay import describe, load_profile
 from labcore.device import DEVICE_ENV
-from labcore.errors import UsageError, output_file, output_folder, run_cli
-from labcore.mode import FROM_PROFILE, Mode, live_line
+from labcore.errors import UsageError, output_file, output_folder
+from labcore.mode import FROM_PROFILE, Mode, live_line, run_lesson
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
 
@@ -115,4 +115,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_cli(main))
+    sys.exit(run_lesson(main, LESSON))

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from labcore.answers import ReferenceWithheld
 from labcore.device import current_device, device_facts, gpu_available, gpu_count, pick_device
+from labcore.errors import run_cli
+from labcore.profiles import default_profile
 
 FROM_PROFILE = "--from-profile"
 NO_GPU = "no GPU here"
@@ -37,3 +42,24 @@ def live_line(lesson: str) -> str:
     count = gpu_count()
     which = f"GPU {current_device()} of {count}: " if count > 1 else ""
     return f"{lesson}: live on {which}{device_facts().summary()}"
+
+
+def run_lesson(main: Callable[[Sequence[str] | None], int], lesson: str, argv: Sequence[str] | None = None) -> int:
+    """`python -m <lesson>`: run_cli(main); where a live run needs a reference answer that this edition withholds
+    (the student bundle: the lesson measures the course's own answers to its exercises), one line saying so, then
+    the course's recorded run of the same command replayed from the shipped profile."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return run_cli(main, args)
+    except ReferenceWithheld as exc:
+        if "--from-profile" in args:
+            raise
+        shipped = default_profile(lesson)
+        print(
+            f"{lesson}: the live run stopped where it measures the course's reference answers, which the student "
+            f"edition withholds ({str(exc).split(' is the ')[0]}); here is the course's recorded run instead "
+            f"(--from-profile {shipped}). Your own answers run live in the notebook.",
+            file=sys.stderr,
+            flush=True,
+        )
+        return run_cli(main, [*args, "--from-profile", str(shipped)])

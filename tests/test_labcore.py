@@ -226,3 +226,31 @@ def test_a_forged_bool_array_holds_only_true_and_false():
     """Bytes other than 0 and 1 in a bool array read back as True, which numpy compares as True."""
     back = answers.decode(_forged_array(kind="|b1", shape=(3,), raw=bytes([0, 1, 7])))
     assert back.tolist() == [False, True, True] and (back == np.array([False, True, True])).all()
+
+
+def test_a_live_run_that_meets_a_withheld_reference_replays_the_course_run_and_says_so(capsys):
+    """The student edition's `python -m <lesson>` on a GPU: where the live run needs a withheld reference answer, one
+    line says so and the same command replays the shipped profile; with --from-profile given, the error stands."""
+    from labcore.answers import ReferenceWithheld
+    from labcore.lessons import names
+    from labcore.mode import run_lesson
+    from labcore.profiles import default_profile
+
+    lesson, calls = names()[0], []
+
+    def main(argv):
+        calls.append(list(argv))
+        if "--from-profile" not in argv:
+            raise ReferenceWithheld(f"{lesson}.schedules.pipelined")
+        return 0
+
+    assert run_lesson(main, lesson, ["--json", "x.json"]) == 0
+    assert calls == [["--json", "x.json"], ["--json", "x.json", "--from-profile", str(default_profile(lesson))]]
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and "withholds" in said[0] and f"{lesson}.schedules.pipelined" in said[0]
+
+    def always(argv):
+        raise ReferenceWithheld(f"{lesson}.schedules.pipelined")
+
+    with pytest.raises(ReferenceWithheld):
+        run_lesson(always, lesson, ["--from-profile", "somewhere"])

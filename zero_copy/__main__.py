@@ -7,8 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from labcore.device import DEVICE_ENV
-from labcore.errors import UsageError, output_file, output_folder, run_cli
-from labcore.mode import Mode, live_line
+from labcore.errors import UsageError, output_file, output_folder
+from labcore.mode import Mode, live_line, run_lesson
 from labcore.record import Record
 from labcore.sizes import parse_size
 from zero_copy import LESSON, live, replay
@@ -171,4 +171,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run_cli(main))
+    raise SystemExit(run_lesson(main, LESSON))
