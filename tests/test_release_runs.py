@@ -66,7 +66,10 @@ def test_no_lesson_cell_raises(ran) -> None:
 def test_every_lesson_plot_is_drawn(ran) -> None:
     """Each lesson cell that calls the lesson's plots shows a picture; a plot cell without one is a lost figure."""
     lesson, nb, _ = ran
-    plot_cells = [c for c in nb.cells if c.cell_type == "code" and not is_exercise(c) and "plots." in c.source]
+    draws = ("plots.", "notebook.figure(")  # through the lesson's plots module, or its notebook's figure()
+    plot_cells = [
+        c for c in nb.cells if c.cell_type == "code" and not is_exercise(c) and any(d in c.source for d in draws)
+    ]
     assert plot_cells, f"{lesson}: no lesson cell draws a plot"
     missing = [c.get("id") for c in plot_cells if images_of(c) == 0]
     assert not missing, f"{lesson}: plot cells without a picture: {missing}"

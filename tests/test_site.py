@@ -181,6 +181,9 @@ def served(site_build):  # noqa: F811
         server.server_close()
 
 
+PLOT_CALLS = ("plots.", "notebook.figure(")  # a lesson cell draws through its plots module or notebook.figure
+
+
 def plot_cells(lesson: str) -> int:
     """Lesson cells of the release that draw a plot (the measure test_release_runs.py holds them to)."""
     return sum(
@@ -188,7 +191,7 @@ def plot_cells(lesson: str) -> int:
         for cell in _cells(ROOT / "course" / lesson / f"{lesson}.ipynb")
         if cell["cell_type"] == "code"
         and not {"solution", "grade"} & {k for k, v in cell["metadata"].get("nbgrader", {}).items() if v}
-        and "plots." in _source(cell)
+        and any(call in _source(cell) for call in PLOT_CALLS)
     )
 
 
