@@ -14,12 +14,13 @@ from day54 import LESSON, multi_gpu, report
 from day54.config import Config
 from day54.live import run_live
 from day54.plots import multi_gpus, traced_window, write_all
-from day54.replay import describe, load_profile
+from day54.replay import load_profile
 from labcore import nsys
 from labcore.device import DEVICE_ENV, gpu_count
 from labcore.errors import UsageError, output_file, output_folder
 from labcore.mode import FROM_PROFILE, NO_GPU, Mode, live_line, run_lesson
 from labcore.plots import save
+from labcore.profiles import describe
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
 

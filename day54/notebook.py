@@ -28,7 +28,7 @@ from day54.live import run_live
 from day54.model import Prediction
 from day54.pitfalls import pitfall_key
 from day54.plots import multi_gpus
-from day54.replay import describe, load_profile
+from day54.replay import load_profile
 from labcore import answers
 from labcore.answers import ReferenceWithheld
 from labcore.device import gpu_available, gpu_count
@@ -36,6 +36,7 @@ from labcore.mode import FROM_PROFILE, NO_GPU, Mode, live_line
 from labcore.pipeline.context import Context
 from labcore.pipeline.recording import RecordingContext
 from labcore.predictions import LEDGER, Quantity
+from labcore.profiles import describe
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
 

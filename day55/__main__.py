@@ -15,10 +15,11 @@ from day55 import LESSON, report
 from day55.config import Config
 from day55.live import run_live
 from day55.plots import traced_window, write_all
-from day55.replay import describe, load_profile
+from day55.replay import load_profile
 from labcore.device import DEVICE_ENV
 from labcore.errors import UsageError, output_file, output_folder
 from labcore.mode import FROM_PROFILE, Mode, live_line, run_lesson
+from labcore.profiles import describe
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
 

@@ -16,13 +16,14 @@ from matplotlib.figure import Figure
 from day55 import LESSON, live, plots, report, schedules
 from day55.config import Config, PassKey
 from day55.live import run_live
-from day55.replay import describe, load_profile
+from day55.replay import load_profile
 from labcore import answers
 from labcore.answers import ReferenceWithheld
 from labcore.mode import FROM_PROFILE, Mode, live_line
 from labcore.pipeline.context import Context
 from labcore.pipeline.recording import RecordingContext
 from labcore.predictions import LEDGER, Quantity
+from labcore.profiles import describe
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
 

@@ -160,20 +160,3 @@ def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
         extra=extra,
         recorded_at=base.recorded_at if base else "unknown",
     )
-
-
-def describe(record: rec.Record) -> str:
-    """Where a replay's numbers came from, for the mode line."""
-    d = record.device
-    versions = ", ".join(
-        f"{k} {v}"
-        for k, v in (
-            ("driver", d.driver),
-            ("driver CUDA", d.driver_cuda),
-            ("CUDA runtime", d.cuda_runtime),
-            ("CuPy", d.cupy),
-        )
-        if v
-    )
-    versions = f"; {versions}" if versions else ""
-    return f"replay of {record.source} (recorded {record.recorded_at} on {d.summary()}{versions})"

@@ -16,10 +16,11 @@ from day56 import LESSON, report
 from day56.config import Config
 from day56.live import run_live
 from day56.plots import write_all
-from day56.replay import describe, load_profile
+from day56.replay import load_profile
 from labcore.device import DEVICE_ENV
 from labcore.errors import UsageError, output_file, output_folder
 from labcore.mode import FROM_PROFILE, Mode, live_line, run_lesson
+from labcore.profiles import describe
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
 

@@ -15,12 +15,13 @@ from matplotlib.figure import Figure
 from day56 import LESSON, plots, report, schedules
 from day56.config import Config
 from day56.live import run_live
-from day56.replay import describe, load_profile
+from day56.replay import load_profile
 from labcore import answers
 from labcore.errors import UsageError
 from labcore.mode import FROM_PROFILE, Mode, live_line
 from labcore.pipeline import trace
 from labcore.predictions import LEDGER, Quantity
+from labcore.profiles import describe
 from labcore.record import Record
 
 

@@ -172,23 +172,6 @@ def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
     )
 
 
-def describe(record: rec.Record) -> str:
-    """Where a replay's numbers came from, for the mode line."""
-    d = record.device
-    versions = ", ".join(
-        f"{k} {v}"
-        for k, v in (
-            ("driver", d.driver),
-            ("driver CUDA", d.driver_cuda),
-            ("CUDA runtime", d.cuda_runtime),
-            ("CuPy", d.cupy),
-        )
-        if v
-    )
-    versions = f"; {versions}" if versions else ""
-    return f"replay of {record.source} (recorded {record.recorded_at} on {d.summary()}{versions})"
-
-
 def missing_profile_line() -> str:
     """What a replay test or a run without a GPU says while the shipped profile is not recorded yet."""
     where = shipped_folder(LESSON)

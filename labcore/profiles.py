@@ -56,3 +56,20 @@ def load_results(path: str | Path, lesson: str) -> Record:
         raise UsageError(f"{path} records the {record.lesson!r} lesson, not {lesson!r}")
     record.mode, record.source = "replay", str(path)
     return record
+
+
+def describe(record: Record) -> str:
+    """Where a replay's numbers came from, for the mode line."""
+    d = record.device
+    versions = ", ".join(
+        f"{k} {v}"
+        for k, v in (
+            ("driver", d.driver),
+            ("driver CUDA", d.driver_cuda),
+            ("CUDA runtime", d.cuda_runtime),
+            ("CuPy", d.cupy),
+        )
+        if v
+    )
+    versions = f"; {versions}" if versions else ""
+    return f"replay of {record.source} (recorded {record.recorded_at} on {d.summary()}{versions})"
