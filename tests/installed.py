@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from grader.cli import main
 from labcore.errors import run_cli
 from labcore.lessons import names
+from labcore.pending import PENDING_GPU
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,6 +57,26 @@ def autograded_points(assignment: str, root: Path = ROOT) -> float:
     cells = nbformat.read(root / "course" / assignment / f"{assignment}.ipynb", as_version=4).cells
     meta = [c.metadata.get("nbgrader", {}) for c in cells if c.cell_type == "code"]
     return float(sum(m.get("points", 0) for m in meta if m.get("grade")))
+
+
+def pending_cells(autograded: Path) -> list[str]:
+    """The cells of an autograded notebook that are pending a GPU (labcore.pending): 0 offline, graded live."""
+    import nbformat
+
+    nb = nbformat.read(autograded, as_version=4)
+    return [
+        c.get("id")
+        for c in nb.cells
+        if c.cell_type == "code" and any(o.get("ename") == PENDING_GPU for o in c.get("outputs", []))
+    ]
+
+
+def cell_points(assignment: str, cells: list[str], root: Path = ROOT) -> float:
+    """The points of some test cells of a release."""
+    import nbformat
+
+    found = nbformat.read(root / "course" / assignment / f"{assignment}.ipynb", as_version=4).cells
+    return float(sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in found if c.get("id") in cells))
 
 
 def grader(*argv: str) -> SimpleNamespace:
