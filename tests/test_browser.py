@@ -133,6 +133,10 @@ PROMPTS = "Array.from(document.querySelectorAll('.jp-InputPrompt')).map(e => e.t
 def menu(page, title: str, command: str) -> None:
     """Choose a menu bar item, then the entry running `command`; again (three tries) when the menu closed first."""
     for attempt in range(3):
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count():  # JupyterLab asks something first (seen in a loaded CI run): say what, not a click timeout
+            asked = dialog.first.inner_text()
+            raise AssertionError(f"a JupyterLab dialog is open before {title} > {command}: {asked!r}")
         page.locator(".lm-MenuBar-item", has_text=title).first.click()
         entry = page.locator(f".lm-Menu-item[data-command='{command}']")
         try:
