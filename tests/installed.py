@@ -59,6 +59,14 @@ def autograded_points(assignment: str, root: Path = ROOT) -> float:
     return float(sum(m.get("points", 0) for m in meta if m.get("grade")))
 
 
+PLOT_CALLS = ("plots.", "notebook.figure(")  # a lesson cell draws through its plots module or notebook.figure()
+
+
+def draws_plot(source: str) -> bool:
+    """Whether a lesson cell's source draws a figure (the release tests count a picture for each such cell)."""
+    return any(call in source for call in PLOT_CALLS)
+
+
 def pending_cells(autograded: Path) -> list[str]:
     """The cells of an autograded notebook that are pending a GPU (labcore.pending): 0 offline, graded live."""
     import nbformat

@@ -34,6 +34,8 @@ import pytest
 from grader.bundle import CONFIG_NAME, JUPYTER_CONFIG_DIR, jupyter_config
 from labcore.lessons import names
 
+from installed import draws_plot
+
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = names()
@@ -234,7 +236,7 @@ def test_run_all_reaches_the_last_code_cell(reader_lab, lesson, capsys):
 def test_every_lesson_plot_is_drawn(reader_lab, lesson):
     """As many pictures as lesson cells that draw one (the pitfall timelines of the exercises' part included)."""
     cells = reader_lab.ran[lesson].nb.cells
-    plot_cells = [c for c in cells if c.cell_type == "code" and not is_exercise(c) and "plots." in c.source]
+    plot_cells = [c for c in cells if c.cell_type == "code" and not is_exercise(c) and draws_plot(c.source)]
     assert plot_cells
     assert sum(images(c) > 0 for c in plot_cells) == len(plot_cells), [c.get("id") for c in plot_cells if not images(c)]
 

@@ -18,6 +18,8 @@ from nbclient import NotebookClient
 
 from labcore.lessons import names
 
+from installed import draws_plot
+
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = names()
 CELL_TIMEOUT_S = 600
@@ -66,10 +68,7 @@ def test_no_lesson_cell_raises(ran) -> None:
 def test_every_lesson_plot_is_drawn(ran) -> None:
     """Each lesson cell that calls the lesson's plots shows a picture; a plot cell without one is a lost figure."""
     lesson, nb, _ = ran
-    draws = ("plots.", "notebook.figure(")  # through the lesson's plots module, or its notebook's figure()
-    plot_cells = [
-        c for c in nb.cells if c.cell_type == "code" and not is_exercise(c) and any(d in c.source for d in draws)
-    ]
+    plot_cells = [c for c in nb.cells if c.cell_type == "code" and not is_exercise(c) and draws_plot(c.source)]
     assert plot_cells, f"{lesson}: no lesson cell draws a plot"
     missing = [c.get("id") for c in plot_cells if images_of(c) == 0]
     assert not missing, f"{lesson}: plot cells without a picture: {missing}"

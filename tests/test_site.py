@@ -27,6 +27,7 @@ from grader.withhold import CUDA_REGION, withhold_python
 from labcore.lessons import lesson, names
 
 from browser_fixture import browser  # noqa: F401 (a fixture)
+from installed import draws_plot
 from site_fixture import ROOT, site_build  # noqa: F401 (a fixture)
 
 LESSONS = names()
@@ -181,9 +182,6 @@ def served(site_build):  # noqa: F811
         server.server_close()
 
 
-PLOT_CALLS = ("plots.", "notebook.figure(")  # a lesson cell draws through its plots module or notebook.figure
-
-
 def plot_cells(lesson: str) -> int:
     """Lesson cells of the release that draw a plot (the measure test_release_runs.py holds them to)."""
     return sum(
@@ -191,7 +189,7 @@ def plot_cells(lesson: str) -> int:
         for cell in _cells(ROOT / "course" / lesson / f"{lesson}.ipynb")
         if cell["cell_type"] == "code"
         and not {"solution", "grade"} & {k for k, v in cell["metadata"].get("nbgrader", {}).items() if v}
-        and any(call in _source(cell) for call in PLOT_CALLS)
+        and draws_plot(_source(cell))
     )
 
 
