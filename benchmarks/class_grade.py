@@ -1,9 +1,18 @@
 """A class graded offline or live: N copies of the reference submission for both assignments, through
 `python -m grader` setup, collect and autograde (the Dask path, --feedback later), each step timed.
 
-    python benchmarks/class_grade.py --students 100 [--jobs 2] [--cluster local] [--keep DIR]
+    python benchmarks/class_grade.py --students 100 [--assignments A ...] [--also NOTEBOOK:N ...] [--report]
+                                     [--jobs 2] [--cluster local] [--keep DIR]
                                      [--autograde-limit S] [--results-from SAVED] [--checker-profile DIR]
                                      [--record-profile DIR]
+
+`--assignments` hands in only those (default: every lesson in lessons.txt), so that a class of the same
+assignments can be timed against an older commit that had fewer lessons.
+
+`--also NOTEBOOK:N` hands in N more students (ids `alsoK-sNNN`, K the option's place) with that notebook, for
+the assignment its file name gives (`day54.ipynb`): a class with a group that answers differently. `--report`
+then runs `grader report` and prints, per group of students and per check that measured a number, how many
+passed its threshold (from the report's measured.csv): for instance how many copies of an answer met a bar live.
 
 Prints one line per step (wall seconds, and the CPU seconds of the children it waited for), the autograde
 summary's own "time:" lines (where the time went: sandboxes, checkers, recording), and the grades that are not
@@ -93,9 +102,35 @@ def autograde_part(args: list[str], limit: float, root: Path, saved: Path) -> li
     return out.splitlines()
 
 
+def _also(text: str) -> tuple[Path, int]:
+    notebook, _, count = text.rpartition(":")
+    path = Path(notebook)
+    if not path.is_file() or path.suffix != ".ipynb" or path.stem not in ASSIGNMENTS or not count.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NOTEBOOK:N, an <assignment>.ipynb that exists and N")
+    return path, int(count)
+
+
+def passes_by_group(measured: Path) -> None:
+    """Per group of students (the reference's s*, each --also's alsoK-*) and per check with a threshold: passes."""
+    with open(measured, newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["passed"]]
+    counts: dict[tuple[str, ...], list[int]] = {}
+    for row in rows:
+        group = row["student"].split("-")[0] if "-" in row["student"] else "reference"
+        key = (row["assignment"], group, row["cell"], row["check"], row["setting"])
+        tally = counts.setdefault(key, [0, 0])
+        tally[0] += row["passed"] == "true"
+        tally[1] += 1
+    for (assignment, group, cell, check, setting), (passed, total) in sorted(counts.items()):
+        print(f"  {assignment} {group}: {cell} {check} ({setting}): passed {passed} of {total}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=100)
+    parser.add_argument("--assignments", nargs="+", choices=ASSIGNMENTS, default=ASSIGNMENTS, metavar="A")
+    parser.add_argument("--also", action="append", default=[], type=_also, metavar="NOTEBOOK:N")
+    parser.add_argument("--report", action="store_true", help="grader report; per group, each check's passes")
     parser.add_argument("--jobs", type=int, default=None, help="CPU workers (grader autograde --jobs)")
     parser.add_argument("--cluster", default="local")
     parser.add_argument("--timeout", type=int, default=60, help="per cell, seconds")
@@ -112,12 +147,16 @@ def main() -> int:
     course = Course.at()
     base = Path(args.keep or tempfile.mkdtemp(prefix="class-grade-"))
     subs, root = base / "submissions", base / "grading"
-    for assignment in ASSIGNMENTS:
+    for assignment in args.assignments:
         reference = solved_release(course, assignment)
         for n in range(args.students):
             (subs / f"s{n:03d}").mkdir(parents=True, exist_ok=True)
             nbformat.write(reference, subs / f"s{n:03d}" / f"{assignment}.ipynb")
-    print(f"class_grade: {args.students} students x {len(ASSIGNMENTS)} assignments in {base}", flush=True)
+    for k, (notebook, count) in enumerate(args.also, start=1):
+        for n in range(count):
+            (subs / f"also{k}-s{n:03d}").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(notebook, subs / f"also{k}-s{n:03d}" / notebook.name)
+    print(f"class_grade: {args.students} students x {len(args.assignments)} assignments in {base}", flush=True)
     step("setup", str(root))
     step("collect", str(root), str(subs))
     if args.results_from:
@@ -135,11 +174,16 @@ def main() -> int:
         out = autograde_part(grade, args.autograde_limit, root, base / "saved")
         if out is None:
             return 0
+    short: dict[str, int] = {}  # a row short of full marks, without its student and seconds: how many
     for line in out:
         if line.startswith(("grader autograde", "time:")) or "already graded" in line:
             print("  " + line)
-        elif line.startswith("s") and " / " in line and line.split()[1] != line.split()[3]:  # a row short of full marks
-            print("  short of full marks: " + line)
+        elif line.startswith(("s", "also")) and " / " in line and line.split()[1] != line.split()[3]:
+            words = line.split()
+            row = " ".join(words[1:4] + words[6:])
+            short[row] = short.get(row, 0) + 1
+    for row, count in short.items():
+        print(f"  short of full marks, {count} student(s): {row}")
     step("export", str(root), "--to", str(base / "grades.csv"))
     with open(base / "grades.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -149,6 +193,9 @@ def main() -> int:
         scores[key] = scores.get(key, 0) + 1
     for (assignment, score), count in sorted(scores.items()):
         print(f"  {assignment}: {count} students scored {score}")
+    if args.report:
+        step("report", str(root), "--out", str(base / "report" / "index.html"))
+        passes_by_group(base / "report" / "measured.csv")
     for folder, pattern, what in (
         (args.checker_profile, "checker-*.prof", "checker jobs"),
         (args.record_profile, "nbgrader-*.prof", "nbgrader commands"),

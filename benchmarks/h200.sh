@@ -11,6 +11,7 @@
 #   profile     benchmarks/checker_profile.py for both assignments
 #   class N     benchmarks/class_grade.py --students N --jobs 8 ${CLASS_ARGS} (e.g. --checker-profile /tmp/prof)
 #   class-part N S   the same, the autograde stopped after S s; its stored results come back as $OUT/saved.tar
+#               (CLASS_ARGS apply to class, class-part and class-rest: e.g. --also NOTEBOOK:N --report)
 #   class-rest N     the same, starting from the results of a class-part carried in as .class-saved.tar
 #   floor-gap   benchmarks/floor_gap.py ${GAP_ARGS}, then again with CUDA_DEVICE_MAX_CONNECTIONS=32
 #   connections benchmarks/challenge_check.py --part verdicts ${CONN_ARGS}, with 8 hardware queues, then 32
@@ -56,19 +57,23 @@ while [[ $# -gt 0 ]]; do
       rm -rf /tmp/cls
       timeout 560 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls ${CLASS_ARGS:-} \
         > "$out/class_$n.txt" 2>&1
-      cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null ;;
+      cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null
+      cp /tmp/cls/report/measured.csv "$out/measured_$n.csv" 2>/dev/null ;;
     class-part)
       n=$1; limit=$2; shift 2
       rm -rf /tmp/cls
       timeout 590 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls --autograde-limit "$limit" \
-        > "$out/class_${n}_part.txt" 2>&1
-      cp /tmp/cls/saved.tar "$out/saved.tar" 2>/dev/null ;;
+        ${CLASS_ARGS:-} > "$out/class_${n}_part.txt" 2>&1
+      cp /tmp/cls/saved.tar "$out/saved.tar" 2>/dev/null
+      cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null
+      cp /tmp/cls/report/measured.csv "$out/measured_$n.csv" 2>/dev/null ;;
     class-rest)
       n=$1; shift
       rm -rf /tmp/cls
       timeout 590 python3 benchmarks/class_grade.py --students "$n" --jobs 8 --keep /tmp/cls --results-from .class-saved.tar \
-        > "$out/class_${n}_rest.txt" 2>&1
-      cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null ;;
+        ${CLASS_ARGS:-} > "$out/class_${n}_rest.txt" 2>&1
+      cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null
+      cp /tmp/cls/report/measured.csv "$out/measured_$n.csv" 2>/dev/null ;;
     floor-gap)
       { time timeout 150 python3 benchmarks/floor_gap.py ${GAP_ARGS:-}; } > "$out/floor_gap.txt" 2>&1
       { time CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 150 python3 benchmarks/floor_gap.py ${GAP_ARGS:-}; } > "$out/floor_gap_32.txt" 2>&1 ;;
