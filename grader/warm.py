@@ -34,7 +34,7 @@ from typing import IO, Any
 from grader import sandbox
 from grader.bundle import sandbox_library
 from grader.runner import REPO, course_env, kill_tree
-from grader.zygote import GRACE_S
+from grader.zygote import GRACE_S, IMPORTS_ONLY
 from labcore import lessons
 from labcore.answers import MAX_FILE_BYTES as MAX_ANSWERS_BYTES
 from labcore.errors import UsageError
@@ -146,9 +146,9 @@ class WarmSandbox(_Warm):
     the cell's limit, its grace and SILENT_S, the whole bwrap tree is killed, the job ends in that cell with the
     true reason (stopped, or stuck), earlier cells keep what they filed, and the next job starts a new sandbox."""
 
-    def __init__(self, lessons: tuple[str, ...], scratch: Path) -> None:
+    def __init__(self, lessons: tuple[str, ...], scratch: Path, *, profiles: bool = True) -> None:
         super().__init__("sandbox")
-        self.lessons, self.scratch = lessons, scratch
+        self.lessons, self.scratch, self.profiles = lessons, scratch, profiles
         self.work, self.out = scratch / "work", scratch / "out"
         self.log = scratch / "zygote.log"
         self.count = 0
@@ -161,7 +161,7 @@ class WarmSandbox(_Warm):
             folder.mkdir(parents=True)
             folder.chmod(0o755)
         sandbox.readable(_library())
-        argv = [sys.executable, "-m", "grader.zygote", *self.lessons]
+        argv = [sys.executable, "-m", "grader.zygote", *([] if self.profiles else [IMPORTS_ONLY]), *self.lessons]
         env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         line = sandbox.command(argv, library=_library(), work=self.work, out=self.out, env=env)
         self.buffer = b""
@@ -416,7 +416,7 @@ class WarmChecker(_Warm):
             env.pop(name, None)
         with open(self.log, "ab") as log:
             self.child = subprocess.Popen(
-                [sys.executable, "-m", "grader.checker", *self.lessons],
+                [sys.executable, "-m", "grader.checker", *([IMPORTS_ONLY] if self.planner else []), *self.lessons],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -525,7 +525,10 @@ def extract(job: Job) -> dict[str, Any]:
     except _Trouble as trouble:
         reason = f"the test cells' questions could not be planned: {trouble}"
         return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": reason, "sandbox_s": 0}
-    return _warm("sandbox", job, WarmSandbox).run(job, questions)
+    if job.answers_program.get("whole"):  # the lesson cells run too (--feedback now): they read the profiles
+        return _warm("sandbox", job, WarmSandbox).run(job, questions)
+    answers_only = _warm("answers-sandbox", job, lambda lessons, scratch: WarmSandbox(lessons, scratch, profiles=False))
+    return answers_only.run(job, questions)
 
 
 def check(job: Job, extracted: dict[str, Any]) -> dict[str, Any]:

@@ -55,19 +55,26 @@ PR_SET_DUMPABLE = 4
 SCRATCH = (Path("/tmp"), Path("/dev/shm"))  # the sandbox's fresh tmpfs folders, emptied after every job
 
 
-def warm(lessons: list[str]) -> None:
-    """Import what the notebooks import, read shipped profiles once: every job's child inherits them."""
+IMPORTS_ONLY = "--imports-only"  # a first argument: warm() imports the lessons but reads no shipped profile
+
+
+def warm(argv: list[str]) -> None:
+    """Import what the notebooks import and read the shipped profiles once: every job's child inherits them.
+
+    argv names the lessons, after IMPORTS_ONLY where no job reads a profile (a planner; a sandbox that runs only
+    the answers: a lesson's profile is a second or two of parsing, paid again by every warm process)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot
 
-    for lesson in lessons:  # grader names no lesson: the assignments say which; one without a package has none
-        if importlib.util.find_spec(lesson) is None:
+    profiles = argv[:1] != [IMPORTS_ONLY]
+    for lesson in argv if profiles else argv[1:]:  # grader names no lesson: the assignments say which
+        if importlib.util.find_spec(lesson) is None:  # one without a package has none
             continue
         checks = importlib.import_module(f"{lesson}.checks")
         prepare = getattr(checks, "prepare", None)
-        if prepare is not None:
+        if prepare is not None and profiles:
             prepare()
 
 
