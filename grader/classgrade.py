@@ -320,6 +320,7 @@ def grade_answers(
     reused: Callable[[int], None] | None = None,
     ready: Callable[[Ready], None] | None = None,
     whole: bool = False,
+    lessons: tuple[str, ...] | None = None,
 ) -> Graded:
     """Every submission of one assignment graded on the cluster behind `client`, each result stored as it arrives;
     `ready` is told of each student once all their notebooks' results are stored (a Recorder records them). Each
@@ -331,7 +332,9 @@ def grade_answers(
     clock = _Clock(graded.phases)
     code = warm.code_digest()
     seed = secrets.randbelow(2**31 - 1) + 1
-    lessons = tuple(grading.pick(None))  # the lessons: one warm sandbox and checker per worker serve them all
+    # the lessons a worker's warm sandbox and checker serve (each reads their shipped profiles once): those graded
+    # in this run, the same for each of its assignments (default: every lesson of the course)
+    lessons = lessons or tuple(grading.pick(None))
     kept = 0
     waiting: dict[str, int] = {}  # student -> notebooks of theirs still on the cluster
 

@@ -433,6 +433,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
                     reused=_kept(grading, name, bar),
                     ready=recorder.ready,
                     whole=args.feedback == "now",
+                    lessons=tuple(n for n in names if counts[n]),
                     **_in_work(bar),
                 )
             found.append((name, recorder.finish(graded), graded.phases))

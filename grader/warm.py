@@ -146,9 +146,9 @@ class WarmSandbox(_Warm):
     the cell's limit, its grace and SILENT_S, the whole bwrap tree is killed, the job ends in that cell with the
     true reason (stopped, or stuck), earlier cells keep what they filed, and the next job starts a new sandbox."""
 
-    def __init__(self, lessons: tuple[str, ...], scratch: Path, *, profiles: bool = True) -> None:
+    def __init__(self, lessons: tuple[str, ...], scratch: Path) -> None:
         super().__init__("sandbox")
-        self.lessons, self.scratch, self.profiles = lessons, scratch, profiles
+        self.lessons, self.scratch = lessons, scratch
         self.work, self.out = scratch / "work", scratch / "out"
         self.log = scratch / "zygote.log"
         self.count = 0
@@ -161,7 +161,7 @@ class WarmSandbox(_Warm):
             folder.mkdir(parents=True)
             folder.chmod(0o755)
         sandbox.readable(_library())
-        argv = [sys.executable, "-m", "grader.zygote", *([] if self.profiles else [IMPORTS_ONLY]), *self.lessons]
+        argv = [sys.executable, "-m", "grader.zygote", *self.lessons]  # its children share the profiles it read
         env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         line = sandbox.command(argv, library=_library(), work=self.work, out=self.out, env=env)
         self.buffer = b""
@@ -525,10 +525,7 @@ def extract(job: Job) -> dict[str, Any]:
     except _Trouble as trouble:
         reason = f"the test cells' questions could not be planned: {trouble}"
         return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": reason, "sandbox_s": 0}
-    if job.answers_program.get("whole"):  # the lesson cells run too (--feedback now): they read the profiles
-        return _warm("sandbox", job, WarmSandbox).run(job, questions)
-    answers_only = _warm("answers-sandbox", job, lambda lessons, scratch: WarmSandbox(lessons, scratch, profiles=False))
-    return answers_only.run(job, questions)
+    return _warm("sandbox", job, WarmSandbox).run(job, questions)
 
 
 def check(job: Job, extracted: dict[str, Any]) -> dict[str, Any]:

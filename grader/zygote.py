@@ -61,8 +61,8 @@ IMPORTS_ONLY = "--imports-only"  # a first argument: warm() imports the lessons 
 def warm(argv: list[str]) -> None:
     """Import what the notebooks import and read the shipped profiles once: every job's child inherits them.
 
-    argv names the lessons, after IMPORTS_ONLY where no job reads a profile (a planner; a sandbox that runs only
-    the answers: a lesson's profile is a second or two of parsing, paid again by every warm process)."""
+    argv names the lessons, after IMPORTS_ONLY in a process that forks no job and reads a profile at most once
+    (the planner): a lesson's profile is a second of parsing, paid again by every warm process that reads it."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -646,3 +646,82 @@ def test_format_error_is_a_one_line_usage_error(tmp_path, capsys):
     assert run_cli(main, []) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "gone_cuda_gpu_trace.csv: no such file" in err
+
+
+# -- cuda_gpu_trace read a column at a time (nsys._fast_trace) against the row reader -----------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED_TRACES = sorted(p for p in ROOT.glob("*/profiles/*/*_cuda_gpu_trace.csv"))
+
+
+def _by_rows(path: Path, monkeypatch: pytest.MonkeyPatch) -> pd.DataFrame | NsysFormatError:
+    """The row reader's frame (or its error) for a trace: the column reader turned off."""
+    with monkeypatch.context() as patch:
+        patch.setattr(nsys, "_fast_trace", lambda lines, header: None)
+        try:
+            return read_report(path, "cuda_gpu_trace")
+        except NsysFormatError as exc:
+            return exc
+
+
+def test_every_shipped_trace_reads_column_by_column_to_the_row_readers_frame(monkeypatch):
+    assert len(SHIPPED_TRACES) >= 4  # one a lesson
+    for path in [*SHIPPED_TRACES, DATA / "tinystats_cuda_gpu_trace.csv"]:
+        lines = nsys._read_lines(path)
+        fast = nsys._fast_trace(lines, nsys._find_header(path, lines, ("cuda_gpu_trace",)))
+        assert fast is not None, f"{path.name}: an nsys export should take the column reader"
+        pd.testing.assert_frame_equal(fast, _by_rows(path, monkeypatch), check_exact=True)
+
+
+# one cell of the sample's second memcpy row (line 4) changed, as a hand or a tool might: each reads the same or
+# fails the same either way (most of these the column reader leaves to the row reader)
+TRACE_EDITS = [
+    ("Start (ns)", "1358290060.0"),
+    ("Start (ns)", " 1358290060"),
+    ("Start (ns)", "1.3e9"),
+    ("Start (ns)", "-5"),
+    ("Start (ns)", "x"),
+    ("Duration (ns)", ""),
+    ("CorrId", "162.5"),
+    ("GrdX", " "),
+    ("GrdX", "7"),
+    ("Bytes (MB)", ""),
+    ("Bytes (MB)", "67.1089999"),
+    ("Bytes (MB)", "67.1"),
+    ("Bytes (MB)", "67"),
+    ("Bytes (MB)", "-1"),
+    ("Bytes (MB)", "nan"),
+    ("Bytes (MB)", ".5"),
+    ("Throughput (MB/s)", ""),
+    ("Throughput (MB/s)", "3892.3141234567"),
+    ("Throughput (MB/s)", "inf"),
+    ("SrcMemKd", ""),
+    ("Device", "NVIDIA H200"),
+    ("Device", "NVIDIA H200 (x)"),
+    ("Strm", ""),
+    ("Name", "[CUDA memcpy Host-to-Device]"),
+    ("Name", "a kernel, quoted"),
+]
+
+
+@pytest.mark.parametrize(("column", "value"), TRACE_EDITS)
+def test_an_edited_trace_reads_the_same_by_columns_and_by_rows(tmp_path, monkeypatch, column, value):
+    import csv as csv_module
+    import io
+
+    lines = (DATA / "tinystats_cuda_gpu_trace.csv").read_text().splitlines()
+    rows = list(csv_module.reader(lines))
+    rows[3][rows[0].index(column)] = value
+    text = io.StringIO()
+    csv_module.writer(text, lineterminator="\n").writerows(rows)
+    path = tmp_path / "edited_cuda_gpu_trace.csv"
+    path.write_text(text.getvalue())
+    by_rows = _by_rows(path, monkeypatch)
+    try:
+        both = read_report(path, "cuda_gpu_trace")
+    except NsysFormatError as exc:
+        assert isinstance(by_rows, NsysFormatError), f"only the column reader refused it: {exc}"
+        assert str(exc) == str(by_rows)
+        return
+    assert not isinstance(by_rows, NsysFormatError), f"only the row reader refused it: {by_rows}"
+    pd.testing.assert_frame_equal(both, by_rows, check_exact=True)
