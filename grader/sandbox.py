@@ -39,10 +39,12 @@ bwrap is taken from PATH (a distribution's package), else from the `bubblewrap-b
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
 import importlib.util
+import itertools
 import json
 import os
 import resource
@@ -66,6 +68,9 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "
 MAX_FILE_BYTES = 1 << 30  # no file written in the sandbox grows past this
 MAX_MEMORY_BYTES = 3 << 30  # address space of one process in the sandbox (the zygote's imports take about 1 GiB)
 MAX_PROCESSES = 128  # processes and threads of the sandbox's user (its own user namespace) at once
+# all of one sandbox's memory together (its processes, its /tmp and /dev/shm pages), where the grader can make a
+# memory cgroup (root, cgroup v1's memory controller or v2's): past it the kernel kills inside that sandbox only
+MAX_SANDBOX_MEMORY_BYTES = 4 << 30
 TMP_BYTES = 1 << 30  # the fresh /tmp's size (a tmpfs is memory that no RLIMIT_AS counts)
 SHM_BYTES = 256 << 20  # the fresh /dev/shm's size
 SANDBOX_UID = SANDBOX_GID = 65534  # nobody: the sandbox's uid inside, and on the host when the grader is root
@@ -254,19 +259,87 @@ def _staged(line: list[str]) -> tuple[list[str], list[tuple[bytes, bytes]], Path
 
 
 def ended(child: subprocess.Popen) -> None:
-    """After a sandbox's bwrap has ended: remove its stage (its mounts ended with it)."""
+    """After a sandbox's bwrap has ended: remove its stage (its mounts ended with it) and its memory cgroup."""
     stage = getattr(child, "stage", None)
     if stage is not None:
         shutil.rmtree(stage, ignore_errors=True)
+    group = getattr(child, "cgroup", None)
+    if group is not None:
+        child.oom_kills = oom_kills(child)
+        with contextlib.suppress(OSError):  # a process of it not yet reaped: the folder stays, empty and harmless
+            group.rmdir()
 
 
-def _limits(file_bytes: int, memory_bytes: int, mounts: list[tuple[bytes, bytes]] = ()) -> Callable[[], None]:
-    """In the child before bwrap: as root, the staged binds in a mount namespace of its own and the drop to
-    SANDBOX_UID; then what the sandbox's processes may not exceed: a file's size (writes past it fail), core dumps
-    (none), a process's address space (an allocation past it fails: MemoryError)."""
+# -- one memory limit for the whole sandbox ------------------------------------------------------------------------
+
+CGROUPS = Path("/sys/fs/cgroup")
+
+
+def _own_cgroup() -> tuple[Path, str] | None:
+    """This process's memory cgroup folder and its version's limit file, where there is a memory controller."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):  # v1: the memory hierarchy
+            return CGROUPS / "memory" / path.lstrip("/"), "memory.limit_in_bytes"
+    for line in lines:
+        if line.startswith("0::"):  # v2: the unified hierarchy, where it has the memory controller
+            folder = CGROUPS / line[3:].lstrip("/")
+            return (folder, "memory.max") if "memory" in _read(folder / "cgroup.subtree_control").split() else None
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def memory_cgroup(limit_bytes: int = 0) -> Path | None:
+    """A new memory cgroup for one sandbox, under this process's own, limited to limit_bytes (default
+    MAX_SANDBOX_MEMORY_BYTES); None where this host does not let the grader make one (not root; no controller)."""
+    found = _own_cgroup() if os.geteuid() == 0 else None
+    if found is None:
+        return None
+    parent, limit_file = found
+    group = parent / f"grader-sandbox-{os.getpid()}-{next(_GROUPS)}"
+    try:
+        group.mkdir()
+    except OSError:
+        return None
+    try:
+        (group / limit_file).write_text(str(limit_bytes or MAX_SANDBOX_MEMORY_BYTES))
+    except OSError:
+        with contextlib.suppress(OSError):
+            group.rmdir()
+        return None
+    return group
+
+
+_GROUPS = itertools.count()
+
+
+def _limits(
+    file_bytes: int, memory_bytes: int, mounts: list[tuple[bytes, bytes]] = (), group: Path | None = None
+) -> Callable[[], None]:
+    """In the child before bwrap: as root, its memory cgroup (every process it starts is in it too), the staged
+    binds in a mount namespace of its own and the drop to SANDBOX_UID; then what the sandbox's processes may not
+    exceed: a file's size (writes past it fail), core dumps (none), a process's address space (an allocation past
+    it fails: MemoryError)."""
     libc = ctypes.CDLL(None, use_errno=True) if os.geteuid() == 0 else None
+    procs = str(group / "cgroup.procs").encode() if group is not None else None
 
     def apply() -> None:
+        if procs is not None:
+            fd = os.open(procs, os.O_WRONLY)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
         if libc is not None:
             if libc.unshare(CLONE_NEWNS) or libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None):
                 raise OSError(ctypes.get_errno(), "no mount namespace for the sandbox's bind sources")
@@ -291,16 +364,43 @@ def spawn(
         if line[index] in BINDS and not os.path.isdir(line[index + 1]):
             raise OSError(f"{line[index + 1]} is not a folder")
     line, mounts, stage = _staged(line)
+    group = memory_cgroup()
     try:
         child = subprocess.Popen(
-            line, start_new_session=True, preexec_fn=_limits(file_bytes, memory_bytes, mounts), **popen
+            line, start_new_session=True, preexec_fn=_limits(file_bytes, memory_bytes, mounts, group), **popen
         )
     except (OSError, subprocess.SubprocessError) as exc:  # the staging or the drop to SANDBOX_UID failed
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
+        if group is not None:
+            with contextlib.suppress(OSError):
+                group.rmdir()
         raise OSError(f"the sandbox's bwrap could not be started as uid {SANDBOX_UID} ({exc})") from None
-    child.stage = stage  # removed by ended(child)
+    child.stage, child.cgroup = stage, group  # removed by ended(child)
     return child
+
+
+def charged_bytes(child: subprocess.Popen) -> int | None:
+    """The most memory the sandbox's cgroup has held (v1's max usage, v2's peak); None without a cgroup."""
+    group = getattr(child, "cgroup", None)
+    if group is None:
+        return None
+    text = _read(group / "memory.max_usage_in_bytes") or _read(group / "memory.peak")
+    return int(text) if text.strip().isdigit() else 0
+
+
+def oom_kills(child: subprocess.Popen) -> int:
+    """How many processes of this sandbox the kernel killed at its memory cgroup's limit (v1 and v2 count them;
+    the count is kept on the child once its cgroup is removed)."""
+    group = getattr(child, "cgroup", None)
+    if group is None or not group.is_dir():
+        return getattr(child, "oom_kills", 0)
+    for name in ("memory.oom_control", "memory.events"):
+        for line in _read(group / name).splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+    return 0
 
 
 def hand_over(*folders: Path) -> None:
@@ -360,6 +460,7 @@ def preflight() -> str:
             raise UsageError(f"grading refused: the sandbox does not start here ({exc})") from None
         try:
             said, _ = child.communicate(timeout=60)
+            charged = charged_bytes(child)  # None without a memory cgroup
         finally:
             ended(child)
     text = said.decode(errors="replace").strip()
@@ -367,6 +468,7 @@ def preflight() -> str:
         seen = json.loads(text.splitlines()[-1])
     except (ValueError, IndexError):
         raise UsageError(f"grading refused: the sandbox does not start here ({text[-300:] or 'no output'})") from None
+    seen["cgroup"] = charged is not None and f"a memory cgroup, {charged >> 20} MiB at the probe's peak"
     missing = [
         what
         for what, wrong in (
@@ -377,6 +479,7 @@ def preflight() -> str:
             ("has no PID namespace of its own", seen["pid"] > 16),
             (f"has no process limit ({seen['nproc']})", seen["nproc"] != MAX_PROCESSES),
             (f"has no memory limit ({seen['as']})", seen["as"] != MAX_MEMORY_BYTES),
+            ("is outside its memory cgroup", charged == 0),
         )
         if wrong
     ]
@@ -385,7 +488,12 @@ def preflight() -> str:
     host = f"as uid {SANDBOX_UID} on the host too" if os.geteuid() == 0 else "as this user on the host"
     return (
         f"sandbox: bubblewrap {bwrap()}, uid {SANDBOX_UID} in its own user and PID namespaces ({host}), "
-        f"no capabilities, read-only binds, {MAX_PROCESSES} processes, {MAX_MEMORY_BYTES >> 30} GiB a process"
+        f"no capabilities, read-only binds, {MAX_PROCESSES} processes, {MAX_MEMORY_BYTES >> 30} GiB a process, "
+        + (
+            f"{MAX_SANDBOX_MEMORY_BYTES >> 30} GiB in all ({seen['cgroup']})"
+            if seen.get("cgroup")
+            else "no memory cgroup here (run as root on a host with a memory controller for a limit on the whole)"
+        )
     )
 
 

@@ -294,11 +294,16 @@ class WarmSandbox(_Warm):
             budget = job.timeout_s * (cells + 1) + sandbox_grace(cells)
             began = time.perf_counter()
             request = {"job": name, "program": program, "seed": job.seed, "timeout_s": job.timeout_s}
+            running = self.child
+            killed_before = sandbox.oom_kills(running) if running is not None else 0
             told, reason = self._watch(request, job.timeout_s, budget)
             took = round(time.perf_counter() - began, 3)
             order = [i for i, _, _ in job.answers_program["cells"]]
             filed = _read_cells(out / "cells.jsonl", set(order))
             lost = told.get("lost")
+            if isinstance(lost, dict) and running is not None and sandbox.oom_kills(running) > killed_before:
+                limit = sandbox.MAX_SANDBOX_MEMORY_BYTES >> 30
+                lost["status"] = f"{lost.get('status') or 'killed'}: out of memory, past the sandbox's {limit} GiB"
             if told.get("killed"):  # a stopped zygote may not have read the start of the cell it was lost in
                 lost["cell"] = next((i for i in order if str(i) not in filed and i >= (lost["cell"] or 0)), None)
             return {

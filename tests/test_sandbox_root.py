@@ -227,6 +227,43 @@ def test_a_cell_cannot_take_3_gib_of_memory(box):
     assert _printed(result, 1) == "MemoryError" and _printed(result, 2) == "still here"
 
 
+def test_all_of_a_sandbox_together_stays_under_its_memory_cgroup(box, monkeypatch):
+    """Each process under RLIMIT_AS but many of them together: past the sandbox's own limit the kernel kills inside
+    this sandbox only, the grader goes on, and the next job gets its memory back."""
+    monkeypatch.setattr(sandbox, "MAX_SANDBOX_MEMORY_BYTES", 1 << 30)
+    probe = sandbox.memory_cgroup()
+    if probe is None:
+        pytest.skip("no memory cgroup can be made here (not root, or no memory controller): RLIMIT_AS per process")
+    probe.rmdir()
+    hogs = """
+    import os, time
+    children = []
+    for _ in range(3):
+        pid = os.fork()
+        if pid == 0:
+            block = bytearray(600 << 20)  # touched: each page is zeroed
+            time.sleep(3)
+            os._exit(0)
+        children.append(pid)
+    print(sorted(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children))
+    """
+    result = box.run(_job(_cell(hogs), "print('still here')", timeout_s=20))
+    group = box.child.cgroup
+    peak = int(
+        (group / "memory.max_usage_in_bytes").read_text()
+        if (group / "memory.max_usage_in_bytes").exists()
+        else (group / "memory.peak").read_text()
+    )
+    assert peak <= 1 << 30
+    assert sandbox.oom_kills(box.child) >= 1
+    if result["lost"] is None:  # the kernel chose children: the cell saw them killed, and the next cell ran
+        assert _printed(result, 1).startswith("[-9") and _printed(result, 2) == "still here"
+    else:  # it chose the cell's own process: the job says so
+        assert "out of memory" in result["lost"]["status"]
+    after = box.run(_job("print(len(bytearray(600 << 20)))"))
+    assert _printed(after, 1) == str(600 << 20)
+
+
 def test_tmp_and_shm_are_sized(box):
     fill = """
     import os
