@@ -1113,6 +1113,22 @@ time.sleep(3600)"""
 # 3 GiB in one allocation
 MEMORY_HOG = """block = bytearray(3 << 30)"""
 
+# six processes of 1.2 GiB each, every one under RLIMIT_AS (3 GiB), 7.2 GiB together: past the sandbox's memory
+# cgroup (4 GiB, where the grader is root) the kernel kills some of them, inside this sandbox only
+MANY_HOGS = """import os
+import time
+
+_hogs = []
+for _ in range(6):
+    _pid = os.fork()
+    if _pid == 0:
+        _block = bytearray(1200 << 20)
+        time.sleep(2)
+        os._exit(0)
+    _hogs.append(_pid)
+for _pid in _hogs:
+    os.waitpid(_pid, 0)"""
+
 # -- questions: forged answers, the hidden tests looked for, references by any route -------------------------------
 
 _FORGE_SEND = """
@@ -1899,6 +1915,14 @@ CORPUS += (
         "a cell of its own first takes 3 GiB: MemoryError in that cell (RLIMIT_AS), every graded cell after it runs",
         full(Z),
         first_cell=MEMORY_HOG,
+    ),
+    Submission(
+        "zc-many-hogs",
+        Z,
+        "a cell of its own first forks six processes of 1.2 GiB (each under RLIMIT_AS, 7.2 GiB together): the "
+        "sandbox's memory cgroup kills some of them (as root), the cell waits them out, every graded cell runs",
+        full(Z),
+        first_cell=MANY_HOGS,
     ),
 )
 
