@@ -176,6 +176,8 @@ def _lost_error(lost: dict[str, Any], name: str, limit: Any) -> tuple[str, str]:
         return KERNEL_DIED, f"the sandbox was killed in cell {name} ({lost['status']}); earlier cells kept"
     if why == "stuck":
         return KERNEL_STUCK, f"cell {name} ran past the {limit} s limit and did not stop when interrupted"
+    if why == "disk":  # grader.warm: the job took more than its share of the grading machine's disk
+        return KERNEL_DIED, f"the sandbox was killed in cell {name}: {lost.get('status')}; earlier cells kept"
     if why == "stopped":  # grader.warm: a process of the sandbox was stopped (SIGSTOP)
         return KERNEL_STUCK, f"cell {name} was stopped (SIGSTOP) and killed at the {limit} s limit"
     return KERNEL_DIED, f"the kernel died ({lost.get('status', 'exit status unknown')}) in cell {name}"

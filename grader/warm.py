@@ -45,6 +45,12 @@ MAX_CELLS_BYTES = 64 << 20  # the sandbox's cells file: larger is not read
 ANSWER_PREFIX = b'{"answer":'  # grader.zygote passes each answer it takes on as this prefix, the line, "}"
 MAX_PLANS = 64  # plans a planner keeps: one per assignment and grading run is the use
 SILENT_S = 15.0  # past a cell's limit and the zygote's grace: its own kill and clean-up, before it is given up
+# The sandbox's work and out folders are the grading machine's disk: a job that takes more of it than this (bytes,
+# or files: inodes), or leaves less than DISK_FLOOR_BYTES free, is killed at once (looked at every DISK_EVERY_S)
+MAX_JOB_DISK_BYTES = 2 << 30
+MAX_JOB_FILES = 100_000
+DISK_FLOOR_BYTES = 256 << 20
+DISK_EVERY_S = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,13 +235,25 @@ class WarmSandbox(_Warm):
             return {}, f"the {self.what} ended: {self._tail()}"
         began = time.monotonic()
         end, deadline, current = began + budget_s, began + limit_s + GRACE_S + SILENT_S, None
+        disk = _Disk(self.work, self.out)
         while True:
+            wait = max(0.0, min(deadline, end) - time.monotonic())
             try:
-                told = self._next(max(0.0, min(deadline, end) - time.monotonic()))
+                told = self._next(min(wait, DISK_EVERY_S))
             except _Trouble as trouble:  # the zygote ended: killed by the cell it last said it started, or crashed
                 if current is None:
                     return {}, str(trouble)
                 return {"timed_out": [], "lost": {"cell": current, "why": "sandbox", "status": str(trouble)}}, ""
+            if told is None and wait > DISK_EVERY_S:  # only the disk's turn
+                too_much = disk.too_much()
+                if not too_much:
+                    continue
+                self.stop()
+                return {
+                    "timed_out": [],
+                    "lost": {"cell": current, "why": "disk", "status": too_much},
+                    "killed": True,
+                }, ""
             if told is None:
                 why = "stopped" if self._stopped() else "stuck"
                 self.stop()
@@ -319,6 +337,54 @@ class WarmSandbox(_Warm):
             for folder in (self.work, self.out):  # nothing of one job is there for the next
                 for entry in folder.iterdir():
                     shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+
+
+class _Disk:
+    """The disk under a sandbox's work and out folders, as a job found it, and what the job may take of it.
+
+    The disk as a whole is looked at first (statvfs: cheap); only when it lost more than a job may take, or runs
+    low, does each job count its own folders, so a job is killed for what it wrote, never for another's."""
+
+    def __init__(self, *folders: Path) -> None:
+        self.folders = folders
+        self.bytes, self.files = self._free()
+
+    def _free(self) -> tuple[int, int]:
+        seen = os.statvfs(self.folders[0])
+        return seen.f_bavail * seen.f_frsize, seen.f_favail
+
+    def too_much(self) -> str:
+        """'' while the job stays within its share of the disk, else what it took."""
+        free, files = self._free()
+        low = free < DISK_FLOOR_BYTES
+        if not low and self.bytes - free <= MAX_JOB_DISK_BYTES and self.files - files <= MAX_JOB_FILES:
+            return ""
+        used, made = _usage(self.folders)
+        if made > MAX_JOB_FILES:
+            return f"it made more than {MAX_JOB_FILES} files on the grading machine's disk"
+        if used > MAX_JOB_DISK_BYTES or (low and used > DISK_FLOOR_BYTES // 4):
+            limit = MAX_JOB_DISK_BYTES >> 20
+            return f"it wrote {used >> 20} MiB to the grading machine's disk (a job may write {limit} MiB)"
+        return ""
+
+
+def _usage(folders: tuple[Path, ...]) -> tuple[int, int]:
+    """(bytes on disk, entries) under the folders, links not followed; the count stops past what a job may have."""
+    used, made, stack = 0, 0, [str(f) for f in folders]
+    while stack and made <= MAX_JOB_FILES and used <= MAX_JOB_DISK_BYTES:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    made += 1
+                    try:
+                        used += entry.stat(follow_symlinks=False).st_blocks * 512
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return used, made
 
 
 def _status(proc: Any) -> str:

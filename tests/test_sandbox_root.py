@@ -264,6 +264,33 @@ def test_all_of_a_sandbox_together_stays_under_its_memory_cgroup(box, monkeypatc
     assert _printed(after, 1) == str(600 << 20)
 
 
+def test_a_job_that_fills_the_disk_is_killed_for_its_own_writes_only(box, monkeypatch):
+    """The work and out folders are the grading machine's disk: a job past its share of it is killed at once, the
+    cells before keep what they filed, its files are gone, and the next job runs."""
+    monkeypatch.setattr(warm, "MAX_JOB_DISK_BYTES", 64 << 20)
+    fill = """
+    import time
+    for n in range(40):
+        with open(f"fill{n}", "wb") as out:  # the job's own folder, its working directory
+            out.write(bytes(8 << 20))
+    time.sleep(30)
+    """
+    result = box.run(_job("print('kept')", _cell(fill), "print('never')", timeout_s=20))
+    assert _printed(result, 1) == "kept"
+    assert result["lost"]["why"] == "disk" and result["lost"]["cell"] == 2
+    assert "MiB to the grading machine's disk" in result["lost"]["status"]
+    assert not any(box.work.iterdir()) and not any(box.out.iterdir())
+    after = box.run(_job("import os; print(sorted(os.listdir('.')))"))
+    assert _printed(after, 1) == "[]"
+
+
+def test_a_job_that_makes_too_many_files_is_killed(box, monkeypatch):
+    monkeypatch.setattr(warm, "MAX_JOB_FILES", 2000)
+    many = "import time\nfor n in range(20000):\n    open(f'f{n}', 'w').close()\ntime.sleep(30)"
+    result = box.run(_job(many, timeout_s=20))
+    assert result["lost"]["why"] == "disk" and "more than 2000 files" in result["lost"]["status"]
+
+
 def test_tmp_and_shm_are_sized(box):
     fill = """
     import os
