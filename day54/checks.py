@@ -305,8 +305,14 @@ def check_good_practice(schedule: Callable[[Any], None], *, buffers: int = 2) ->
 
 REFERENCE_FACTOR = 1.05  # your pipelined time may exceed the reference pipeline's, same run and GPU, by this much
 # A live pass this far (a factor) inside both thresholds after one round is decided: more than twice the spread of one
-# round's median on the H200 (0.562-0.567 for the 64 MiB ratio over 20 rounds). A fail always takes every round.
+# round's median on the H200 (0.562-0.567 for the 64 MiB ratio over 20 rounds). Otherwise three rounds; a miss
+# within DOUBT of a bar after them is measured again, up to MAX_RATIO_ROUNDS, and judged on the medians of all:
+# in a live class of 120 on the H200 (2026-12-05) copies of the reference measured 0.965-1.062x the reference at
+# 4 MiB after three rounds, and one missed the 1.05x bar.
 CLEAR_MARGIN = 1.025
+RATIO_ROUNDS = 3
+MAX_RATIO_ROUNDS = 9
+DOUBT = 1.10
 
 
 def measure_schedule(
@@ -324,11 +330,11 @@ def measure_schedule(
 
 
 def _timing(
-    recorded: trace.Trace, rounds: int, directory: Path, clear: Callable[[Timing], bool] | None = None
+    recorded: trace.Trace, rounds: int, directory: Path, decided: Callable[[Timing, int], bool] | None = None
 ) -> Timing:
     """Live, or offline: the simulator on the course's recorded stage times, never the student's own exports."""
     if gpu_available():
-        return _live_timing(recorded, rounds, clear)
+        return _live_timing(recorded, rounds, decided)
     said = _student_exports(recorded, directory)
     if said is not None:
         say(said)
@@ -346,10 +352,10 @@ def check_pipelined_ratio(
     problem = _fake_problems(recorded)
     assert problem is None, f"the schedule that would be timed is wrong, so its time does not count: {problem}"
 
-    def clear(timing: Timing) -> bool:  # both passes beyond a round's noise: more rounds would not change them
-        return max(timing.ratio / threshold, timing.over_reference / REFERENCE_FACTOR) < 1 / CLEAR_MARGIN
+    def decided(timing: Timing, done: int) -> bool:
+        return ratio_decided(max(timing.ratio / threshold, timing.over_reference / REFERENCE_FACTOR), done)
 
-    timing = _timing(recorded, 3, Path("."), clear)  # the very calls just checked
+    timing = _timing(recorded, MAX_RATIO_ROUNDS, Path("."), decided)  # the very calls just checked
     ratio, over = (checking.record(r) for r in ratio_results(timing, window, buffers, threshold))
     where = f"at {window // MiB} MiB with {buffers} buffers ({timing.how})"
     assert ratio.passed, f"pipelined/naive = {ratio.value:.3f} {where}, above the {threshold:.2f} threshold"
@@ -361,6 +367,15 @@ def check_pipelined_ratio(
         f"pipelined/naive = {ratio.value:.3f} <= {threshold:.2f}, {over.value:.3f}x the reference "
         f"pipeline <= {REFERENCE_FACTOR:.2f}x {where}"
     )
+
+
+def ratio_decided(worst: float, done: int) -> bool:
+    """Whether the ratio check's rounds may stop after `done` rounds, `worst` being the nearer of its two numbers
+    to its bar as a fraction of it (at most 1 passes): a clear pass after one round; after RATIO_ROUNDS any pass,
+    and any miss but one within DOUBT of its bar, which is measured again up to MAX_RATIO_ROUNDS."""
+    if worst < 1 / CLEAR_MARGIN:
+        return True
+    return done >= RATIO_ROUNDS and (worst <= 1 or worst > DOUBT)
 
 
 def ratio_results(timing: Timing, window: int, buffers: int, threshold: float) -> tuple[Result, Result]:

@@ -77,11 +77,11 @@ def timed_against(host: HostArrays, expected: Any, chunk_elems: int) -> Callable
     return hooks
 
 
-def live_timing(recorded: trace.Trace, rounds: int, clear: Callable[[Timing], bool] | None = None) -> Timing:
+def live_timing(recorded: trace.Trace, rounds: int, decided: Callable[[Timing, int], bool] | None = None) -> Timing:
     """Naive, reference and yours on one GPU in the same run; each one's last run of every round verified.
 
-    Yours is the trace, replayed: what is timed is what the checks judged. With `clear`, the rounds stop early
-    once the medians so far give a verdict that `clear` calls beyond doubt (a class's GPU time goes to the
+    Yours is the trace, replayed: what is timed is what the checks judged. With `decided`, the rounds stop (before
+    `rounds`) once it calls the medians of the rounds done so far a verdict (a class's GPU time goes to the
     schedules near a threshold)."""
     window, buffers = recorded.window_bytes, recorded.n_buffers
     host = HostArrays(TIMED_TOTAL_BYTES)
@@ -115,7 +115,7 @@ def live_timing(recorded: trace.Trace, rounds: int, clear: Callable[[Timing], bo
         naive, reference, mine = (statistics.median(medians[n]) for n in ("naive", "reference", "yours"))
         rounds_text = f"{done} round{'s' if done > 1 else ''}"
         timing = Timing(naive, reference, mine, f"live, medians of {rounds_text}, verified every round")
-        if clear is not None and clear(timing):
+        if decided is not None and decided(timing, done):
             break
     return timing
 

@@ -25,9 +25,9 @@ from typing import Any
 
 from day56 import graph, model, schedules
 from day56.config import MiB
-from labcore import answers
+from labcore import answers, checking
 from labcore.answers import reference
-from labcore.checking import assert_own_function, say, verdicts
+from labcore.checking import Result, assert_own_function, say, verdicts
 from labcore.device import gpu_available
 from labcore.gpulock import gpu_turn
 from labcore.pending import PendingGPU, pending_message
@@ -260,6 +260,11 @@ TIMED_WINDOW = 4 * MiB  # 64 chunks of 4 MiB: 256 MiB each way, a quarter of the
 HOST_FACTOR = 3.0
 GPU_FACTOR = 1.05  # at most this much GPU time over your schedule stream by stream, in the same run
 FLOOR_FACTOR = 1.15  # and at most this much over the duplex floor (the three-buffer pipeline measures about 1.06x)
+# A bar missed is measured again, 5 more runs of each a round, and judged on the medians of every run so far: in a
+# live class of 100 on the H200 (2026-12-05) one copy of the reference missed in one round of 5. A miss by more than
+# FAR_OFF of its bar is not measured again.
+MAX_TIMED_ROUNDS = 3
+FAR_OFF = 1.25
 
 
 def _host_clocked(fn: Callable[[], None], into: list[float]) -> Callable[[], None]:
@@ -272,9 +277,10 @@ def _host_clocked(fn: Callable[[], None], into: list[float]) -> Callable[[], Non
 
 
 def check_capture_timed(schedule: Callable[[Any], None]) -> None:
-    """On a GPU: your schedule at 64 chunks of 4 MiB with 3 buffers, timed in one run stream by stream and as a
-    graph beside the duplex floor: one launch costs the host at least 3x less than your enqueue loop, the graph's
-    GPU time is at most 1.05x your streams' and at most 1.15x the floor. Without a GPU this is pending: nothing
+    """On a GPU: your schedule at 64 chunks of 4 MiB with 3 buffers, timed in the same rounds stream by stream and
+    as a graph beside the duplex floor (5 runs each a round; a bar missed is measured again, MAX_TIMED_ROUNDS):
+    one launch costs the host at least 3x less than your enqueue loop, the graph's GPU time is at most 1.05x your
+    streams' and at most 1.15x the floor. Without a GPU this is pending: nothing
     offline can time a launch."""
     assert_own_schedule(schedule)
     case = Case(TIMED_CHUNKS, 3, TIMED_WINDOW)
@@ -293,37 +299,99 @@ def check_capture_timed(schedule: Callable[[Any], None]) -> None:
     with gpu_turn():
         captured = graph.capture(gctx, recorded.replay)
         exec_, _ = graph.instantiate(captured)
-    enqueue: list[float] = []
-    launch: list[float] = []
+    runs: dict[str, list[float]] = {name: [] for name in ("enqueue", "launch", "floor", "streams", "graph")}
     timed = dict(params={}, domain="grader", repeats=5)
     try:
-        floor = time_pass(lambda: schedules.duplex(ctx.with_buffers(2)), key="grader duplex", name="duplex", **timed)
-        streams = time_pass(
-            _host_clocked(lambda: recorded.replay(ctx), enqueue), key="grader streams", name="streams", **timed
-        )
-        graphed = time_pass(
-            _host_clocked(lambda: graph.launch(exec_), launch),
-            key="grader graph",
-            name="graph",
-            before_last=host.poison,  # the output checked below is the last launch's, not the streams'
-            **timed,
-        )
-        check = bit_exact_check("your graph", host.verify_and_poison(expected, ctx.chunk_elems), TIMED_CHUNKS)
+        for done in range(1, MAX_TIMED_ROUNDS + 1):
+            enqueue: list[float] = []
+            launch: list[float] = []
+            floor = time_pass(
+                lambda: schedules.duplex(ctx.with_buffers(2)), key="grader duplex", name="duplex", **timed
+            )
+            streams = time_pass(
+                _host_clocked(lambda: recorded.replay(ctx), enqueue), key="grader streams", name="streams", **timed
+            )
+            graphed = time_pass(
+                _host_clocked(lambda: graph.launch(exec_), launch),
+                key="grader graph",
+                name="graph",
+                before_last=host.poison,  # the output checked below is the last launch's, not the streams'
+                **timed,
+            )
+            check = bit_exact_check("your graph", host.verify_and_poison(expected, ctx.chunk_elems), TIMED_CHUNKS)
+            if not check.ok:
+                break
+            for name, found in (("enqueue", enqueue[1:]), ("launch", launch[1:])):  # the first: the warm-up
+                runs[name] += found
+            for name, found in (("floor", floor), ("streams", streams), ("graph", graphed)):
+                runs[name] += found.times_ms
+            results = timed_results(runs, done)
+            if all(r.passed for r in results) or any(_far_off(r) for r in results):
+                break
     finally:
         graph.destroy_exec(exec_)
         captured.destroy()
     assert check.ok, f"the output of a timed launch of your graph is wrong: {check.detail}"
-    enq, lau = statistics.median(enqueue[1:]), statistics.median(launch[1:])  # the first is time_pass's warm-up
-    own, over_floor = graphed.median_ms / streams.median_ms, graphed.median_ms / floor.median_ms
+    host_factor, own, over_floor = (checking.record(r) for r in results)
     numbers = (
-        f"host: your enqueue loop {enq:.3f} ms, one launch {lau:.3f} ms ({enq / lau:.1f}x less); GPU: as a graph "
-        f"{graphed.median_ms:.2f} ms, stream by stream {streams.median_ms:.2f} ms ({own:.3f}x), "
-        f"{over_floor:.3f}x the duplex floor {floor.median_ms:.2f} ms"
+        f"host: your enqueue loop {host_factor.detail}; GPU: as a graph {own.detail}, {over_floor.value:.3f}x the "
+        f"duplex floor {statistics.median(runs['floor']):.2f} ms"
     )
-    assert over_floor <= FLOOR_FACTOR, f"{numbers}: more than {FLOOR_FACTOR}x the link floor: is it a pipeline?"
-    assert own <= GPU_FACTOR, f"{numbers}: as a graph it takes more than {GPU_FACTOR}x its time stream by stream"
-    assert enq / lau >= HOST_FACTOR, f"{numbers}: a launch should cost the host at least {HOST_FACTOR:.0f}x less"
-    say(f"live, medians of 5: {numbers}")
+    assert over_floor.passed, f"{numbers}: more than {FLOOR_FACTOR}x the link floor: is it a pipeline?"
+    assert own.passed, f"{numbers}: as a graph it takes more than {GPU_FACTOR}x its time stream by stream"
+    assert host_factor.passed, f"{numbers}: a launch should cost the host at least {HOST_FACTOR:.0f}x less"
+    say(f"{over_floor.detail}: {numbers}")
+
+
+def timed_results(runs: dict[str, list[float]], rounds: int) -> tuple[Result, Result, Result]:
+    """check_capture_timed's three numbers as data, from the medians of every run so far: the host's enqueue loop
+    over one launch (at least HOST_FACTOR), the graph's GPU time over your streams' (at most GPU_FACTOR) and over
+    the duplex floor (at most FLOOR_FACTOR)."""
+    enq, lau, floor, streams, graphed = (
+        statistics.median(runs[n]) for n in ("enqueue", "launch", "floor", "streams", "graph")
+    )
+    setting = f"{TIMED_CHUNKS} chunks of {TIMED_WINDOW // MiB} MiB, 3 buffers"
+    source = f"live, medians of {rounds} round{'s' if rounds > 1 else ''} of 5 runs, the graph's output verified"
+    return (
+        Result(
+            "day56 host: your enqueue loop / one launch",
+            setting,
+            "x less host time",
+            enq / lau,
+            "x",
+            "live",
+            threshold=HOST_FACTOR,
+            passes_below=False,
+            detail=f"{enq:.3f} ms, one launch {lau:.3f} ms ({enq / lau:.1f}x less)",
+        ),
+        Result(
+            "day56 GPU: as a graph / stream by stream",
+            setting,
+            "x your streams' time",
+            graphed / streams,
+            "x",
+            "live",
+            threshold=GPU_FACTOR,
+            detail=f"{graphed:.2f} ms, stream by stream {streams:.2f} ms ({graphed / streams:.3f}x)",
+        ),
+        Result(
+            "day56 GPU: as a graph / the duplex floor",
+            setting,
+            "x the link floor",
+            graphed / floor,
+            "x",
+            "live",
+            threshold=FLOOR_FACTOR,
+            detail=source,
+        ),
+    )
+
+
+def _far_off(result: Result) -> bool:
+    """A miss that more runs would not turn: past the bar by more than a quarter."""
+    bar = result.threshold
+    assert bar is not None
+    return result.value > bar * FAR_OFF if result.passes_below else result.value < bar / FAR_OFF
 
 
 # -- exercise 4: the pitfalls of capture -------------------------------------------------------------------------

@@ -231,3 +231,20 @@ def test_the_results_travel_as_data_and_the_sentence_is_theirs():
     words = checks.challenge_words(*back)
     assert words.startswith("1.012x the course's best (noise +-1.4%), 1.079x the link floor (the course's best 1.067x)")
     assert checks.COURSE_BEST.describe() in words
+
+
+@pytest.mark.parametrize(
+    ("worst", "done", "stops"),
+    [
+        (0.90, 1, True),  # a clear pass: one round
+        (0.99, 1, False),  # a pass inside the noise: three rounds
+        (0.99, 3, True),
+        (1.011, 3, False),  # 1.062x against the 1.05x bar (the live class's one false miss): measured again
+        (1.011, 8, False),
+        (1.011, 9, False),  # the rounds' own limit ends it, judged on the medians of all nine
+        (1.30, 3, True),  # a serialized schedule: three rounds, no more
+        (1.30, 2, False),
+    ],
+)
+def test_the_ratio_check_measures_a_near_miss_again(worst, done, stops):
+    assert checks.ratio_decided(worst, done) is stops
