@@ -260,9 +260,9 @@ TIMED_WINDOW = 4 * MiB  # 64 chunks of 4 MiB: 256 MiB each way, a quarter of the
 HOST_FACTOR = 3.0
 GPU_FACTOR = 1.05  # at most this much GPU time over your schedule stream by stream, in the same run
 FLOOR_FACTOR = 1.15  # and at most this much over the duplex floor (the three-buffer pipeline measures about 1.06x)
-# A bar missed is measured again, 5 more runs of each a round, and judged on the medians of every run so far: in a
-# live class of 100 on the H200 (2026-12-05) one copy of the reference missed in one round of 5. A miss by more than
-# FAR_OFF of its bar is not measured again.
+# A bar missed in the first round is measured again, MAX_TIMED_ROUNDS rounds of 5 runs in all, and judged once on the
+# medians of every run: in a live class of 100 on the H200 (2026-12-05) one copy of the reference missed in one round
+# of 5. A miss by more than FAR_OFF of its bar is not measured again.
 MAX_TIMED_ROUNDS = 3
 FAR_OFF = 1.25
 
@@ -326,8 +326,8 @@ def check_capture_timed(schedule: Callable[[Any], None]) -> None:
             for name, found in (("floor", floor), ("streams", streams), ("graph", graphed)):
                 runs[name] += found.times_ms
             results = timed_results(runs, done)
-            if all(r.passed for r in results) or any(_far_off(r) for r in results):
-                break
+            if done == 1 and (all(r.passed for r in results) or any(_far_off(r) for r in results)):
+                break  # a near miss runs every round and is judged once, on all of them
     finally:
         graph.destroy_exec(exec_)
         captured.destroy()

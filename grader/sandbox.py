@@ -381,12 +381,13 @@ def spawn(
 
 
 def charged_bytes(child: subprocess.Popen) -> int | None:
-    """The most memory the sandbox's cgroup has held (v1's max usage, v2's peak); None without a cgroup."""
+    """The most memory the sandbox's cgroup has held (v1's max usage, v2's peak); None without a cgroup, or where
+    the kernel keeps no peak (v2 before Linux 5.19)."""
     group = getattr(child, "cgroup", None)
     if group is None:
         return None
-    text = _read(group / "memory.max_usage_in_bytes") or _read(group / "memory.peak")
-    return int(text) if text.strip().isdigit() else 0
+    text = (_read(group / "memory.max_usage_in_bytes") or _read(group / "memory.peak")).strip()
+    return int(text) if text.isdigit() else None
 
 
 def oom_kills(child: subprocess.Popen) -> int:
@@ -460,7 +461,7 @@ def preflight() -> str:
             raise UsageError(f"grading refused: the sandbox does not start here ({exc})") from None
         try:
             said, _ = child.communicate(timeout=60)
-            charged = charged_bytes(child)  # None without a memory cgroup
+            grouped, charged = getattr(child, "cgroup", None) is not None, charged_bytes(child)
         finally:
             ended(child)
     text = said.decode(errors="replace").strip()
@@ -468,7 +469,9 @@ def preflight() -> str:
         seen = json.loads(text.splitlines()[-1])
     except (ValueError, IndexError):
         raise UsageError(f"grading refused: the sandbox does not start here ({text[-300:] or 'no output'})") from None
-    seen["cgroup"] = charged is not None and f"a memory cgroup, {charged >> 20} MiB at the probe's peak"
+    seen["cgroup"] = grouped and (
+        f"a memory cgroup, {charged >> 20} MiB at the probe's peak" if charged is not None else "a memory cgroup"
+    )
     missing = [
         what
         for what, wrong in (

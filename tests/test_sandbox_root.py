@@ -356,6 +356,20 @@ def test_preflight_refuses_a_bwrap_that_keeps_capabilities(monkeypatch):
         sandbox.preflight()
 
 
+def test_preflight_refuses_a_sandbox_its_memory_cgroup_never_charged(monkeypatch):
+    """Where a cgroup is made, the probe must have been charged to it: a sandbox outside it would have no limit on
+    the whole. Where the kernel keeps no peak, preflight names the cgroup without a figure rather than refusing."""
+    probe = sandbox.memory_cgroup()
+    if probe is None:
+        pytest.skip("no memory cgroup can be made here (not root, or no memory controller)")
+    probe.rmdir()
+    monkeypatch.setattr(sandbox, "charged_bytes", lambda child: 0)
+    with pytest.raises(UsageError, match="is outside its memory cgroup"):
+        sandbox.preflight()
+    monkeypatch.setattr(sandbox, "charged_bytes", lambda child: None)
+    assert sandbox.preflight().endswith("4 GiB in all (a memory cgroup)")
+
+
 def test_the_environment_digest_sees_a_planted_file(tmp_path, monkeypatch):
     env = tmp_path / "env"
     (env / "lib").mkdir(parents=True)

@@ -240,6 +240,7 @@ def test_the_results_travel_as_data_and_the_sentence_is_theirs():
         (0.99, 1, False),  # a pass inside the noise: three rounds
         (0.99, 3, True),
         (1.011, 3, False),  # 1.062x against the 1.05x bar (the live class's one false miss): measured again
+        (0.99, 5, False),  # a near miss turned a pass at round 5: no stop there, it runs all nine
         (1.011, 8, False),
         (1.011, 9, False),  # the rounds' own limit ends it, judged on the medians of all nine
         (1.30, 3, True),  # a serialized schedule: three rounds, no more
