@@ -1113,6 +1113,15 @@ time.sleep(3600)"""
 # 3 GiB in one allocation
 MEMORY_HOG = """block = bytearray(3 << 30)"""
 
+# 2.4 GiB written to the job's own folder (the grading machine's disk), each file under RLIMIT_FSIZE (1 GiB), then a
+# wait: past the job's 2 GiB share the sandbox is killed at once (grader.warm._Disk), and the files go with the job
+FILLS_DISK = """import time
+
+for _n in range(12):
+    with open(f"fill{_n}", "wb") as _out:
+        _out.write(bytes(200 << 20))
+time.sleep(50)"""
+
 # six processes of 1.2 GiB each, every one under RLIMIT_AS (3 GiB), 7.2 GiB together: past the sandbox's memory
 # cgroup (4 GiB, where the grader is root) the kernel kills some of them, inside this sandbox only
 MANY_HOGS = """import os
@@ -1915,6 +1924,14 @@ CORPUS += (
         "a cell of its own first takes 3 GiB: MemoryError in that cell (RLIMIT_AS), every graded cell after it runs",
         full(Z),
         first_cell=MEMORY_HOG,
+    ),
+    Submission(
+        "zc-fills-disk",
+        Z,
+        "a cell of its own first writes 2.4 GiB to its working folder, the grading machine's disk (each file under "
+        "RLIMIT_FSIZE): killed at once past the job's 2 GiB, every graded cell after it gets that reason, 0",
+        zero(Z),
+        first_cell=FILLS_DISK,
     ),
     Submission(
         "zc-many-hogs",
