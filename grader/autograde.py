@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.grading import GradingDir, skipped_at_collect, source_notebooks
+from grader.grading import GradingDir, read_notebook, skipped_at_collect, source_notebooks
 from grader.layout import (
     COURSE_ID,
     KERNEL_DIED,
@@ -32,7 +32,7 @@ from grader.layout import (
     TIMED_OUT,
     TIMES_KEY,
 )
-from grader.report_data import pending_gpu
+from grader.report_data import pending_gpu_cells
 from grader.runner import last_error, nbgrader
 from grader.status import pending, state
 
@@ -61,10 +61,8 @@ class Outcome:
 
 
 def _notebooks(folder: Path) -> list[tuple[str, NotebookNode]]:
-    """(name, notebook) of every notebook in a folder, by name."""
-    import nbformat  # seconds to import (jsonschema's format checks): --help and bad options do not wait for it
-
-    return [(path.stem, nbformat.read(path, as_version=4)) for path in sorted(folder.glob("*.ipynb"))]
+    """(name, notebook) of every notebook in a folder, by name (shared: not to be modified)."""
+    return [(path.stem, read_notebook(path)) for path in sorted(folder.glob("*.ipynb"))]
 
 
 def record_all(
@@ -180,7 +178,7 @@ def outcome(
         checker_cold=any(t.get("checker_cold") for t in times),
         state=found_state,
         pending=waiting,
-        pending_gpu=pending_gpu(grading, assignment, [name for name, _ in autograded], student),
+        pending_gpu=pending_gpu_cells(nb for _, nb in autograded),
     )
 
 

@@ -20,7 +20,7 @@ from nbgrader.nbgraderformat import common as nbgraderformat_common
 from nbgrader.preprocessors import CheckCellMetadata, DeduplicateIds, Execute, GetGrades, SaveAutoGrades
 
 from grader.layout import CELL_TIMEOUT_S, COURSE_ID, db_url
-from grader.preprocessors import DropDuplicateIds, HideHiddenTests, Replay, StderrToStdout
+from grader.preprocessors import DropDuplicateIds, HideHiddenTests, Replay, SafeText, StderrToStdout
 
 
 def configure_grading(c: Any, *, root: str, repo: str) -> None:
@@ -43,7 +43,10 @@ def configure_grading(c: Any, *, root: str, repo: str) -> None:
     chain = [pp for pp in chain if pp is not CheckCellMetadata]
     c.Autograde.autograde_preprocessors = chain
     sanitize = Autograde.class_traits()["sanitize_preprocessors"].default()
-    c.Autograde.sanitize_preprocessors = [DropDuplicateIds if pp is DeduplicateIds else pp for pp in sanitize]
+    c.Autograde.sanitize_preprocessors = [
+        SafeText,
+        *(DropDuplicateIds if pp is DeduplicateIds else pp for pp in sanitize),
+    ]
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
     nbgraderformat_common.jsonschema = CheckedSchemas()
     _prepend_pythonpath(repo)

@@ -43,10 +43,18 @@ STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")  # no glob characters:
 
 
 @functools.lru_cache(maxsize=32)
-def _read_notebook(path: Path, mtime_ns: int, size: int) -> Any:
+def _read_notebook(path: Path, *stat: int) -> Any:
     import nbformat  # seconds to import (jsonschema's format checks): --help does not wait for it
 
     return nbformat.read(path, as_version=4)
+
+
+def read_notebook(path: Path) -> Any:
+    """A notebook of the grading directory, read (and validated) once while it does not change: a class's
+    summary reads each autograded notebook for its state, its pending cells and its notes. Shared: callers do not
+    modify it."""
+    stat = path.stat()
+    return _read_notebook(path, stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_ctime_ns)
 
 
 def source_notebooks(root: Path, assignment: str) -> list[tuple[str, Any]]:
@@ -54,8 +62,7 @@ def source_notebooks(root: Path, assignment: str) -> list[tuple[str, Any]]:
     it does not change (a class's summary asks for them per student). Shared: callers do not modify them."""
     found = []
     for path in sorted((root / "source" / assignment).glob("*.ipynb")):
-        stat = path.stat()
-        found.append((path.stem, _read_notebook(path, stat.st_mtime_ns, stat.st_size)))
+        found.append((path.stem, read_notebook(path)))
     return found
 
 

@@ -8,6 +8,7 @@ the reason, so that every autograded cell scores 0 and the feedback says why. A 
 `nbgrader autograde`, with no replay root, grades nobody: it refuses each submission, naming the command that
 grades (nbgrader then records nothing for it).
 
+SafeText comes first in sanitizing: a notebook's strings safe to write, whatever was handed in.
 DropDuplicateIds takes the place of nbgrader's DeduplicateIds in sanitizing (nbgrader's recording pass and the
 coordinator's own, grader.classgrade.sanitized).
 
@@ -39,7 +40,7 @@ from traitlets import Unicode
 
 from grader.feedback import split_hidden
 from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, PENDING_GPU, TIMED_OUT, TIMES_KEY
-from grader.outputs import error_output
+from grader.outputs import clean_data, error_output
 from grader.program import drop_emptied_metadata
 from grader.runner import ANSI
 
@@ -85,6 +86,16 @@ def mark_not_graded(nb: NotebookNode, reason: str) -> None:
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [error_output(NOT_GRADED, text)]
+
+
+class SafeText(NbGraderPreprocessor):
+    """First in sanitizing (nbgrader's recording pass and the coordinator's own, grader.classgrade.sanitized): every
+    string of the notebook, its keys too, made safe to write (grader.outputs.clean_data). A notebook is JSON, whose
+    escapes can hold lone surrogates that UTF-8 cannot: handed in, one would stop nbgrader writing that notebook,
+    and its key stop the coordinator. They become U+FFFD, as in what a student prints."""
+
+    def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
+        return nbformat.from_dict(clean_data(nb)), resources
 
 
 class DropDuplicateIds(DeduplicateIds):

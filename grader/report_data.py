@@ -11,10 +11,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.grading import GradingDir
+from grader.grading import GradingDir, read_notebook
 from grader.layout import COURSE_ID, GRADEBOOK, NOT_GRADED, PENDING_GPU, TIMED_OUT
 from labcore.checking import Result, results_in
 from labcore.errors import UsageError
@@ -87,12 +88,11 @@ def measured_in_cell(cell: NotebookNode) -> list[Result]:
 
 def student_results(grading: GradingDir, assignment: str, notebook: str, student: str) -> list[Result]:
     """What the checks measured in one student's autograded notebook, test cells in order ([] without one)."""
-    import nbformat  # seconds to import (jsonschema's format checks)
 
     path = grading.root / "autograded" / student / assignment / f"{notebook}.ipynb"
     if not path.is_file():
         return []
-    cells = nbformat.read(path, as_version=4).cells
+    cells = read_notebook(path).cells
     graded = [c for c in cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
     return [r for c in graded if not c.metadata["nbgrader"].get("solution") for r in measured_in_cell(c)]
 
@@ -201,12 +201,11 @@ def ranked_checks(found: list[Measured]) -> list[str]:
 
 def _ordered_grade_ids(grading: GradingDir, assignment: str, notebook: str) -> list[str]:
     """Grade ids in the order of the source notebook."""
-    import nbformat  # seconds to import (jsonschema's format checks): --help and bad options do not wait for it
 
     path = grading.root / "source" / assignment / f"{notebook}.ipynb"
     if not path.is_file():
         return []
-    nb = nbformat.read(path, as_version=4)
+    nb = read_notebook(path)
     return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
 
 
@@ -225,7 +224,6 @@ def submission_state(
     grading: GradingDir, assignment: str, notebooks: list[str], student: str, in_gradebook: bool
 ) -> str:
     """'graded', 'not submitted' or 'not graded (why)' for one student and assignment."""
-    import nbformat  # seconds to import: see above
 
     submitted = (grading.root / "submitted" / student / assignment).is_dir()
     if not submitted and not in_gradebook:
@@ -234,7 +232,7 @@ def submission_state(
     if not in_gradebook or not all(p.is_file() for p in paths):
         return "not graded (autograde has not recorded it)"
     for path in paths:
-        for cell in nbformat.read(path, as_version=4).cells:
+        for cell in read_notebook(path).cells:
             error = cell_error(cell) if cell.cell_type == "code" else None
             if error and error[0] == NOT_GRADED:
                 return f"not graded ({first_line(error[1], student)})"
@@ -244,14 +242,16 @@ def submission_state(
 def pending_gpu(grading: GradingDir, assignment: str, notebooks: list[str], student: str) -> dict[str, float]:
     """{grade_id: points} of the test cells a check left pending a GPU (labcore.pending: PendingGPU in the
     autograded notebook's error output): 0 until graded on a GPU."""
-    import nbformat  # seconds to import: see above
 
+    paths = [grading.root / "autograded" / student / assignment / f"{name}.ipynb" for name in notebooks]
+    return pending_gpu_cells([read_notebook(path) for path in paths if path.is_file()])
+
+
+def pending_gpu_cells(autograded: Iterable[Any]) -> dict[str, float]:
+    """pending_gpu of autograded notebooks already read."""
     found = {}
-    for name in notebooks:
-        path = grading.root / "autograded" / student / assignment / f"{name}.ipynb"
-        if not path.is_file():
-            continue
-        for cell in nbformat.read(path, as_version=4).cells:
+    for nb in autograded:
+        for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
             error = cell_error(cell) if cell.cell_type == "code" and meta.get("grade") else None
             if error and error[0] == PENDING_GPU:
@@ -292,12 +292,11 @@ def _specs(grading: GradingDir, assignment: Any) -> list[Spec]:
 
 def _graded(gb: Any, grading: GradingDir, student: str, specs: list[Spec]) -> tuple[list, list, list]:
     """One graded submission: its grade rows, failure rows and measured numbers ((place, index, Measured))."""
-    import nbformat  # seconds to import: see above
 
     grades, failures, measured = [], [], []
     for notebook in dict.fromkeys(s.notebook for s in specs):
         assignment = specs[0].assignment
-        nb = nbformat.read(grading.root / "autograded" / student / assignment / f"{notebook}.ipynb", as_version=4)
+        nb = read_notebook(grading.root / "autograded" / student / assignment / f"{notebook}.ipynb")
         shown = {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
         scored = {g.name: g for g in gb.find_submission_notebook(notebook, assignment, student).grades}
         for spec in (s for s in specs if s.notebook == notebook and s.cell in scored):

@@ -188,6 +188,70 @@ def test_a_notebook_nbgrader_cannot_read_is_named_in_the_table(checkout, tmp_pat
     assert "1 submission(s) not graded (toy/forged): see the reasons above" in done.err
 
 
+def _nbgrader_sanitized(grading: GradingDir, student: str, path: Path) -> str:
+    """The notebook as nbgrader's own preprocessors sanitize it, each lookup a gradebook query (as grader.classgrade
+    once did): what SourceCells must give the same of."""
+    from nbgrader.preprocessors import ClearOutput, DeduplicateIds, OverwriteCells, OverwriteKernelspec
+
+    from grader.program import drop_emptied_metadata
+
+    nb = nbformat.read(path, as_version=4)
+    resources = {"nbgrader": {"db_url": grading.db_url, "assignment": "toy", "notebook": path.stem, "student": student}}
+    for step in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells):
+        nb, resources = step().preprocess(nb, resources)
+        if step is DeduplicateIds:
+            nb.cells = [drop_emptied_metadata(cell) for cell in nb.cells]
+    return nbformat.writes(nb)
+
+
+def test_sanitizing_from_the_gradebook_read_once_is_nbgraders_own(checkout, tmp_path):
+    """SourceCells answers every lookup of nbgrader's OverwriteKernelspec and OverwriteCells as the gradebook does:
+    tampered notebooks (a locked cell edited or unlocked, points raised, a cell's type changed, a grade id the
+    gradebook lacks, a task cell id, another kernelspec) come out byte for byte as nbgrader's own preprocessors
+    leave them, and a notebook the gradebook does not know fails the same way."""
+    from nbgrader.api import MissingEntry
+
+    from grader.classgrade import SourceCells, sanitized
+
+    root = class_dir(checkout, tmp_path, {"plain": "correct", "tampered": "correct", "extra": "correct"})
+    grading = GradingDir(root)
+    path = root / "submitted" / "tampered" / "toy" / "toy.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    by_id = {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells if "nbgrader" in c.metadata}
+    by_id["test_clamp_hidden"].source = "assert True"
+    by_id["test_clamp_visible"].metadata["nbgrader"]["locked"] = False
+    by_id["test_chunk_count"].metadata["nbgrader"]["points"] = 50
+    by_id["intro"].cell_type = "code"
+    by_id["intro"].update(outputs=[], execution_count=None)
+    by_id["clamp"].outputs = [nbformat.v4.new_output("stream", text="printed\n")]
+    made_up = nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": "not_in_the_gradebook"}})
+    made_up.metadata["nbgrader"].update(grade=False, solution=True, locked=False, schema_version=3)
+    nb.cells.append(made_up)
+    nb.metadata["kernelspec"] = {"name": "mine", "display_name": "Mine", "language": "python"}
+    nbformat.write(nb, path)
+    shutil.copyfile(path, root / "submitted" / "extra" / "toy" / "other.ipynb")
+    source = SourceCells(grading.db_url, "toy")
+    assert set(source.notebooks) == {"toy"} and ("test_chunk_count", "toy") in source.graded
+    for student in ("plain", "tampered"):
+        submitted = root / "submitted" / student / "toy" / "toy.ipynb"
+        ours = nbformat.writes(sanitized(grading, "toy", student, submitted, source))
+        assert ours == _nbgrader_sanitized(grading, student, submitted)
+    ours = nbformat.reads(nbformat.writes(sanitized(grading, "toy", "tampered", path, source)), as_version=4)
+    restored = {
+        c.metadata["nbgrader"]["grade_id"]: c for c in ours.cells if "grade_id" in c.metadata.get("nbgrader", {})
+    }
+    assert (
+        restored["test_clamp_hidden"].source != "assert True"
+        and restored["test_chunk_count"].metadata["nbgrader"]["points"] == 1
+    )  # the checks above compare against nbgrader doing its job
+    assert ours.metadata["kernelspec"]["name"] != "mine" and "not_in_the_gradebook" not in restored
+    other = root / "submitted" / "extra" / "toy" / "other.ipynb"
+    with pytest.raises(MissingEntry):
+        _nbgrader_sanitized(grading, "extra", other)
+    with pytest.raises(MissingEntry):
+        sanitized(grading, "toy", "extra", other, source)
+
+
 def test_a_sandbox_killed_mid_notebook_keeps_the_earlier_cells_in_the_table_and_the_export(checkout, tmp_path):
     """A cell SIGKILLs its sandbox's parent (the warm sandbox): the cells before keep their points, and the table and
     the CSV say so, with the cell and the reason, not "not graded" with a blank score."""
@@ -295,9 +359,10 @@ def _clamp_text(root: Path, student: str) -> str:
 
 
 def test_what_a_student_prints_or_breaks_is_recorded_as_theirs_alone(checkout, tmp_path):
-    """Lone surrogates, bytes that are not UTF-8 and 50 MB of output are recorded, cleaned and cut, with full
-    points; a submission nbgrader refuses as a whole (an old metadata schema) and a stored result that does not make
-    a notebook are named "could not be recorded" in the table, the exit line and the CSV; everyone else is recorded."""
+    """Lone surrogates (printed, or in the notebook handed in), bytes that are not UTF-8 and 50 MB of output are
+    recorded, cleaned and cut, with full points; a submission nbgrader refuses as a whole (an old metadata schema)
+    and a stored result that does not make a notebook are named "could not be recorded" in the table, the exit line
+    and the CSV; everyone else is recorded."""
     from grader.outputs import MAX_CELL_CHARS, cut_note
 
     subs = tmp_path / "submissions"
@@ -305,6 +370,15 @@ def test_what_a_student_prints_or_breaks_is_recorded_as_theirs_alone(checkout, t
         write_printing(subs / student, prints)
     for student, like in {"honest": "correct", "wrong": "wrong", "old": "correct", "broken": "correct"}.items():
         write_submission(subs / student, like)
+    # lone surrogates in the notebook's own JSON (its source, metadata and outputs): graded, written as U+FFFD
+    write_submission(subs / "handed", "correct")
+    path = subs / "handed" / "toy.ipynb"
+    raw = json.loads(path.read_text())
+    clamp = next(c for c in raw["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "clamp")
+    clamp["source"] = "# a comment \ud800 UTF-8 cannot hold\n" + "".join(clamp["source"])
+    clamp["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "\udfff"}]
+    raw["metadata"]["key \ud801"] = "value \udc00"
+    path.write_text(json.dumps(raw))  # ASCII escapes: valid JSON, the surrogates only once decoded
     path = subs / "old" / "toy.ipynb"
     nb = nbformat.read(path, as_version=4)
     next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "clamp").metadata["nbgrader"][
@@ -321,7 +395,11 @@ def test_what_a_student_prints_or_breaks_is_recorded_as_theirs_alone(checkout, t
     row = next(line for line in done.lines if line.startswith("old "))
     assert "not graded" in row and "could not be recorded: One or more notebooks" in row, row
     wrong = sum(EXPECTED["wrong"].values())
-    assert _scores(root) == {**dict.fromkeys([*PRINTS, "honest", "broken"], FULL), "wrong": wrong, "old": 0.0}
+    full = dict.fromkeys([*PRINTS, "honest", "broken", "handed"], FULL)
+    assert _scores(root) == {**full, "wrong": wrong, "old": 0.0}
+    handed = nbformat.read(root / "autograded" / "handed" / "toy" / "toy.ipynb", as_version=4)
+    clamp = next(c for c in handed.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "clamp")
+    assert clamp.source.startswith("# a comment \ufffd UTF-8 cannot hold") and handed.metadata["key \ufffd"]
     assert "lone \ufffd bytes \ufffd\ufffd \U0001f600 \ufffd\ufffd" in _clamp_text(root, "surrogate")
     assert "raw \ufffd\ufffd\ufffd bytes \ufffd \ufffd end" in _clamp_text(root, "bytes")
     flood = _clamp_text(root, "flood")
@@ -340,7 +418,12 @@ def test_what_a_student_prints_or_breaks_is_recorded_as_theirs_alone(checkout, t
     assert "2 submission(s) not graded (toy/broken, toy/old): see the reasons above" in done.err, done.err
     row = next(line for line in done.lines if line.startswith("broken "))
     assert "not graded" in row and "could not be recorded: " in row, row
-    assert _scores(root) == {**dict.fromkeys([*PRINTS, "honest"], FULL), "wrong": wrong, "broken": 0.0, "old": 0.0}
+    assert _scores(root) == {
+        **dict.fromkeys([*PRINTS, "honest", "handed"], FULL),
+        "wrong": wrong,
+        "broken": 0.0,
+        "old": 0.0,
+    }
     assert grader("export", str(root), "--to", str(tmp_path / "grades.csv")).rc == 0
     status = {r["student_id"]: r["status"] for r in csv.DictReader((tmp_path / "grades.csv").open())}
     assert status["old"].startswith("not graded: could not be recorded: One or more notebooks"), status
