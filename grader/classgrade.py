@@ -391,7 +391,6 @@ def grade_answers(
     `ready` is told of each student once all their notebooks' results are stored (a Recorder records them). Each
     job goes to the cluster as soon as its notebook is sanitized, so the workers start while the coordinator
     prepares the rest. With `whole` (`--feedback now`) the sandbox runs the lesson cells too (grader.program)."""
-    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
 
     graded = Graded(assignment, grading.submitted(assignment), {}, {}, {})
     clock = _Clock(graded.phases)
@@ -422,7 +421,7 @@ def grade_answers(
                     why = f"{type(exc).__name__}: {str(exc)[:200]}"
                     graded.problems[student] = clean_text(f"nbgrader could not read it ({why})")
                     continue
-                key = _key(nbformat.writes(nb), files, code, whole)
+                key = _key(json.dumps(nb, sort_keys=True), files, code, whole)  # the sanitized notebook, as data
                 graded.sources[(student, path.stem)] = (nb, key)
                 stored = _read(_stored(grading, f"{assignment}/{student}", path.stem))
                 if not regrade and stored.get("key") == key and "result" in stored:

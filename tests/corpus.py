@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import importlib.util
+import json
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -120,7 +121,8 @@ class Submission:
     def write(self, folder: Path) -> None:
         """SUBMISSIONS/<student>/: the notebook and its run files, as a student hands them in."""
         folder.mkdir(parents=True)
-        nbformat.write(self.notebook(), folder / f"{self.assignment}.ipynb")
+        # JSON's ASCII escapes, as any editor may save them: a lone surrogate in a cell stays a valid notebook
+        (folder / f"{self.assignment}.ipynb").write_text(json.dumps(self.notebook(), indent=1) + "\n")
         if self.run_files is not None:
             self.run_files(folder)
 
@@ -1772,6 +1774,14 @@ CORPUS: tuple[Submission, ...] = (
         "noncharacter: recorded as U+FFFD, every point kept, the class recorded",
         full(Z),
         first_cell=PRINTS_SURROGATES,
+    ),
+    Submission(
+        "zc-surrogates-in-notebook",
+        Z,
+        "the reference, handed in with a first cell whose source holds lone surrogates (valid JSON escapes UTF-8 "
+        "cannot hold; once these stopped the whole class's autograde): written as U+FFFD, every point kept",
+        full(Z),
+        first_cell="# lone \ud800 and \udfff in the notebook itself\nlone = 1",
     ),
     Submission(
         "zc-writes-bad-bytes",
