@@ -33,7 +33,7 @@ from grader.layout import (
     TIMES_KEY,
 )
 from grader.report_data import pending_gpu_cells
-from grader.runner import last_error, nbgrader
+from grader.runner import ANSI, last_error, nbgrader
 from grader.status import pending, state
 
 if TYPE_CHECKING:
@@ -78,7 +78,22 @@ def record_all(
     failed = re.findall(rf"error processing assignment '{re.escape(assignment)}' for student '([^']+)'", done.stdout)
     if done.returncode != 0 and not failed:
         return dict.fromkeys(students or ["*"], last_error(done.stdout))
-    return {student: last_error(done.stdout) for student in failed}
+    own = _errors_by_student(done.stdout)
+    return {student: own.get(student) or last_error(done.stdout) for student in failed}
+
+
+def _errors_by_student(log: str) -> dict[str, str]:
+    """{student: the telling line of their own traceback} from an nbgrader autograde log, which prints each failed
+    submission's traceback under 'There was an error processing assignment: DIR/submitted/STUDENT/ASSIGNMENT' and
+    names the students only at the end: with two failures in one batch, the log's last error is one student's."""
+    found = {}
+    head = r"There was an error processing assignment: (\S+)"
+    for block in re.split(r"(?m)^(?=.*There was an error processing assignment: )", ANSI.sub("", log))[1:]:
+        where = re.match(r".*" + head, block)
+        if where:
+            own = block.split("Removing failed assignment", 1)[0]
+            found[Path(where.group(1)).parent.name] = last_error(own.split("\n", 1)[1] if "\n" in own else "")
+    return found
 
 
 def absent(grading: GradingDir, assignment: str, submitted: list[str]) -> list[Outcome]:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader import cluster, warm
 from grader.autograde import Outcome, absent, outcome, record_all
-from grader.grading import GradingDir
+from grader.grading import GradingDir, too_large
 from grader.layout import (
     COURSE_ID,
     KERNEL_DIED,
@@ -162,7 +162,8 @@ def sanitized(grading: GradingDir, assignment: str, student: str, path: Path, so
 
 
 def _run_files(folder: Path, assignment: str) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.glob(run_files_glob(assignment))) if p.is_file()}
+    files = sorted(folder.glob(run_files_glob(assignment)))  # as collect takes them: no link, none too large
+    return {p.name: p.read_bytes() for p in files if p.is_file() and not p.is_symlink() and not too_large(p)}
 
 
 def _key(text: str, files: dict[str, bytes], code: str, whole: bool = False) -> str:
@@ -415,6 +416,9 @@ def grade_answers(
             files = _run_files(folder, assignment)
             waiting[student] = 1  # until every notebook of theirs is sent
             for path in sorted(folder.glob("*.ipynb")):
+                if why := too_large(path):  # put there by hand, past collect: not read into this process's memory
+                    graded.problems[student] = f"{path.name}: {why.removesuffix('; not collected')}"
+                    continue
                 try:
                     nb = sanitized(grading, assignment, student, path, source)
                 except Exception as exc:  # nbgrader refuses it (corrupted metadata): that notebook is not graded
@@ -521,7 +525,8 @@ def record_batch(grading: GradingDir, items: list[Ready]) -> tuple[dict[str, str
             for student in students:
                 failed.update(record_all(grading, scratch, assignment, students=[student]))
         for student, error in failed.items():  # once more, as not graded: the gradebook then says why
-            reason = f"{UNRECORDED}: {clean_text(error)}"
+            # a notebook already not graded keeps its own reason (nbgrader failing on it too says less)
+            reason = reasons.get(student) or f"{UNRECORDED}: {clean_text(error)}"
             reasons[student] = unrecorded[student] = reason
             _not_graded(scratch, student, reason)
             _note(grading, assignment, student, reason if record_all(grading, scratch, assignment, [student]) else "")

@@ -29,13 +29,23 @@ import functools
 import json
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from grader.course import Course, run_file_clashes, tag_raising_cells, tree_differences
-from grader.layout import COURSE_ID, GRADEBOOK, GRADING_CONFIG, SKIPPED_AT_COLLECT, db_url, run_files_glob
+from grader.layout import (
+    COURSE_ID,
+    GRADEBOOK,
+    GRADING_CONFIG,
+    MAX_NOTEBOOK_BYTES,
+    MAX_RUN_FILE_BYTES,
+    SKIPPED_AT_COLLECT,
+    db_url,
+    run_files_glob,
+)
 from grader.runner import REPO, nbgrader_or_fail
 from labcore.errors import UsageError
 
@@ -209,8 +219,37 @@ def _student_files(folder: Path, assignment: str) -> list[Path]:
     return [
         p
         for p in folder.iterdir()
-        if p.is_file() and (p.name == f"{assignment}.ipynb" or fnmatch.fnmatch(p.name, pattern))
+        if _plain(p, "file") and (p.name == f"{assignment}.ipynb" or fnmatch.fnmatch(p.name, pattern))
     ]
+
+
+def _plain(path: Path, kind: str) -> bool:
+    """A regular file (or folder) itself, never a link: a link handed in (an archive can hold one) would have
+    collect copy whatever it points to on the grading machine, the instructor's solutions or a host's secrets,
+    as the student's own notebook or run file."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) if kind == "file" else stat.S_ISDIR(mode)
+
+
+def _not_plain(path: Path) -> str:
+    """Why collect leaves a file whatever its name: a link, not a regular file, too large ('' for none)."""
+    if path.is_symlink():
+        return "a link, not collected (only regular files are: a link could point anywhere on this machine)"
+    if _plain(path, "dir"):
+        return ""
+    return "" if _plain(path, "file") else "not a regular file, not collected"
+
+
+def too_large(path: Path) -> str:
+    """'' for a notebook or run file of a size grading reads, else why it is not read (grader.layout's limits)."""
+    limit, what = (MAX_NOTEBOOK_BYTES, "notebook") if path.suffix == ".ipynb" else (MAX_RUN_FILE_BYTES, "run file")
+    size = path.stat().st_size
+    if size <= limit:
+        return ""
+    return f"{size / 2**20:,.0f} MiB, more than the {limit >> 20} MiB a {what} may be; not collected"
 
 
 def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, list[str]], list[str]]:
@@ -228,13 +267,17 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
     taken: dict[str, list[str]] = {}
     empty: dict[str, str] = {}  # student: what was skipped, for the students nothing was taken from
     skipped = [f"{p.name}: not inside a student's folder" for p in sorted(base.iterdir()) if not p.is_dir()]
-    for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+    skipped += [f"{p.name}/: {_not_plain(p)}" for p in sorted(base.iterdir()) if p.is_dir() and p.is_symlink()]
+    for folder in sorted(p for p in base.iterdir() if _plain(p, "dir")):
         if not STUDENT_ID.match(folder.name):
             skipped.append(f"{folder.name}/: not a usable student id (letters, digits, _ . @ -; no spaces)")
             continue
         leftovers = {p.name for p in folder.iterdir()}
+        odd = {p.name: why for p in folder.iterdir() if (why := _not_plain(p))}
         for name in assignments:
             files = _student_files(folder, name)
+            odd.update({p.name: why for p in files if (why := too_large(p))})
+            files = [p for p in files if p.name not in odd]
             if not any(p.suffix == ".ipynb" for p in files):
                 continue
             dest = grading.root / "submitted" / folder.name / name
@@ -244,10 +287,10 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
                 shutil.copy2(path, dest / path.name)
                 leftovers.discard(path.name)
             taken.setdefault(folder.name, []).append(name)
-        skipped += [f"{folder.name}/{n}: {not_collected(n, assignments)}" for n in sorted(leftovers)]
+        skipped += [f"{folder.name}/{n}: {odd.get(n) or not_collected(n, assignments)}" for n in sorted(leftovers)]
         if folder.name not in taken:
             expected = " or ".join(f"{a}.ipynb" for a in assignments)
-            found = ", ".join(sorted(leftovers)) or "nothing"
+            found = ", ".join(f"{n} ({odd[n]})" if n in odd else n for n in sorted(leftovers)) or "nothing"
             empty[folder.name] = f"no notebook named {expected} (the folder held {found})"
     if taken or empty:
         add_students(grading, sorted({*taken, *empty}))

@@ -29,6 +29,10 @@ NOT_RUN = "NotRun"  # a cell after the one the kernel was lost in
 NOT_GRADED = "GradingError"  # every code cell of a notebook that grading left no outputs for
 # In a grading directory: what collect skipped of students it took nothing from (grader.status reads it)
 SKIPPED_AT_COLLECT = "collect_skipped.json"
+# what collect takes and the coordinator reads of a student's files (a real notebook with its figures is a few MB,
+# a real run's nsys exports a few MB): past these, one student's files would fill the coordinator's memory
+MAX_NOTEBOOK_BYTES = 64 << 20
+MAX_RUN_FILE_BYTES = 64 << 20
 # In a grading directory: each submission's stored result (grader.classgrade), and beside it, while nbgrader could
 # not record that student, why (the table, the CSV and the report say it)
 STORE = ".grading"

@@ -172,8 +172,12 @@ def test_a_killed_coordinator_loses_nothing_and_the_rerun_grades_only_the_rest(c
 
 
 def test_a_notebook_nbgrader_cannot_read_is_named_in_the_table(checkout, tmp_path):
-    """A made-up test cell (a grade id the gradebook lacks) makes that notebook unreadable; the others are graded."""
-    root = class_dir(checkout, tmp_path, {"good": "correct", "forged": "correct"})
+    """A made-up test cell (a grade id the gradebook lacks) makes that notebook unreadable, and one past the size a
+    notebook may be (put in the grading directory by hand, past collect) is not read: each named; the others are
+    graded."""
+    root = class_dir(checkout, tmp_path, {"good": "correct", "forged": "correct", "huge": "correct"})
+    with open(root / "submitted" / "huge" / "toy" / "toy.ipynb", "r+b") as f:  # put there past collect's limit
+        f.truncate(65 << 20)
     path = root / "submitted" / "forged" / "toy" / "toy.ipynb"
     nb = nbformat.read(path, as_version=4)
     forged = nbformat.v4.new_code_cell("assert True", metadata={"nbgrader": {"grade": True, "grade_id": "mine"}})
@@ -185,7 +189,9 @@ def test_a_notebook_nbgrader_cannot_read_is_named_in_the_table(checkout, tmp_pat
     row = next(line for line in done.lines if line.startswith("forged "))
     assert "not graded" in row and "the nbgrader metadata may be corrupted" in row, row
     assert next(line for line in done.lines if line.startswith("good ")).split()[1:4] == ["4", "/", "4"]
-    assert "1 submission(s) not graded (toy/forged): see the reasons above" in done.err
+    row = next(line for line in done.lines if line.startswith("huge "))
+    assert "not graded" in row and "toy.ipynb: 65 MiB, more than the 64 MiB a notebook may be" in row, row
+    assert "2 submission(s) not graded (toy/forged, toy/huge): see the reasons above" in done.err
 
 
 def _nbgrader_sanitized(grading: GradingDir, student: str, path: Path) -> str:

@@ -7,6 +7,8 @@ import contextlib
 import csv
 import html
 import io
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -284,6 +286,45 @@ def test_collect_warns_per_file_it_did_not_take_with_the_name_it_expected(tmp_pa
     assert all("nothing collected ('not submitted' everywhere)" in w for w in warnings[3:])
     assert "toy: 1 student(s) (ann)" in done.lines and done.lines[-1].startswith("1 student(s) collected")
     assert sorted(p.name for p in (root / "submitted").iterdir()) == ["ann"]
+
+
+def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
+    """A notebook or run file handed in as a link (an archive can hold one) to the instructor's source or a host
+    file, a student folder that is a link, a FIFO, or a file past grader.layout's size limits is not collected:
+    each named in a warning; a student with real files beside them keeps the real ones."""
+    root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("the grading machine's secret\n")
+    (subs / "ann").mkdir(parents=True)
+    (subs / "ann" / "toy.ipynb").symlink_to(root / "source" / "toy" / "toy.ipynb")  # the reference, by a link
+    (subs / "bob").mkdir()
+    shutil.copy(TOY / "submissions" / "correct" / "toy.ipynb", subs / "bob" / "toy.ipynb")
+    (subs / "bob" / "toy_run_trace.csv").symlink_to(secret)
+    os.mkfifo(subs / "bob" / "toy_run_fifo.csv")
+    with open(subs / "bob" / "toy_run_big.csv", "wb") as f:  # sparse: 65 MiB to stat, nothing on the disk
+        f.truncate(65 << 20)
+    (subs / "dee").mkdir()
+    with open(subs / "dee" / "toy.ipynb", "wb") as f:
+        f.truncate(65 << 20)
+    elsewhere = tmp_path / "elsewhere" / "cy"
+    elsewhere.mkdir(parents=True)
+    shutil.copy(TOY / "submissions" / "correct" / "toy.ipynb", elsewhere / "toy.ipynb")
+    (subs / "cy").symlink_to(elsewhere, target_is_directory=True)
+    done = grader("collect", str(root), str(subs))
+    assert done.rc == 0, done.err
+    warnings = [line for line in done.err.splitlines() if line.startswith("warning: ")]
+    link = "a link, not collected (only regular files are: a link could point anywhere on this machine)"
+    assert f"warning: cy/: {link}" in warnings, warnings
+    assert f"warning: ann/toy.ipynb: {link}" in warnings and f"warning: bob/toy_run_trace.csv: {link}" in warnings
+    assert "warning: bob/toy_run_fifo.csv: not a regular file, not collected" in warnings, warnings
+    big = "65 MiB, more than the 64 MiB a {} may be; not collected"
+    assert f"warning: bob/toy_run_big.csv: {big.format('run file')}" in warnings, warnings
+    assert f"warning: dee/toy.ipynb: {big.format('notebook')}" in warnings, warnings
+    skipped = json.loads((root / "collect_skipped.json").read_text())
+    assert skipped["dee"] == f"no notebook named toy.ipynb (the folder held toy.ipynb ({big.format('notebook')}))"
+    assert "toy: 1 student(s) (bob)" in done.lines, done.lines
+    assert sorted(p.name for p in (root / "submitted").iterdir()) == ["bob"]
+    assert [p.name for p in (root / "submitted" / "bob" / "toy").iterdir()] == ["toy.ipynb"]
 
 
 def test_collect_fails_on_a_folder_with_no_student_folder(tmp_path):
