@@ -872,6 +872,35 @@ def _copy_summary(folder: Path) -> None:
     _write_rows(folder / "day54_run_cuda_gpu_mem_time_sum.csv", fields, rows)
 
 
+def links_the_source(folder: Path) -> None:
+    """A run file that is a link to the instructor's source notebook (its solutions and hidden tests), as an
+    archive handed in can hold one: collect must not follow it."""
+    (folder / "zero_copy_run_notes.csv").symlink_to(ROOT / "zero_copy" / "solutions" / "zero_copy.ipynb")
+
+
+def _from_linked_run_file(cell_id: str, stub: str) -> str:
+    """A solution cell that runs the instructor's answer read from any run file beside the notebook, else the stub."""
+    indented = "".join("    " + line + "\n" for line in stub.splitlines())
+    return f"""import glob, json
+
+_theirs = {{}}
+for _path in glob.glob("zero_copy_run*") + glob.glob("*/zero_copy_run*"):
+    try:
+        _theirs.update({{c.get("id"): "".join(c["source"]) for c in json.load(open(_path))["cells"]}})
+    except Exception:
+        pass
+if "BEGIN SOLUTION" in _theirs.get("{cell_id}", ""):
+    exec(_theirs["{cell_id}"])
+    print("ran the instructor's {cell_id}")
+else:
+{indented}"""
+
+
+def _release_source(assignment: str, cell_id: str) -> str:
+    release = nbformat.read(ROOT / "course" / assignment / f"{assignment}.ipynb", as_version=4)
+    return next(c.source for c in release.cells if c.get("id") == cell_id)
+
+
 def forged_one_stream_exports(folder: Path) -> None:
     """The real export set forged to be a one-stream schedule's run, op for op: each of the student's timed passes
     with 2 buffers (the ones the checks time) laid out again one operation after another on one stream, in issue
@@ -1782,6 +1811,19 @@ CORPUS: tuple[Submission, ...] = (
         "cannot hold; once these stopped the whole class's autograde): written as U+FFFD, every point kept",
         full(Z),
         first_cell="# lone \ud800 and \udfff in the notebook itself\nlone = 1",
+    ),
+    Submission(
+        "zc-links-the-source",
+        Z,
+        "the stubs, each answer cell running the instructor's solution from a run file handed in as a link to the "
+        "source notebook (an archive can hold one): collect takes no link, so the stubs are graded",
+        zero(Z),
+        solved=False,
+        edits={
+            c: _from_linked_run_file(c, _release_source(Z, c))
+            for c in ("break_even_reads", "gather_exercise", "my_publish")
+        },
+        run_files=links_the_source,
     ),
     Submission(
         "zc-writes-bad-bytes",
