@@ -214,12 +214,14 @@ def check_run_files_rule(source: Path, assignment: str) -> None:
 
 
 def _student_files(folder: Path, assignment: str) -> list[Path]:
-    """The files of one assignment in a student's folder: its notebook and run files."""
+    """The files of one assignment in a student's folder: its notebook and run files (no other notebook: nbgrader
+    would grade one as another notebook of the assignment, which the gradebook does not know)."""
     pattern = run_files_glob(assignment)
     return [
         p
         for p in folder.iterdir()
-        if _plain(p, "file") and (p.name == f"{assignment}.ipynb" or fnmatch.fnmatch(p.name, pattern))
+        if _plain(p, "file")
+        and (p.name == f"{assignment}.ipynb" or (fnmatch.fnmatch(p.name, pattern) and p.suffix != ".ipynb"))
     ]
 
 

@@ -290,8 +290,9 @@ def test_collect_warns_per_file_it_did_not_take_with_the_name_it_expected(tmp_pa
 
 def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     """A notebook or run file handed in as a link (an archive can hold one) to the instructor's source or a host
-    file, a student folder that is a link, a FIFO, or a file past grader.layout's size limits is not collected:
-    each named in a warning; a student with real files beside them keeps the real ones."""
+    file, a student folder that is a link, a FIFO, a second notebook named as a run file, or a file past
+    grader.layout's size limits is not collected: each named in a warning; a student with real files beside them
+    keeps the real ones."""
     root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
     secret = tmp_path / "host-secret.txt"
     secret.write_text("the grading machine's secret\n")
@@ -303,6 +304,7 @@ def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     os.mkfifo(subs / "bob" / "toy_run_fifo.csv")
     with open(subs / "bob" / "toy_run_big.csv", "wb") as f:  # sparse: 65 MiB to stat, nothing on the disk
         f.truncate(65 << 20)
+    shutil.copy(TOY / "submissions" / "correct" / "toy.ipynb", subs / "bob" / "toy_run_copy.ipynb")
     (subs / "dee").mkdir()
     with open(subs / "dee" / "toy.ipynb", "wb") as f:
         f.truncate(65 << 20)
@@ -320,6 +322,7 @@ def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     big = "65 MiB, more than the 64 MiB a {} may be; not collected"
     assert f"warning: bob/toy_run_big.csv: {big.format('run file')}" in warnings, warnings
     assert f"warning: dee/toy.ipynb: {big.format('notebook')}" in warnings, warnings
+    assert "warning: bob/toy_run_copy.ipynb: not an assignment's notebook; expected toy.ipynb" in warnings, warnings
     skipped = json.loads((root / "collect_skipped.json").read_text())
     assert skipped["dee"] == f"no notebook named toy.ipynb (the folder held toy.ipynb ({big.format('notebook')}))"
     assert "toy: 1 student(s) (bob)" in done.lines, done.lines
