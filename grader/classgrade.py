@@ -43,6 +43,7 @@ from grader.layout import (
     COURSE_ID,
     KERNEL_DIED,
     KERNEL_STUCK,
+    MAX_NOTEBOOK_CELLS,
     NOT_GRADED,
     NOT_RUN,
     STORE,
@@ -416,7 +417,7 @@ def grade_answers(
             files = _run_files(folder, assignment)
             waiting[student] = 1  # until every notebook of theirs is sent
             for path in sorted(folder.glob("*.ipynb")):
-                if why := too_large(path):  # put there by hand, past collect: not read into this process's memory
+                if why := too_large(path, count_cells=False):  # put there by hand, past collect: not read
                     graded.problems[student] = f"{path.name}: {why.removesuffix('; not collected')}"
                     continue
                 try:
@@ -424,6 +425,9 @@ def grade_answers(
                 except Exception as exc:  # nbgrader refuses it (corrupted metadata): that notebook is not graded
                     why = f"{type(exc).__name__}: {str(exc)[:200]}"
                     graded.problems[student] = clean_text(f"nbgrader could not read it ({why})")
+                    continue
+                if len(nb.cells) > MAX_NOTEBOOK_CELLS:  # as collect refuses: put there by hand
+                    graded.problems[student] = f"{path.name}: {len(nb.cells):,} cells, more than a notebook may have"
                     continue
                 key = _key(json.dumps(nb, sort_keys=True), files, code, whole)  # the sanitized notebook, as data
                 graded.sources[(student, path.stem)] = (nb, key)

@@ -41,6 +41,7 @@ from grader.layout import (
     GRADEBOOK,
     GRADING_CONFIG,
     MAX_NOTEBOOK_BYTES,
+    MAX_NOTEBOOK_CELLS,
     MAX_RUN_FILE_BYTES,
     SKIPPED_AT_COLLECT,
     db_url,
@@ -245,13 +246,21 @@ def _not_plain(path: Path) -> str:
     return "" if _plain(path, "file") else "not a regular file, not collected"
 
 
-def too_large(path: Path) -> str:
-    """'' for a notebook or run file of a size grading reads, else why it is not read (grader.layout's limits)."""
+def too_large(path: Path, *, count_cells: bool = True) -> str:
+    """'' for a notebook or run file of a size grading reads, else why it is not read (grader.layout's limits; a
+    notebook's cells counted unless told not to)."""
     limit, what = (MAX_NOTEBOOK_BYTES, "notebook") if path.suffix == ".ipynb" else (MAX_RUN_FILE_BYTES, "run file")
     size = path.stat().st_size
-    if size <= limit:
-        return ""
-    return f"{size / 2**20:,.0f} MiB, more than the {limit >> 20} MiB a {what} may be; not collected"
+    if size > limit:
+        return f"{size / 2**20:,.0f} MiB, more than the {limit >> 20} MiB a {what} may be; not collected"
+    if what == "notebook" and count_cells:
+        try:
+            cells = json.loads(path.read_bytes()).get("cells")
+        except (ValueError, AttributeError, RecursionError):  # not a notebook nbgrader reads: grading says why
+            return ""
+        if isinstance(cells, list) and len(cells) > MAX_NOTEBOOK_CELLS:
+            return f"{len(cells):,} cells, more than the {MAX_NOTEBOOK_CELLS:,} a notebook may have; not collected"
+    return ""
 
 
 def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, list[str]], list[str]]:

@@ -175,9 +175,13 @@ def test_a_notebook_nbgrader_cannot_read_is_named_in_the_table(checkout, tmp_pat
     """A made-up test cell (a grade id the gradebook lacks) makes that notebook unreadable, and one past the size a
     notebook may be (put in the grading directory by hand, past collect) is not read: each named; the others are
     graded."""
-    root = class_dir(checkout, tmp_path, {"good": "correct", "forged": "correct", "huge": "correct"})
+    root = class_dir(checkout, tmp_path, {"good": "correct", "forged": "correct", "huge": "correct", "many": "correct"})
     with open(root / "submitted" / "huge" / "toy" / "toy.ipynb", "r+b") as f:  # put there past collect's limit
         f.truncate(65 << 20)
+    crowded = root / "submitted" / "many" / "toy" / "toy.ipynb"  # and past its count of cells
+    nb = nbformat.read(crowded, as_version=4)
+    nb.cells += [nbformat.v4.new_markdown_cell("") for _ in range(2_000)]
+    nbformat.write(nb, crowded)
     path = root / "submitted" / "forged" / "toy" / "toy.ipynb"
     nb = nbformat.read(path, as_version=4)
     forged = nbformat.v4.new_code_cell("assert True", metadata={"nbgrader": {"grade": True, "grade_id": "mine"}})
@@ -191,6 +195,9 @@ def test_a_notebook_nbgrader_cannot_read_is_named_in_the_table(checkout, tmp_pat
     assert next(line for line in done.lines if line.startswith("good ")).split()[1:4] == ["4", "/", "4"]
     row = next(line for line in done.lines if line.startswith("huge "))
     assert "not graded" in row and "toy.ipynb: 65 MiB, more than the 64 MiB a notebook may be" in row, row
+    row = next(line for line in done.lines if line.startswith("many "))
+    assert "not graded" in row and "toy.ipynb: 2,010 cells, more than a notebook may have" in row, row
+    # nbgrader records the crowded one (every cell 0, saying why); the other two it cannot read
     assert "2 submission(s) not graded (toy/forged, toy/huge): see the reasons above" in done.err
 
 

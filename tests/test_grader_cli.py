@@ -291,8 +291,8 @@ def test_collect_warns_per_file_it_did_not_take_with_the_name_it_expected(tmp_pa
 def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     """A notebook or run file handed in as a link (an archive can hold one) to the instructor's source or a host
     file, a student folder that is a link, a FIFO, a second notebook named as a run file, or a file past
-    grader.layout's size limits is not collected: each named in a warning; a student with real files beside them
-    keeps the real ones."""
+    grader.layout's limits (bytes, a notebook's cells) is not collected: each named in a warning; a student with
+    real files beside them keeps the real ones."""
     root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
     secret = tmp_path / "host-secret.txt"
     secret.write_text("the grading machine's secret\n")
@@ -305,6 +305,10 @@ def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     with open(subs / "bob" / "toy_run_big.csv", "wb") as f:  # sparse: 65 MiB to stat, nothing on the disk
         f.truncate(65 << 20)
     shutil.copy(TOY / "submissions" / "correct" / "toy.ipynb", subs / "bob" / "toy_run_copy.ipynb")
+    (subs / "eve").mkdir()  # small in bytes, but each cell costs the one writer of the class's grades
+    many = json.loads((TOY / "submissions" / "correct" / "toy.ipynb").read_text())
+    many["cells"] += [{"cell_type": "markdown", "metadata": {}, "source": "", "id": f"m{i}"} for i in range(2_000)]
+    (subs / "eve" / "toy.ipynb").write_text(json.dumps(many))
     (subs / "dee").mkdir()
     with open(subs / "dee" / "toy.ipynb", "wb") as f:
         f.truncate(65 << 20)
@@ -322,6 +326,7 @@ def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     big = "65 MiB, more than the 64 MiB a {} may be; not collected"
     assert f"warning: bob/toy_run_big.csv: {big.format('run file')}" in warnings, warnings
     assert f"warning: dee/toy.ipynb: {big.format('notebook')}" in warnings, warnings
+    assert "warning: eve/toy.ipynb: 2,010 cells, more than the 2,000 a notebook may have; not collected" in warnings
     assert "warning: bob/toy_run_copy.ipynb: not an assignment's notebook; expected toy.ipynb" in warnings, warnings
     skipped = json.loads((root / "collect_skipped.json").read_text())
     assert skipped["dee"] == f"no notebook named toy.ipynb (the folder held toy.ipynb ({big.format('notebook')}))"
