@@ -33,7 +33,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from grader import cluster, warm
@@ -57,7 +56,6 @@ from grader.program import (
     answers_program,
     cell_name,
     checker_program,
-    drop_emptied_metadata,
     grade_id,
     is_lesson,
     is_solution,
@@ -67,6 +65,8 @@ from labcore.errors import UsageError
 
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
+
+    from grader.preprocessors import SourceCells
 
 RECORD_BATCH = 8  # the Recorder waits for this many students ready (or the assignment's end) before it records
 LESSON_NOTE = (
@@ -82,83 +82,22 @@ WITHHELD_NOTE = (
 STOPPED_NOTE = "(this lesson cell stopped while grading, {error}; lesson cells are not graded)\n"
 
 
-class SourceCells:
-    """The gradebook's record of one assignment's source notebooks, read once: what nbgrader's OverwriteKernelspec
-    and OverwriteCells look up for each notebook they sanitize (its kernelspec; each cell's type, lock, checksum
-    and source; each grade or task cell's points), answered as the Gradebook's find_* calls answer, MissingEntry
-    included. One query per assignment instead of a connection per notebook and a query per cell (about 60 ms a
-    notebook); nothing writes these records while a class is graded (recording writes grades only)."""
-
-    def __init__(self, db_url: str, assignment: str) -> None:
-        from nbgrader.api import Gradebook, MissingEntry  # seconds to import: only once there is a gradebook
-
-        self.assignment = assignment
-        self.notebooks: dict[str, SimpleNamespace] = {}
-        self.cells: dict[tuple[str, str], SimpleNamespace] = {}  # (cell name, notebook) -> the source cell
-        self.graded: dict[tuple[str, str], SimpleNamespace] = {}  # (cell name, notebook) -> its points
-        with Gradebook(db_url, COURSE_ID) as gb:
-            try:
-                notebooks = gb.find_assignment(assignment).notebooks
-            except MissingEntry:  # each notebook then fails as nbgrader's own lookup fails: not graded, saying why
-                notebooks = []
-            for nb in notebooks:
-                self.notebooks[nb.name] = SimpleNamespace(name=nb.name, kernelspec=nb.kernelspec)
-                for c in nb.source_cells:
-                    fields = {k: getattr(c, k) for k in ("name", "cell_type", "locked", "checksum", "source")}
-                    self.cells[(c.name, nb.name)] = SimpleNamespace(**fields)
-                for c in [*nb.task_cells, *nb.grade_cells]:  # a grade cell first, as find_graded_cell looks
-                    self.graded[(c.name, nb.name)] = SimpleNamespace(name=c.name, max_score=c.max_score)
-
-    @staticmethod
-    def _found(table: dict, key: Any, what: str) -> Any:
-        from nbgrader.api import MissingEntry
-
-        if key not in table:
-            raise MissingEntry(f"No such {what}: {key}")
-        return table[key]
-
-    def find_notebook(self, name: str, assignment: str) -> SimpleNamespace:
-        return self._found(self.notebooks if assignment == self.assignment else {}, name, "notebook")
-
-    def find_source_cell(self, name: str, notebook: str, assignment: str) -> SimpleNamespace:
-        return self._found(self.cells if assignment == self.assignment else {}, (name, notebook), "source cell")
-
-    def find_graded_cell(self, name: str, notebook: str, assignment: str) -> SimpleNamespace:
-        return self._found(self.graded if assignment == self.assignment else {}, (name, notebook), "grade cell")
-
-
 def sanitized(grading: GradingDir, assignment: str, student: str, path: Path, source: SourceCells) -> NotebookNode:
-    """The notebook as nbgrader's autograde sanitizes it: outputs cleared, locked cells restored from the gradebook
-    (nbgrader's metadata check aside: see below), the gradebook's records read from `source`."""
+    """The notebook as nbgrader's autograde sanitizes it in the recording pass (grader.config's chain): strings made
+    safe, outputs cleared, locked cells restored from the gradebook's records in `source` (nbgrader's metadata check
+    aside: see below)."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
-    from nbgrader.preprocessors import ClearOutput, DeduplicateIds, OverwriteCells
-    from nbgrader.preprocessors.base import NbGraderPreprocessor
+    from nbgrader.preprocessors import ClearOutput
 
-    from grader.preprocessors import SafeText
-
-    class Kernelspec(NbGraderPreprocessor):  # nbgrader's OverwriteKernelspec, its lookup from `source`
-        def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
-            found = source.find_notebook(resources["nbgrader"]["notebook"], resources["nbgrader"]["assignment"])
-            if found.kernelspec is not None and (kernelspec := json.loads(found.kernelspec)):
-                nb.metadata["kernelspec"] = kernelspec
-            return nb, resources
-
-    class Cells(OverwriteCells):  # nbgrader's own, every cell's lookup from `source`
-        def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
-            self.notebook_id = resources["nbgrader"]["notebook"]
-            self.assignment_id = resources["nbgrader"]["assignment"]
-            self.gradebook = source
-            return NbGraderPreprocessor.preprocess(self, nb, resources)
+    from grader.preprocessors import DropDuplicateIds, SafeText, SourceKernelspec, SourceOverwriteCells
 
     nb = nbformat.read(path, as_version=4)
     info = {"db_url": grading.db_url, "assignment": assignment, "notebook": path.stem, "student": student}
     resources: dict[str, Any] = {"nbgrader": info}
     # nbgrader's CheckCellMetadata is left to the recording pass (its sanitize step), which refuses a notebook with
     # corrupted metadata by name: checked here too it would cost a second tenth of a second of schema validation
-    for step in (SafeText, ClearOutput, DeduplicateIds, Kernelspec, Cells):
-        nb, resources = step().preprocess(nb, resources)
-        if step is DeduplicateIds:  # as the recording pass's grader.preprocessors.DropDuplicateIds does
-            nb.cells = [drop_emptied_metadata(cell) for cell in nb.cells]
+    for step in (SafeText(), ClearOutput(), DropDuplicateIds(), SourceKernelspec(source), SourceOverwriteCells(source)):
+        nb, resources = step.preprocess(nb, resources)
     return nb
 
 
@@ -401,6 +340,8 @@ def grade_answers(
     # the lessons a worker's warm sandbox and checker serve (each reads their shipped profiles once): those graded
     # in this run, the same for each of its assignments (default: every lesson of the course)
     lessons = lessons or tuple(grading.pick(None))
+    from grader.preprocessors import SourceCells  # imports nbgrader: only once there is a class to grade
+
     source = SourceCells(grading.db_url, assignment)
     kept = 0
     waiting: dict[str, int] = {}  # student -> notebooks of theirs still on the cluster

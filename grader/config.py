@@ -17,10 +17,26 @@ import jsonschema
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde
 from nbgrader.nbgraderformat import common as nbgraderformat_common
-from nbgrader.preprocessors import CheckCellMetadata, DeduplicateIds, Execute, GetGrades, SaveAutoGrades
+from nbgrader.preprocessors import (
+    CheckCellMetadata,
+    DeduplicateIds,
+    Execute,
+    GetGrades,
+    OverwriteCells,
+    OverwriteKernelspec,
+    SaveAutoGrades,
+)
 
 from grader.layout import CELL_TIMEOUT_S, COURSE_ID, db_url
-from grader.preprocessors import DropDuplicateIds, HideHiddenTests, Replay, SafeText, StderrToStdout
+from grader.preprocessors import (
+    DropDuplicateIds,
+    HideHiddenTests,
+    Replay,
+    SafeText,
+    SourceKernelspec,
+    SourceOverwriteCells,
+    StderrToStdout,
+)
 
 
 def configure_grading(c: Any, *, root: str, repo: str) -> None:
@@ -43,10 +59,15 @@ def configure_grading(c: Any, *, root: str, repo: str) -> None:
     chain = [pp for pp in chain if pp is not CheckCellMetadata]
     c.Autograde.autograde_preprocessors = chain
     sanitize = Autograde.class_traits()["sanitize_preprocessors"].default()
-    c.Autograde.sanitize_preprocessors = [
-        SafeText,
-        *(DropDuplicateIds if pp is DeduplicateIds else pp for pp in sanitize),
-    ]
+    # nbgrader's own sanitizing, its gradebook lookups answered from the source records read once per command
+    # (grader.preprocessors.SourceCells: a connection per notebook and a query per cell before), the notebook's
+    # strings made safe first
+    ours = {
+        DeduplicateIds: DropDuplicateIds,
+        OverwriteKernelspec: SourceKernelspec,
+        OverwriteCells: SourceOverwriteCells,
+    }
+    c.Autograde.sanitize_preprocessors = [SafeText, *(ours.get(pp, pp) for pp in sanitize)]
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
     nbgraderformat_common.jsonschema = CheckedSchemas()
     _prepend_pythonpath(repo)

@@ -224,7 +224,8 @@ def test_sanitizing_from_the_gradebook_read_once_is_nbgraders_own(checkout, tmp_
     leave them, and a notebook the gradebook does not know fails the same way."""
     from nbgrader.api import MissingEntry
 
-    from grader.classgrade import SourceCells, sanitized
+    from grader.classgrade import sanitized
+    from grader.preprocessors import SourceCells
 
     root = class_dir(checkout, tmp_path, {"plain": "correct", "tampered": "correct", "extra": "correct"})
     grading = GradingDir(root)
