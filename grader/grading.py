@@ -27,6 +27,7 @@ import fcntl
 import fnmatch
 import functools
 import json
+import os
 import re
 import shutil
 import stat
@@ -246,6 +247,15 @@ def _not_plain(path: Path) -> str:
     return "" if _plain(path, "file") else "not a regular file, not collected"
 
 
+def _copy_data(source: Path, to: Path) -> None:
+    """A handed-in file's bytes and times, never its mode: a copy made as root keeping a set-user-ID bit or an
+    executable one would be a program of root's that a student wrote. Read and written, nothing more (0644)."""
+    shutil.copyfile(source, to)
+    to.chmod(0o644)
+    times = source.stat()
+    os.utime(to, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
 def too_large(path: Path, *, count_cells: bool = True) -> str:
     """'' for a notebook or run file of a size grading reads, else why it is not read (grader.layout's limits; a
     notebook's cells counted unless told not to)."""
@@ -295,7 +305,7 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
             shutil.rmtree(dest, ignore_errors=True)
             dest.mkdir(parents=True)
             for path in files:
-                shutil.copy2(path, dest / path.name)
+                _copy_data(path, dest / path.name)
                 leftovers.discard(path.name)
             taken.setdefault(folder.name, []).append(name)
         skipped += [f"{folder.name}/{n}: {odd.get(n) or not_collected(n, assignments)}" for n in sorted(leftovers)]

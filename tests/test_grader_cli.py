@@ -292,7 +292,7 @@ def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     """A notebook or run file handed in as a link (an archive can hold one) to the instructor's source or a host
     file, a student folder that is a link, a FIFO, a second notebook named as a run file, or a file past
     grader.layout's limits (bytes, a notebook's cells) is not collected: each named in a warning; a student with
-    real files beside them keeps the real ones."""
+    real files beside them keeps the real ones, as data (mode 0644: no set-user-ID bit a root collect would keep)."""
     root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
     secret = tmp_path / "host-secret.txt"
     secret.write_text("the grading machine's secret\n")
@@ -300,6 +300,8 @@ def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     (subs / "ann" / "toy.ipynb").symlink_to(root / "source" / "toy" / "toy.ipynb")  # the reference, by a link
     (subs / "bob").mkdir()
     shutil.copy(TOY / "submissions" / "correct" / "toy.ipynb", subs / "bob" / "toy.ipynb")
+    (subs / "bob" / "toy_run_tool").write_text("#!/bin/sh\nid\n")
+    (subs / "bob" / "toy_run_tool").chmod(0o6755)  # set-user-ID and set-group-ID, executable
     (subs / "bob" / "toy_run_trace.csv").symlink_to(secret)
     os.mkfifo(subs / "bob" / "toy_run_fifo.csv")
     with open(subs / "bob" / "toy_run_big.csv", "wb") as f:  # sparse: 65 MiB to stat, nothing on the disk
@@ -332,7 +334,10 @@ def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     assert skipped["dee"] == f"no notebook named toy.ipynb (the folder held toy.ipynb ({big.format('notebook')}))"
     assert "toy: 1 student(s) (bob)" in done.lines, done.lines
     assert sorted(p.name for p in (root / "submitted").iterdir()) == ["bob"]
-    assert [p.name for p in (root / "submitted" / "bob" / "toy").iterdir()] == ["toy.ipynb"]
+    taken = root / "submitted" / "bob" / "toy"
+    assert sorted(p.name for p in taken.iterdir()) == ["toy.ipynb", "toy_run_tool"]
+    assert {p.stat().st_mode & 0o7777 for p in taken.iterdir()} == {0o644}  # data, whatever its mode was
+    assert (taken / "toy_run_tool").stat().st_mtime_ns == (subs / "bob" / "toy_run_tool").stat().st_mtime_ns
 
 
 def test_collect_fails_on_a_folder_with_no_student_folder(tmp_path):
