@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader import cluster, warm
 from grader.autograde import Outcome, absent, outcome, record_all
-from grader.grading import GradingDir, too_large
+from grader.grading import GradingDir, past_run_files, too_large
 from grader.layout import (
     COURSE_ID,
     KERNEL_DIED,
@@ -103,7 +103,9 @@ def sanitized(grading: GradingDir, assignment: str, student: str, path: Path, so
 
 def _run_files(folder: Path, assignment: str) -> dict[str, bytes]:
     files = sorted(folder.glob(run_files_glob(assignment)))  # as collect takes them: no link, none too large
-    return {p.name: p.read_bytes() for p in files if p.is_file() and not p.is_symlink() and not too_large(p)}
+    files = [p for p in files if p.is_file() and not p.is_symlink() and p.suffix != ".ipynb" and not too_large(p)]
+    past = past_run_files(files)
+    return {p.name: p.read_bytes() for p in files if p.name not in past}
 
 
 def _key(text: str, files: dict[str, bytes], code: str, whole: bool = False) -> str:

@@ -44,6 +44,8 @@ from grader.layout import (
     MAX_NOTEBOOK_BYTES,
     MAX_NOTEBOOK_CELLS,
     MAX_RUN_FILE_BYTES,
+    MAX_RUN_FILES,
+    MAX_RUN_FILES_BYTES,
     SKIPPED_AT_COLLECT,
     db_url,
     run_files_glob,
@@ -247,6 +249,19 @@ def _not_plain(path: Path) -> str:
     return "" if _plain(path, "file") else "not a regular file, not collected"
 
 
+def past_run_files(files: list[Path]) -> dict[str, str]:
+    """{name: why} of the run files among `files` past what one assignment may have (grader.layout: a count and a
+    total), by name: the first ones are kept."""
+    count = total = 0
+    past = {}
+    for path in sorted(p for p in files if p.suffix != ".ipynb"):
+        count, total = count + 1, total + path.stat().st_size
+        if count > MAX_RUN_FILES or total > MAX_RUN_FILES_BYTES:
+            limits = f"{MAX_RUN_FILES} run files and {MAX_RUN_FILES_BYTES >> 20} MiB"
+            past[path.name] = f"past the {limits} an assignment's run files may come to; not collected"
+    return past
+
+
 def _copy_data(source: Path, to: Path) -> None:
     """A handed-in file's bytes and times, never its mode: a copy made as root keeping a set-user-ID bit or an
     executable one would be a program of root's that a student wrote. Read and written, nothing more (0644)."""
@@ -298,6 +313,8 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
         for name in assignments:
             files = _student_files(folder, name)
             odd.update({p.name: why for p in files if (why := too_large(p))})
+            files = [p for p in files if p.name not in odd]
+            odd.update(past_run_files(files))
             files = [p for p in files if p.name not in odd]
             if not any(p.suffix == ".ipynb" for p in files):
                 continue

@@ -33,6 +33,8 @@ SKIPPED_AT_COLLECT = "collect_skipped.json"
 # a real run's nsys exports a few MB): past these, one student's files would fill the coordinator's memory
 MAX_NOTEBOOK_BYTES = 64 << 20
 MAX_RUN_FILE_BYTES = 64 << 20
+MAX_RUN_FILES = 64  # a real run leaves 8 (day 54's exports, its record and its schedule)
+MAX_RUN_FILES_BYTES = 256 << 20  # all of an assignment's run files together
 # the course's notebooks have 38-59 cells; each cell costs the coordinator and nbgrader's recording (the one writer,
 # for the whole class) about a millisecond: 200,000 cells held a class of three for four minutes
 MAX_NOTEBOOK_CELLS = 2_000

@@ -291,8 +291,9 @@ def test_collect_warns_per_file_it_did_not_take_with_the_name_it_expected(tmp_pa
 def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     """A notebook or run file handed in as a link (an archive can hold one) to the instructor's source or a host
     file, a student folder that is a link, a FIFO, a second notebook named as a run file, or a file past
-    grader.layout's limits (bytes, a notebook's cells) is not collected: each named in a warning; a student with
-    real files beside them keeps the real ones, as data (mode 0644: no set-user-ID bit a root collect would keep)."""
+    grader.layout's limits (bytes, a notebook's cells, run files) is not collected: each named in a warning; a
+    student with real files beside them keeps the real ones, as data (mode 0644: no set-user-ID bit a root collect
+    would keep)."""
     root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
     secret = tmp_path / "host-secret.txt"
     secret.write_text("the grading machine's secret\n")
@@ -303,6 +304,8 @@ def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     (subs / "bob" / "toy_run_tool").write_text("#!/bin/sh\nid\n")
     (subs / "bob" / "toy_run_tool").chmod(0o6755)  # set-user-ID and set-group-ID, executable
     (subs / "bob" / "toy_run_trace.csv").symlink_to(secret)
+    for i in range(70):  # past the 64 run files an assignment may have: the first 64 by name are taken
+        (subs / "bob" / f"toy_run_z{i:02d}.csv").write_text("x\n")
     os.mkfifo(subs / "bob" / "toy_run_fifo.csv")
     with open(subs / "bob" / "toy_run_big.csv", "wb") as f:  # sparse: 65 MiB to stat, nothing on the disk
         f.truncate(65 << 20)
@@ -335,7 +338,12 @@ def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     assert "toy: 1 student(s) (bob)" in done.lines, done.lines
     assert sorted(p.name for p in (root / "submitted").iterdir()) == ["bob"]
     taken = root / "submitted" / "bob" / "toy"
-    assert sorted(p.name for p in taken.iterdir()) == ["toy.ipynb", "toy_run_tool"]
+    zs = [f"toy_run_z{i:02d}.csv" for i in range(63)]
+    assert sorted(p.name for p in taken.iterdir()) == ["toy.ipynb", "toy_run_tool", *zs]
+    past = "past the 64 run files and 256 MiB an assignment's run files may come to; not collected"
+    assert [w for w in warnings if "toy_run_z" in w] == [
+        f"warning: bob/toy_run_z{i}.csv: {past}" for i in range(63, 70)
+    ]
     assert {p.stat().st_mode & 0o7777 for p in taken.iterdir()} == {0o644}  # data, whatever its mode was
     assert (taken / "toy_run_tool").stat().st_mtime_ns == (subs / "bob" / "toy_run_tool").stat().st_mtime_ns
 
