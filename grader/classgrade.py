@@ -61,12 +61,11 @@ from grader.program import (
     is_solution,
     is_test,
 )
+from grader.sanitize import SourceCells, sanitized
 from labcore.errors import UsageError
 
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
-
-    from grader.preprocessors import SourceCells
 
 RECORD_BATCH = 8  # the Recorder waits for this many students ready (or the assignment's end) before it records
 LESSON_NOTE = (
@@ -80,25 +79,6 @@ WITHHELD_NOTE = (
     "sandbox that runs your notebook; your own run shows its output)\n"
 )
 STOPPED_NOTE = "(this lesson cell stopped while grading, {error}; lesson cells are not graded)\n"
-
-
-def sanitized(grading: GradingDir, assignment: str, student: str, path: Path, source: SourceCells) -> NotebookNode:
-    """The notebook as nbgrader's autograde sanitizes it in the recording pass (grader.config's chain): strings made
-    safe, outputs cleared, locked cells restored from the gradebook's records in `source` (nbgrader's metadata check
-    aside: see below)."""
-    import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
-    from nbgrader.preprocessors import ClearOutput
-
-    from grader.preprocessors import DropDuplicateIds, SafeText, SourceKernelspec, SourceOverwriteCells
-
-    nb = nbformat.read(path, as_version=4)
-    info = {"db_url": grading.db_url, "assignment": assignment, "notebook": path.stem, "student": student}
-    resources: dict[str, Any] = {"nbgrader": info}
-    # nbgrader's CheckCellMetadata is left to the recording pass (its sanitize step), which refuses a notebook with
-    # corrupted metadata by name: checked here too it would cost a second tenth of a second of schema validation
-    for step in (SafeText(), ClearOutput(), DropDuplicateIds(), SourceKernelspec(source), SourceOverwriteCells(source)):
-        nb, resources = step.preprocess(nb, resources)
-    return nb
 
 
 def _run_files(folder: Path, assignment: str) -> dict[str, bytes]:
@@ -342,8 +322,6 @@ def grade_answers(
     # the lessons a worker's warm sandbox and checker serve (each reads their shipped profiles once): those graded
     # in this run, the same for each of its assignments (default: every lesson of the course)
     lessons = lessons or tuple(grading.pick(None))
-    from grader.preprocessors import SourceCells  # imports nbgrader: only once there is a class to grade
-
     source = SourceCells(grading.db_url, assignment)
     kept = 0
     waiting: dict[str, int] = {}  # student -> notebooks of theirs still on the cluster
@@ -364,7 +342,7 @@ def grade_answers(
                     graded.problems[student] = f"{path.name}: {why.removesuffix('; not collected')}"
                     continue
                 try:
-                    nb = sanitized(grading, assignment, student, path, source)
+                    nb = sanitized(grading.db_url, assignment, student, path, source)
                 except Exception as exc:  # nbgrader refuses it (corrupted metadata): that notebook is not graded
                     why = f"{type(exc).__name__}: {str(exc)[:200]}"
                     graded.problems[student] = clean_text(f"nbgrader could not read it ({why})")

@@ -8,8 +8,9 @@ the reason, so that every autograded cell scores 0 and the feedback says why. A 
 `nbgrader autograde`, with no replay root, grades nobody: it refuses each submission, naming the command that
 grades (nbgrader then records nothing for it).
 
-SafeText comes first in sanitizing: a notebook's strings safe to write, whatever was handed in.
-DropDuplicateIds takes the place of nbgrader's DeduplicateIds in sanitizing (nbgrader's recording pass and the
+SafeText comes first in sanitizing, and SourceKernelspec and SourceOverwriteCells take the place of nbgrader's own
+(grader.sanitize says why: the coordinator sanitizes the same way). DropDuplicateIds takes the place of nbgrader's
+DeduplicateIds in sanitizing (nbgrader's recording pass and the
 coordinator's own, grader.classgrade.sanitized).
 
 StderrToStdout runs after Replay, before SaveAutoGrades. nbgrader scores 0 any graded test cell that wrote to
@@ -28,24 +29,22 @@ inputs) by one line:
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
-from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import ClearHiddenTests, DeduplicateIds, NbGraderPreprocessor, OverwriteCells
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
 from grader.feedback import split_hidden
-from grader.layout import COURSE_ID, KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, PENDING_GPU, TIMED_OUT, TIMES_KEY
-from grader.outputs import clean_data, error_output
+from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, PENDING_GPU, TIMED_OUT, TIMES_KEY
+from grader.outputs import error_output
 from grader.program import drop_emptied_metadata
 from grader.runner import ANSI
+from grader.sanitize import overwrite_cells, overwrite_kernelspec, safe_notebook, source_of
 
 GRADE_WITH = "python -m grader autograde"  # what grades a grading directory's submissions
 
@@ -92,99 +91,27 @@ def mark_not_graded(nb: NotebookNode, reason: str) -> None:
 
 
 class SafeText(NbGraderPreprocessor):
-    """First in sanitizing (nbgrader's recording pass and the coordinator's own, grader.classgrade.sanitized): every
-    string of the notebook, its keys too, made safe to write (grader.outputs.clean_data). A notebook is JSON, whose
-    escapes can hold lone surrogates that UTF-8 cannot: handed in, one would stop nbgrader writing that notebook,
-    and its key stop the coordinator. They become U+FFFD, as in what a student prints."""
+    """First in sanitizing: every string of the notebook, its keys too, made safe to write (grader.sanitize)."""
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
-        return nbformat.from_dict(clean_data(nb)), resources
-
-
-class SourceCells:
-    """The gradebook's record of one assignment's source notebooks, read once: what nbgrader's OverwriteKernelspec
-    and OverwriteCells look up for each notebook they sanitize (its kernelspec; each cell's type, lock, checksum
-    and source; each grade or task cell's points), answered as the Gradebook's find_* calls answer, MissingEntry
-    included. One query per assignment instead of a connection per notebook and a query per cell (about 60 ms a
-    notebook); nothing writes these records while a class is graded (recording writes grades only)."""
-
-    def __init__(self, db_url: str, assignment: str) -> None:
-        self.assignment = assignment
-        self.notebooks: dict[str, SimpleNamespace] = {}
-        self.cells: dict[tuple[str, str], SimpleNamespace] = {}  # (cell name, notebook) -> the source cell
-        self.graded: dict[tuple[str, str], SimpleNamespace] = {}  # (cell name, notebook) -> its points
-        with Gradebook(db_url, COURSE_ID) as gb:
-            try:
-                notebooks = gb.find_assignment(assignment).notebooks
-            except MissingEntry:  # each notebook then fails as nbgrader's own lookup fails: not graded, saying why
-                notebooks = []
-            for nb in notebooks:
-                self.notebooks[nb.name] = SimpleNamespace(name=nb.name, kernelspec=nb.kernelspec)
-                for c in nb.source_cells:
-                    fields = {k: getattr(c, k) for k in ("name", "cell_type", "locked", "checksum", "source")}
-                    self.cells[(c.name, nb.name)] = SimpleNamespace(**fields)
-                for c in [*nb.task_cells, *nb.grade_cells]:  # a grade cell first, as find_graded_cell looks
-                    self.graded[(c.name, nb.name)] = SimpleNamespace(name=c.name, max_score=c.max_score)
-
-    @staticmethod
-    def _found(table: dict, key: Any, what: str) -> Any:
-        if key not in table:
-            raise MissingEntry(f"No such {what}: {key}")
-        return table[key]
-
-    def find_notebook(self, name: str, assignment: str) -> SimpleNamespace:
-        return self._found(self.notebooks if assignment == self.assignment else {}, name, "notebook")
-
-    def find_source_cell(self, name: str, notebook: str, assignment: str) -> SimpleNamespace:
-        return self._found(self.cells if assignment == self.assignment else {}, (name, notebook), "source cell")
-
-    def find_graded_cell(self, name: str, notebook: str, assignment: str) -> SimpleNamespace:
-        return self._found(self.graded if assignment == self.assignment else {}, (name, notebook), "grade cell")
-
-
-_SOURCES: dict[tuple[str, str], SourceCells] = {}  # (db url, assignment) -> read once in this process
-
-
-def _source(given: SourceCells | None, resources: dict[str, Any]) -> SourceCells:
-    """`given`, else this process's SourceCells of the notebook's assignment (an nbgrader command records one
-    batch: nothing writes the source records meanwhile)."""
-    if given is not None:
-        return given
-    key = (resources["nbgrader"]["db_url"], resources["nbgrader"]["assignment"])
-    if key not in _SOURCES:
-        _SOURCES[key] = SourceCells(*key)
-    return _SOURCES[key]
+        return safe_notebook(nb), resources
 
 
 class SourceKernelspec(NbGraderPreprocessor):
-    """nbgrader's OverwriteKernelspec, its lookup answered by SourceCells."""
-
-    def __init__(self, source: SourceCells | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.source = source
+    """nbgrader's OverwriteKernelspec, its lookup answered by the source records read once (grader.sanitize)."""
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
-        info = resources["nbgrader"]
-        found = _source(self.source, resources).find_notebook(info["notebook"], info["assignment"])
-        if found.kernelspec is not None and (kernelspec := json.loads(found.kernelspec)):
-            nb.metadata["kernelspec"] = kernelspec
-        return nb, resources
+        return overwrite_kernelspec(nb, resources, source_of(resources)), resources
 
 
 class SourceOverwriteCells(OverwriteCells):
-    """nbgrader's OverwriteCells, its code as it is, every lookup answered by SourceCells instead of a query."""
-
-    def __init__(self, source: SourceCells | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.source = source
+    """nbgrader's OverwriteCells, its code as it is, every lookup answered by the source records read once
+    (grader.sanitize) instead of a query."""
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
-        self.notebook_id = resources["nbgrader"]["notebook"]
-        self.assignment_id = resources["nbgrader"]["assignment"]
-        self.gradebook = _source(self.source, resources)
         if self.add_missing_cells:  # its lookups reach further than SourceCells keeps: nbgrader's own
             return super().preprocess(nb, resources)
-        return NbGraderPreprocessor.preprocess(self, nb, resources)
+        return overwrite_cells(self, nb, resources, source_of(resources)), resources
 
 
 class DropDuplicateIds(DeduplicateIds):

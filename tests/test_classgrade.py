@@ -223,9 +223,10 @@ def test_sanitizing_from_the_gradebook_read_once_is_nbgraders_own(checkout, tmp_
     gradebook lacks, a task cell id, another kernelspec) come out byte for byte as nbgrader's own preprocessors
     leave them, and a notebook the gradebook does not know fails the same way."""
     from nbgrader.api import MissingEntry
+    from nbgrader.preprocessors import ClearOutput
 
-    from grader.classgrade import sanitized
-    from grader.preprocessors import SourceCells
+    from grader.preprocessors import DropDuplicateIds, SafeText, SourceKernelspec, SourceOverwriteCells
+    from grader.sanitize import SourceCells, sanitized
 
     root = class_dir(checkout, tmp_path, {"plain": "correct", "tampered": "correct", "extra": "correct"})
     grading = GradingDir(root)
@@ -248,9 +249,16 @@ def test_sanitizing_from_the_gradebook_read_once_is_nbgraders_own(checkout, tmp_
     assert set(source.notebooks) == {"toy"} and ("test_chunk_count", "toy") in source.graded
     for student in ("plain", "tampered"):
         submitted = root / "submitted" / student / "toy" / "toy.ipynb"
-        ours = nbformat.writes(sanitized(grading, "toy", student, submitted, source))
+        ours = nbformat.writes(sanitized(grading.db_url, "toy", student, submitted, source))
         assert ours == _nbgrader_sanitized(grading, student, submitted)
-    ours = nbformat.reads(nbformat.writes(sanitized(grading, "toy", "tampered", path, source)), as_version=4)
+        # and as the recording pass's chain (grader.config) leaves it, its source records read by itself
+        nb = nbformat.read(submitted, as_version=4)
+        info = {"db_url": grading.db_url, "assignment": "toy", "notebook": "toy", "student": student}
+        resources = {"nbgrader": info}
+        for step in (SafeText, ClearOutput, DropDuplicateIds, SourceKernelspec, SourceOverwriteCells):
+            nb, resources = step().preprocess(nb, resources)
+        assert nbformat.writes(nb) == ours
+    ours = nbformat.reads(nbformat.writes(sanitized(grading.db_url, "toy", "tampered", path, source)), as_version=4)
     restored = {
         c.metadata["nbgrader"]["grade_id"]: c for c in ours.cells if "grade_id" in c.metadata.get("nbgrader", {})
     }
@@ -263,7 +271,7 @@ def test_sanitizing_from_the_gradebook_read_once_is_nbgraders_own(checkout, tmp_
     with pytest.raises(MissingEntry):
         _nbgrader_sanitized(grading, "extra", other)
     with pytest.raises(MissingEntry):
-        sanitized(grading, "toy", "extra", other, source)
+        sanitized(grading.db_url, "toy", "extra", other, source)
 
 
 def test_a_sandbox_killed_mid_notebook_keeps_the_earlier_cells_in_the_table_and_the_export(checkout, tmp_path):
