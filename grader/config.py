@@ -60,7 +60,7 @@ def configure_grading(c: Any, *, root: str, repo: str) -> None:
     c.Autograde.autograde_preprocessors = chain
     sanitize = Autograde.class_traits()["sanitize_preprocessors"].default()
     # nbgrader's own sanitizing, its gradebook lookups answered from the source records read once per command
-    # (grader.preprocessors.SourceCells: a connection per notebook and a query per cell before), the notebook's
+    # (grader.sanitize.SourceCells: a connection per notebook and a query per cell before), the notebook's
     # strings made safe first
     ours = {
         DeduplicateIds: DropDuplicateIds,

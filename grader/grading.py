@@ -244,9 +244,7 @@ def _not_plain(path: Path) -> str:
     """Why collect leaves a file whatever its name: a link, not a regular file, too large ('' for none)."""
     if path.is_symlink():
         return "a link, not collected (only regular files are: a link could point anywhere on this machine)"
-    if _plain(path, "dir"):
-        return ""
-    return "" if _plain(path, "file") else "not a regular file, not collected"
+    return "" if _plain(path, "file") or _plain(path, "dir") else "not a regular file, not collected"
 
 
 def past_run_files(files: list[Path]) -> dict[str, str]:

@@ -11,7 +11,7 @@ grades (nbgrader then records nothing for it).
 SafeText comes first in sanitizing, and SourceKernelspec and SourceOverwriteCells take the place of nbgrader's own
 (grader.sanitize says why: the coordinator sanitizes the same way). DropDuplicateIds takes the place of nbgrader's
 DeduplicateIds in sanitizing (nbgrader's recording pass and the
-coordinator's own, grader.classgrade.sanitized).
+coordinator's own, grader.sanitize.sanitized).
 
 StderrToStdout runs after Replay, before SaveAutoGrades. nbgrader scores 0 any graded test cell that wrote to
 stderr (nbgrader.utils.determine_grade), so a progress bar or a warning zeroed a passing test. It turns the
