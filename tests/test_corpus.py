@@ -211,10 +211,11 @@ def test_every_copy_of_the_reference_gets_the_references_points(graded, assignme
     wrong = {
         copy: got
         for copy in COPIES
-        if (got := {cell: points[(copy, assignment, cell)] for cell in POINTS[assignment]}) != dict(reference.points)
+        if (got := {cell: points[(copy, assignment, cell)] for cell in POINTS[assignment]})
+        != reference.expected(gpu=LIVE)
     }
     assert not wrong, f"{len(wrong)} of {len(COPIES)} copies graded otherwise, e.g. {next(iter(wrong.items()))}"
-    assert {totals[(copy, assignment)] for copy in COPIES} == {reference.total}
+    assert {totals[(copy, assignment)] for copy in COPIES} == {sum(reference.expected(gpu=LIVE).values())}
 
 
 def test_the_corpus_covers_both_assignments_and_every_cell_both_ways():
