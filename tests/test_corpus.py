@@ -37,7 +37,8 @@ JOBS = 8 if LIVE else 2
 # A class's worth of honest students graded beside the corpus: each hands in the reference of both assignments
 # (live, a few: each costs GPU seconds, and benchmarks/class_grade.py grades a class of 100 live)
 COPIES = tuple(f"copy-{n:03d}" for n in range(6 if LIVE else 100))
-REFERENCES = {s.assignment: s for s in CORPUS if s.name.endswith("-reference")}
+REFERENCES = {s.assignment: s for s in CORPUS if s.name.split("-", 1)[1] == "reference"}  # not d54-alias-reference
+assert sorted(REFERENCES) == sorted(POINTS), REFERENCES
 
 # Errors that are the grader's verdict on a cell rather than its crash, besides every AssertionError (a failed
 # check: labcore.answers' NoAnswer and AnswerRaised, labcore.pipeline.trace's NotAFixedSchedule, ...) and every
