@@ -29,6 +29,7 @@ from grader.layout import (
     NOT_GRADED,
     NOT_RUN,
     PENDING_GPU,
+    RESTORED,
     TIMED_OUT,
     TIMES_KEY,
 )
@@ -145,11 +146,13 @@ def _cell_notes(autograded: list[tuple[str, NotebookNode]]) -> tuple[list[str], 
     """
     timed_out, failed, notes = [], [], []
     for _, nb in autograded:
-        lost, not_run = "", []
+        lost, not_run, restored = "", [], []
         for cell in nb.cells:
             errors = {o.get("ename"): o.get("evalue", "") for o in cell.get("outputs", []) if o.output_type == "error"}
             lost = lost or errors.get(KERNEL_DIED) or errors.get(KERNEL_STUCK) or ""
             meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and RESTORED in cell.metadata:
+                restored.append(meta["grade_id"])
             if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
                 continue
             if TIMED_OUT in errors:
@@ -160,6 +163,9 @@ def _cell_notes(autograded: list[tuple[str, NotebookNode]]) -> tuple[list[str], 
                 failed.append(meta["grade_id"])
         if lost:
             notes.append(f"{lost}; not run: {', '.join(not_run)}" if not_run else lost)
+        if restored:  # grader.sanitize.restore_cells: a deleted cell, or one an editor stripped of its metadata
+            put_back = ", ".join(restored)
+            notes.append(f"graded cells put back as the course has them (lost from the notebook): {put_back}")
     return timed_out, failed, notes
 
 

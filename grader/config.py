@@ -35,6 +35,7 @@ from grader.preprocessors import (
     SafeText,
     SourceKernelspec,
     SourceOverwriteCells,
+    SourceRestoreCells,
     StderrToStdout,
 )
 
@@ -67,7 +68,10 @@ def configure_grading(c: Any, *, root: str, repo: str) -> None:
         OverwriteKernelspec: SourceKernelspec,
         OverwriteCells: SourceOverwriteCells,
     }
-    c.Autograde.sanitize_preprocessors = [SafeText, *(ours.get(pp, pp) for pp in sanitize)]
+    sanitize = [SafeText, *(ours.get(pp, pp) for pp in sanitize)]
+    # the course's cells a notebook lost put back, before nbgrader looks for them (grader.sanitize.restore_cells)
+    sanitize.insert(sanitize.index(DropDuplicateIds) + 1, SourceRestoreCells)
+    c.Autograde.sanitize_preprocessors = sanitize
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
     nbgraderformat_common.jsonschema = CheckedSchemas()
     _prepend_pythonpath(repo)

@@ -44,6 +44,7 @@ STORE = ".grading"
 UNRECORDED = "unrecorded.txt"
 # In an autograded notebook's metadata: wall seconds of the sandbox and of the trusted checker (grader.classgrade)
 TIMES_KEY = "datamove_grading"
+RESTORED = "datamove_restored"  # a cell's metadata key: why grading put the cell or its nbgrader metadata back
 
 
 def run_files_glob(assignment: str) -> str:

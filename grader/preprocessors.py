@@ -44,7 +44,7 @@ from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, PENDIN
 from grader.outputs import error_output
 from grader.program import drop_emptied_metadata
 from grader.runner import ANSI
-from grader.sanitize import overwrite_cells, overwrite_kernelspec, safe_notebook, source_of
+from grader.sanitize import overwrite_cells, overwrite_kernelspec, restore_cells, safe_notebook, source_of
 
 GRADE_WITH = "python -m grader autograde"  # what grades a grading directory's submissions
 
@@ -95,6 +95,14 @@ class SafeText(NbGraderPreprocessor):
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         return safe_notebook(nb), resources
+
+
+class SourceRestoreCells(NbGraderPreprocessor):
+    """The course's cells a notebook lost (a locked cell deleted, nbgrader's metadata dropped by an editor) put back
+    before OverwriteCells looks for them (grader.sanitize.restore_cells)."""
+
+    def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
+        return restore_cells(nb, resources, source_of(resources)), resources
 
 
 class SourceKernelspec(NbGraderPreprocessor):

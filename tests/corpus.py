@@ -76,6 +76,8 @@ class Submission:
     live: Mapping[str, float] = dataclasses.field(default_factory=dict)
     # cells that offline are "pending a GPU" (labcore.pending: 0, said so everywhere; a GPU decides them)
     pending: tuple[str, ...] = ()
+    # the handed-in notebook changed as a whole, after the edits (an editor that drops metadata, deleted cells)
+    reshape: Callable[[nbformat.NotebookNode], None] | None = None
 
     def __post_init__(self) -> None:
         assert set(self.points) == set(POINTS[self.assignment]), f"{self.name}: points for every graded cell"
@@ -116,6 +118,8 @@ class Submission:
             first = nbformat.v4.new_code_cell(self.first_cell)
             first["id"] = "students-first-cell"
             release.cells.insert(0, first)
+        if self.reshape is not None:
+            self.reshape(release)
         return release
 
     def write(self, folder: Path) -> None:
@@ -1996,6 +2000,69 @@ CORPUS += (
 )
 
 CORPUS = (*CORPUS, *QUESTIONS_CORPUS)  # questions: appended here, the lessons' own blocks above are untouched
+
+
+# -- the course's cells lost from the notebook: nbgrader finds a cell by its metadata alone --------------------
+
+
+def strip_metadata(nb: nbformat.NotebookNode) -> None:
+    """As an editor that keeps only what it knows (VS Code's or Colab's save, a script): nbgrader's cell metadata
+    gone, cell ids kept."""
+    for cell in nb.cells:
+        for key in ("nbgrader", "deletable", "editable"):
+            cell.metadata.pop(key, None)
+
+
+def strip_metadata_and_ids(nb: nbformat.NotebookNode) -> None:
+    """Older still: format 4.4, no cell ids, no nbgrader metadata; the cells' text as handed out."""
+    strip_metadata(nb)
+    nb.nbformat_minor = 4
+    for cell in nb.cells:
+        cell.pop("id", None)
+
+
+def deleting(*ids: str) -> Callable[[nbformat.NotebookNode], None]:
+    def delete(nb: nbformat.NotebookNode) -> None:
+        nb.cells = [cell for cell in nb.cells if cell.get("id") not in ids]
+
+    return delete
+
+
+LOST_CELLS_CORPUS = (
+    Submission(
+        "d54-metadata-stripped",
+        D,
+        "the reference saved by an editor that drops nbgrader's metadata (ids kept): each cell found by its id, its "
+        "metadata restored, full points (nbgrader alone grades every test 0, saying nothing)",
+        full(D),
+        reshape=strip_metadata,
+    ),
+    Submission(
+        "zc-ids-and-metadata-stripped",
+        Z,
+        "the reference with no nbgrader metadata and no cell ids (format 4.4): each locked cell found by its text "
+        "as handed out (hidden tests cleared), the answers run as the student's own cells, full points",
+        full(Z),
+        reshape=strip_metadata_and_ids,
+    ),
+    Submission(
+        "zc-test-cells-deleted",
+        Z,
+        "the reference with the setup cell and two test cells deleted: each put back where the course has it, "
+        "after the cell before it, and graded on the student's answers, full points",
+        full(Z),
+        reshape=deleting("setup", "test_gather_correct", "test_publish"),
+    ),
+    Submission(
+        "zc-answer-deleted",
+        Z,
+        "the gather answer cell deleted: a test cell is put back, an answer never is; the gather tests say the "
+        "answer is missing (0), the others full",
+        full(Z, test_gather_correct=0, test_gather_bandwidth=0),
+        reshape=deleting("gather_exercise"),
+    ),
+)
+CORPUS = (*CORPUS, *LOST_CELLS_CORPUS)
 
 # A lesson may keep its part of the corpus in its own folder, as <lesson>/tests/corpus.py: POINTS (its cells'
 # points) and submissions(Submission, full, zero). Found through the list, so a new lesson's cases join by its

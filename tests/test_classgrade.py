@@ -274,6 +274,71 @@ def test_sanitizing_from_the_gradebook_read_once_is_nbgraders_own(checkout, tmp_
         sanitized(grading.db_url, "toy", "extra", other, source)
 
 
+def test_cells_lost_from_the_notebook_are_put_back_by_both_passes_and_graded(checkout, tmp_path):
+    """nbgrader finds a cell by its metadata alone, and grades a missing test cell 0 saying nothing. A notebook
+    saved without nbgrader's metadata (the toy's cell ids are not its grade ids: each locked cell is found by its
+    text as handed out, hidden tests cleared), one without metadata or cell ids (format 4.4), and one with a test
+    cell deleted: both sanitizing passes leave the same bytes, every locked cell is back with the source's text
+    and metadata, and each student gets full points, the table naming the graded cells put back."""
+    from nbgrader.preprocessors import ClearOutput
+
+    from grader.layout import RESTORED
+    from grader.preprocessors import (
+        DropDuplicateIds,
+        SafeText,
+        SourceKernelspec,
+        SourceOverwriteCells,
+        SourceRestoreCells,
+    )
+    from grader.sanitize import SourceCells, sanitized
+
+    names = ("stripped", "bare", "deleted")
+    root = class_dir(checkout, tmp_path, dict.fromkeys(names, "correct"))
+    grading = GradingDir(root)
+    for student in names:
+        path = root / "submitted" / student / "toy" / "toy.ipynb"
+        nb = json.loads(path.read_text())
+        if student == "deleted":
+            nb["cells"] = [
+                c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") != "test_chunk_count"
+            ]
+        else:
+            for cell in nb["cells"]:
+                cell["metadata"].pop("nbgrader", None)
+                if student == "bare":
+                    cell.pop("id", None)
+            nb["nbformat_minor"] = 4 if student == "bare" else nb["nbformat_minor"]
+        path.write_text(json.dumps(nb))
+    source = SourceCells(grading.db_url, "toy")
+    locked = {name for (name, _), cell in source.cells.items() if cell.locked}
+    assert {"test_chunk_count", "test_clamp_hidden", "intro"} <= locked
+    for student in names:
+        path = root / "submitted" / student / "toy" / "toy.ipynb"
+        ours = sanitized(grading.db_url, "toy", student, path, source)
+        nb = nbformat.read(path, as_version=4)
+        resources = {"nbgrader": {"db_url": grading.db_url, "assignment": "toy", "notebook": "toy", "student": student}}
+        chain = (SafeText, ClearOutput, DropDuplicateIds, SourceRestoreCells, SourceKernelspec, SourceOverwriteCells)
+        for step in chain:
+            nb, resources = step().preprocess(nb, resources)
+        assert nbformat.writes(nb) == nbformat.writes(ours), student
+        found = {c.metadata["nbgrader"]["grade_id"]: c for c in ours.cells if "nbgrader" in c.metadata}
+        assert locked <= set(found), (student, locked - set(found))
+        for name in locked:
+            assert found[name].source == source.cells[(name, "toy")].source
+            want = source.metadata(name, "toy")
+            got = found[name].metadata["nbgrader"]
+            assert {k: got.get(k) for k in ("grade", "grade_id", "locked", "solution", "checksum", "points")} == {
+                k: want.get(k) for k in ("grade", "grade_id", "locked", "solution", "checksum", "points")
+            }, (student, name)
+        back = {n for n, c in found.items() if RESTORED in c.metadata}
+        assert back == ({"test_chunk_count"} if student == "deleted" else locked), (student, back)
+    done = grader("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S))
+    assert done.rc == 0, done.out[-3000:] + done.err[-3000:]
+    assert _scores(root) == dict.fromkeys(names, FULL), done.out[-3000:]
+    row = next(line for line in done.lines if line.startswith("deleted "))
+    assert "graded cells put back as the course has them (lost from the notebook): test_chunk_count" in row, row
+
+
 def test_a_sandbox_killed_mid_notebook_keeps_the_earlier_cells_in_the_table_and_the_export(checkout, tmp_path):
     """A cell SIGKILLs its sandbox's parent (the warm sandbox): the cells before keep their points, and the table and
     the CSV say so, with the cell and the reason, not "not graded" with a blank score."""
