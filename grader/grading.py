@@ -288,6 +288,8 @@ def too_large(path: Path, *, count_cells: bool = True) -> str:
 
 def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, list[str]], list[str]]:
     """Copy SUBMISSIONS/<student>/ into submitted/<student>/<assignment>/ and add the students to the gradebook.
+    A student's files may also be in nbgrader's own layout, SUBMISSIONS/<student>/<assignment>/ (an exchange's
+    `submitted` folder).
 
     Returns {student: [assignments]} and lines naming what was skipped. A student's earlier submission of the
     same assignment is replaced.
@@ -309,11 +311,17 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
         leftovers = {p.name for p in folder.iterdir()}
         odd = {p.name: why for p in folder.iterdir() if (why := _not_plain(p))}
         for name in assignments:
-            files = _student_files(folder, name)
-            odd.update({p.name: why for p in files if (why := too_large(p))})
-            files = [p for p in files if p.name not in odd]
-            odd.update(past_run_files(files))
-            files = [p for p in files if p.name not in odd]
+            where = folder
+            if not os.path.lexists(folder / f"{name}.ipynb") and _plain(folder / name, "dir"):
+                where = folder / name  # nbgrader's own layout (its exchange, zip_collect): <student>/<assignment>/
+                leftovers.discard(name)
+                leftovers |= {f"{name}/{p.name}" for p in where.iterdir()}
+                odd.update({f"{name}/{p.name}": why for p in where.iterdir() if (why := _not_plain(p))})
+            files = _student_files(where, name)
+            odd.update({_within(folder, p): why for p in files if (why := too_large(p))})
+            files = [p for p in files if _within(folder, p) not in odd]
+            odd.update({_within(folder, where / n): why for n, why in past_run_files(files).items()})
+            files = [p for p in files if _within(folder, p) not in odd]
             if not any(p.suffix == ".ipynb" for p in files):
                 continue
             dest = grading.root / "submitted" / folder.name / name
@@ -321,7 +329,7 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
             dest.mkdir(parents=True)
             for path in files:
                 _copy_data(path, dest / path.name)
-                leftovers.discard(path.name)
+                leftovers.discard(_within(folder, path))
             taken.setdefault(folder.name, []).append(name)
         skipped += [f"{folder.name}/{n}: {odd.get(n) or not_collected(n, assignments)}" for n in sorted(leftovers)]
         if folder.name not in taken:
@@ -332,6 +340,11 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
         add_students(grading, sorted({*taken, *empty}))
     record_skipped(grading, taken, empty)
     return taken, skipped
+
+
+def _within(folder: Path, path: Path) -> str:
+    """A file's name in a student's folder: `day54.ipynb`, or `day54/day54.ipynb` in nbgrader's own layout."""
+    return path.relative_to(folder).as_posix()
 
 
 def not_collected(name: str, assignments: list[str]) -> str:

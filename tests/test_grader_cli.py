@@ -348,6 +348,29 @@ def test_collect_takes_no_link_whatever_it_points_to(tmp_path):
     assert (taken / "toy_run_tool").stat().st_mtime_ns == (subs / "bob" / "toy_run_tool").stat().st_mtime_ns
 
 
+def test_collect_takes_nbgraders_own_layout_too(tmp_path):
+    """SUBMISSIONS/<student>/<assignment>/ (an nbgrader exchange's `submitted` folder) is collected as
+    SUBMISSIONS/<student>/<assignment>.ipynb is, run files beside the notebook included, the rest named in warnings;
+    a link in place of that folder is not followed."""
+    root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
+    (subs / "ann" / "toy" / ".ipynb_checkpoints").mkdir(parents=True)
+    shutil.copy(TOY / "submissions" / "correct" / "toy.ipynb", subs / "ann" / "toy" / "toy.ipynb")
+    (subs / "ann" / "toy" / "toy_run_notes.csv").write_text("x\n")
+    (subs / "ann" / "toy" / "notes.txt").write_text("mine\n")
+    (subs / "bob").mkdir()
+    (subs / "bob" / "toy").symlink_to(subs / "ann" / "toy", target_is_directory=True)
+    done = grader("collect", str(root), str(subs))
+    assert done.rc == 0, done.err
+    taken = root / "submitted" / "ann" / "toy"
+    assert sorted(p.name for p in taken.iterdir()) == ["toy.ipynb", "toy_run_notes.csv"]
+    assert (taken / "toy.ipynb").read_bytes() == (TOY / "submissions" / "correct" / "toy.ipynb").read_bytes()
+    warnings = [line for line in done.err.splitlines() if line.startswith("warning: ")]
+    assert any(w.startswith("warning: ann/toy/notes.txt: not collected") for w in warnings), warnings
+    assert any(w.startswith("warning: ann/toy/.ipynb_checkpoints: not collected") for w in warnings), warnings
+    assert any(w.startswith("warning: bob/toy: a link, not collected") for w in warnings), warnings
+    assert not (root / "submitted" / "bob").exists()
+
+
 def test_collect_fails_on_a_folder_with_no_student_folder(tmp_path):
     """An empty SUBMISSIONS (or one holding only loose files) is one line and exit 2, nothing written."""
     root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
