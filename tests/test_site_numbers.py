@@ -102,6 +102,8 @@ def test_a_number_no_profile_holds_is_caught() -> None:
     """An entry quoting a number its folder does not hold is named (the check above can fail)."""
     assert unrecorded("the autograde took 75.7 s (`profiles/h200/grading/`)") == []
     assert unrecorded("the autograde took 75.2 s (`profiles/h200/grading/`)") == ["75.2"]
+    assert unrecorded("the corpus took 165.88 s (`profiles/h100/2026-12-05/`)") == []  # a run on a lent H100
+    assert unrecorded("the corpus took 165.87 s (`profiles/h100/2026-12-05/`)") == ["165.87"]
     lesson = names()[0]
     held = NUMBER.findall((ROOT / lesson / "profiles" / "h200" / "results.json").read_text())[0]
     assert unrecorded(f"it took {held} s (`{lesson}/profiles/h200/`)") == []
