@@ -463,6 +463,9 @@ def cmd_feedback(args: argparse.Namespace) -> int:
     problems = []
     with grading.writer():
         for name in track(names, "feedback", unit="nb"):
+            if not any((grading.root / "autograded").glob(f"*/{name}/*.ipynb")):  # nbgrader would stop the rest
+                print(f"{name}: nothing autograded yet, no feedback (`python -m grader autograde` first)")
+                continue
             pages, leaks = write_feedback(grading, name)
             problems += leaks
             print(

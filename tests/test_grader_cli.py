@@ -371,6 +371,18 @@ def test_collect_takes_nbgraders_own_layout_too(tmp_path):
     assert not (root / "submitted" / "bob").exists()
 
 
+def test_feedback_before_any_autograde_says_so_and_succeeds(tmp_path):
+    """An assignment nothing was autograded for yet (a week whose notebooks are not in) is named and passed over:
+    nbgrader's generate_feedback would fail on it and stop the feedback of every assignment after it."""
+    root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
+    (subs / "ann").mkdir(parents=True)
+    shutil.copy(TOY / "submissions" / "correct" / "toy.ipynb", subs / "ann" / "toy.ipynb")
+    assert grader("collect", str(root), str(subs)).rc == 0
+    done = grader("feedback", str(root))
+    assert done.rc == 0, done.err
+    assert "toy: nothing autograded yet, no feedback" in done.out, done.out
+
+
 def test_collect_fails_on_a_folder_with_no_student_folder(tmp_path):
     """An empty SUBMISSIONS (or one holding only loose files) is one line and exit 2, nothing written."""
     root, subs = grading_dir(tmp_path / "dir"), tmp_path / "subs"
