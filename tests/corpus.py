@@ -2064,12 +2064,14 @@ LOST_CELLS_CORPUS = (
 )
 CORPUS = (*CORPUS, *LOST_CELLS_CORPUS)
 
-# A lesson may keep its part of the corpus in its own folder, as <lesson>/tests/corpus.py: POINTS (its cells'
+# A lesson may keep its part of the corpus in its own folder, as <lesson>/tests/corpus.py (or corpus_<lesson>.py,
+# where its tests folder is no package and a second module named corpus would shadow this one): POINTS (its cells'
 # points) and submissions(Submission, full, zero). Found through the list, so a new lesson's cases join by its
-# folder alone.
+# folder alone, and the whole corpus is graded together, offline in CI and live.
 for _lesson in _lessons.lessons():
-    _own = _lesson.tests / "corpus.py"
-    if _own.is_file():
+    for _own in (_lesson.tests / "corpus.py", _lesson.tests / f"corpus_{_lesson.name}.py"):
+        if not _own.is_file():
+            continue
         _spec = importlib.util.spec_from_file_location(f"corpus_of_{_lesson.name}", _own)
         _module = importlib.util.module_from_spec(_spec)
         _spec.loader.exec_module(_module)
