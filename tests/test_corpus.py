@@ -219,9 +219,11 @@ def test_every_copy_of_the_reference_gets_the_references_points(graded, assignme
     assert {totals[(copy, assignment)] for copy in COPIES} == {sum(reference.expected(gpu=LIVE).values())}
 
 
-def test_the_corpus_covers_both_assignments_and_every_cell_both_ways():
-    """At least 22 submissions; each graded cell is earned by some submission and lost by another."""
+def test_the_corpus_covers_every_assignment_and_every_cell_both_ways():
+    """At least 22 submissions, cases for every lesson of the list; each graded cell is earned by some submission
+    and lost by another."""
     assert len(CORPUS) >= 22
+    assert sorted(POINTS) == sorted(names()), "every lesson of the list has its cases in the corpus"
     for assignment, cells in POINTS.items():
         subs = [s for s in CORPUS if s.assignment == assignment]
         for cell, top in cells.items():
