@@ -2062,6 +2062,59 @@ LOST_CELLS_CORPUS = (
         reshape=deleting("gather_exercise"),
     ),
 )
+
+
+def fake_test_cell(nb: nbformat.NotebookNode) -> None:
+    """The break-even test deleted and a cell of the student's own in its place, with its cell id and no metadata,
+    that checks nothing: matched by its id, it is the course's locked test again, its text restored."""
+    at = next(i for i, c in enumerate(nb.cells) if c.get("id") == "test_break_even")
+    nb.cells[at] = nbformat.v4.new_code_cell("print('all tests passed')")
+    nb.cells[at]["id"] = "test_break_even"
+
+
+def nested(folder: Path) -> None:
+    """nbgrader's own layout: SUBMISSIONS/<student>/zero_copy/zero_copy.ipynb."""
+    (folder / "zero_copy").mkdir()
+    (folder / "zero_copy.ipynb").rename(folder / "zero_copy" / "zero_copy.ipynb")
+
+
+def nested_links_the_source(folder: Path) -> None:
+    """nbgrader's own layout, a run file in it a link to the instructor's source notebook."""
+    nested(folder)
+    (folder / "zero_copy" / "zero_copy_run_notes.csv").symlink_to(ROOT / "zero_copy" / "solutions" / "zero_copy.ipynb")
+
+
+LOST_CELLS_CORPUS += (
+    Submission(
+        "zc-fake-test-cell",
+        Z,
+        "a wrong break-even, its test cell replaced by one of the student's own with the test's cell id and no "
+        "metadata, printing 'all tests passed': restored by its id as the locked test, whose text comes back: 0",
+        full(Z, test_break_even=0),
+        edits={"break_even_reads": "def break_even_reads(link_gbps, hbm_gbps):\n    return 1.0"},
+        reshape=fake_test_cell,
+    ),
+    Submission(
+        "zc-nested-layout",
+        Z,
+        "the reference handed in in nbgrader's own layout, <student>/zero_copy/zero_copy.ipynb: collected, full",
+        full(Z),
+        run_files=nested,
+    ),
+    Submission(
+        "zc-nested-links-the-source",
+        Z,
+        "nbgrader's own layout, the stubs running the instructor's solution from a run file there that is a link "
+        "to the source notebook: collect takes no link, so the stubs are graded",
+        zero(Z),
+        solved=False,
+        edits={
+            c: _from_linked_run_file(c, _release_source(Z, c))
+            for c in ("break_even_reads", "gather_exercise", "my_publish")
+        },
+        run_files=nested_links_the_source,
+    ),
+)
 CORPUS = (*CORPUS, *LOST_CELLS_CORPUS)
 
 # A lesson may keep its part of the corpus in its own folder, as <lesson>/tests/corpus.py (or corpus_<lesson>.py,
