@@ -900,6 +900,14 @@ else:
 {indented}"""
 
 
+def _linked_stubs() -> dict[str, str]:
+    """The stubs of zero_copy's answer cells, each running the instructor's solution from a linked run file."""
+    return {
+        c: _from_linked_run_file(c, _release_source(Z, c))
+        for c in ("break_even_reads", "gather_exercise", "my_publish")
+    }
+
+
 def _release_source(assignment: str, cell_id: str) -> str:
     release = nbformat.read(ROOT / "course" / assignment / f"{assignment}.ipynb", as_version=4)
     return next(c.source for c in release.cells if c.get("id") == cell_id)
@@ -1348,6 +1356,7 @@ QUESTIONS_CORPUS = (
 # -- the corpus ---------------------------------------------------------------------------------------------------
 
 D, Z = "day54", "zero_copy"
+LINKED_STUBS = _linked_stubs()  # zc-links-the-source and zc-nested-links-the-source
 # If the checker ran this, the release's stubs would pass every day54 check
 PASS_EVERY_CHECK = """import day54.checks as _checks
 
@@ -1823,10 +1832,7 @@ CORPUS: tuple[Submission, ...] = (
         "source notebook (an archive can hold one): collect takes no link, so the stubs are graded",
         zero(Z),
         solved=False,
-        edits={
-            c: _from_linked_run_file(c, _release_source(Z, c))
-            for c in ("break_even_reads", "gather_exercise", "my_publish")
-        },
+        edits=LINKED_STUBS,
         run_files=links_the_source,
     ),
     Submission(
@@ -2108,10 +2114,7 @@ LOST_CELLS_CORPUS += (
         "to the source notebook: collect takes no link, so the stubs are graded",
         zero(Z),
         solved=False,
-        edits={
-            c: _from_linked_run_file(c, _release_source(Z, c))
-            for c in ("break_even_reads", "gather_exercise", "my_publish")
-        },
+        edits=LINKED_STUBS,
         run_files=nested_links_the_source,
     ),
 )
