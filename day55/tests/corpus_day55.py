@@ -54,6 +54,19 @@ FREE_ON_OTHER_STREAM = """def my_stream_ordered(ctx):
         ctx.copy_out(k, pair)
         ctx.free_async(k, pair, stream=(pair + 1) % ctx.n_streams)"""
 
+# Right only at the shape the timed cell records (16 chunks of 64 MiB, 2 buffers), racing at every other: the
+# correctness cell's configurations are drawn anew each grading run, so it cannot know them; the timed cell times
+# (and checks) only its own shape, where this schedule is right.
+RIGHT_ONLY_WHEN_TIMED = """def my_stream_ordered(ctx):
+    timed = ctx.n_chunks == 16 and ctx.n_buffers == 2 and ctx.window_bytes == 64 * 2**20
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.malloc_async(k, pair)
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)
+        ctx.free_async(k, pair, stream=pair if timed else (pair + 1) % ctx.n_streams)"""
+
 CUDA_MALLOC = """def my_stream_ordered(ctx):
     for k in range(ctx.n_chunks):
         pair = k % ctx.n_buffers
@@ -186,6 +199,16 @@ def submissions(Submission, full, zero):
             "frees each chunk on the next pair's stream: a race the recording fake names (the output may be right)",
             full(A, **SCHEDULE_ZERO),
             edits={"my_stream_ordered": FREE_ON_OTHER_STREAM},
+        ),
+        Submission(
+            f"{A}-right-only-when-timed",
+            A,
+            "right at the timed cell's 16 x 64 MiB x 2 only, freeing on the next pair's stream at every other shape: "
+            "the drawn configurations find the race (correct 0); the timed cell judges the shape it times (pending "
+            "offline, 2 live)",
+            full(A, test_stream_ordered_correct=0, **{TIME: 0}),
+            edits={"my_stream_ordered": RIGHT_ONLY_WHEN_TIMED},
+            **right,
         ),
         Submission(
             f"{A}-cuda-malloc",

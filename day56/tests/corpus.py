@@ -78,6 +78,17 @@ KERNEL_ON_THE_NEXT_STREAM = """def my_capturable(ctx):
         ctx.launch(k, pair, stream=(pair + 1) % ctx.n_buffers)  # unordered after its copy in: a race
         ctx.copy_out(k, pair)"""
 
+# Right only at the timed cell's shape (64 chunks of 4 MiB, 3 buffers), each kernel on the next pair's stream at
+# every other: the capture cell's configurations are drawn anew each grading run; the timed cell checks and times
+# its own shape only.
+RIGHT_ONLY_WHEN_TIMED = """def my_capturable(ctx):
+    timed = ctx.n_chunks == 64 and ctx.n_buffers == 3 and ctx.window_bytes == 4 * 2**20
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair, stream=pair if timed else (pair + 1) % ctx.n_buffers)
+        ctx.copy_out(k, pair)"""
+
 SERIAL_SCHEDULE = """def my_capturable(ctx):
     # day 54's naive schedule: right, capturable, and serial (the timed check's floor bound fails it on a GPU)
     for k in range(ctx.n_chunks):
@@ -193,6 +204,16 @@ def submissions(submission: Callable[..., Any], full: Callable[..., Any], zero: 
             "each kernel on the next pair's stream: unordered after its own copy in, a race the fake finds",
             full(A, test_capture_safe=0, test_capture_timed=0),
             edits={"my_capturable": KERNEL_ON_THE_NEXT_STREAM},
+        ),
+        s(
+            "d56-right-only-when-timed",
+            A,
+            "right at the timed cell's 64 x 4 MiB x 3 only, racing at every other shape: the drawn configurations "
+            "find the race (capture 0); the timed cell judges the shape it times (pending offline, 2 live)",
+            full(A, test_capture_safe=0, test_capture_timed=0),
+            edits={"my_capturable": RIGHT_ONLY_WHEN_TIMED},
+            pending=PENDING,
+            live=LIVE,
         ),
         s(
             "d56-serial",
