@@ -90,7 +90,8 @@ def _run_section(monkeypatch, profiles: Path) -> dict[str, nbformat.NotebookNode
 
 
 def _text(cell: nbformat.NotebookNode) -> str:
-    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    """What the cell printed (stdout); a library's warnings on stderr are not the section's output."""
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.get("name") == "stdout")
 
 
 def _images(cell: nbformat.NotebookNode) -> int:

@@ -40,7 +40,9 @@ def errors_of(cell: nbformat.NotebookNode) -> list[tuple[str, str]]:
 
 
 def printed(cell: nbformat.NotebookNode) -> str:
-    return "".join(o.text for o in cell.get("outputs", []) if o.output_type == "stream")
+    """What the cell printed (stdout): a library's warnings on stderr (matplotlib's font cache, say) are not the
+    lesson's output."""
+    return "".join(o.text for o in cell.get("outputs", []) if o.output_type == "stream" and o.name == "stdout")
 
 
 def code_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
