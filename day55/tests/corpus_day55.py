@@ -57,15 +57,9 @@ FREE_ON_OTHER_STREAM = """def my_stream_ordered(ctx):
 # Right only at the shape the timed cell records (16 chunks of 64 MiB, 2 buffers), racing at every other: the
 # correctness cell's configurations are drawn anew each grading run, so it cannot know them; the timed cell times
 # (and checks) only its own shape, where this schedule is right.
-RIGHT_ONLY_WHEN_TIMED = """def my_stream_ordered(ctx):
-    timed = ctx.n_chunks == 16 and ctx.n_buffers == 2 and ctx.window_bytes == 64 * 2**20
-    for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.malloc_async(k, pair)
-        ctx.copy_in(k, pair)
-        ctx.launch(k, pair)
-        ctx.copy_out(k, pair)
-        ctx.free_async(k, pair, stream=pair if timed else (pair + 1) % ctx.n_streams)"""
+RIGHT_ONLY_WHEN_TIMED = FREE_ON_OTHER_STREAM.replace(
+    "(ctx):\n", "(ctx):\n    timed = ctx.n_chunks == 16 and ctx.n_buffers == 2 and ctx.window_bytes == 64 * 2**20\n", 1
+).replace("stream=(pair + 1)", "stream=pair if timed else (pair + 1)")
 
 CUDA_MALLOC = """def my_stream_ordered(ctx):
     for k in range(ctx.n_chunks):
