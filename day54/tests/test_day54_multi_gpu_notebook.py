@@ -90,8 +90,7 @@ def _run_section(monkeypatch, profiles: Path) -> dict[str, nbformat.NotebookNode
 
 
 def _text(cell: nbformat.NotebookNode) -> str:
-    """What the cell printed (stdout); a library's warnings on stderr are not the section's output."""
-    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.get("name") == "stdout")
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
 
 
 def _images(cell: nbformat.NotebookNode) -> int:
