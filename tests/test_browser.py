@@ -96,6 +96,9 @@ def jupyterlab(root: Path, home: Path, config_path: Path | None) -> Iterator[Sim
         while not _answers(f"{url}/api/status?token={token}"):
             assert server.poll() is None and time.monotonic() < deadline, (home / log.name).read_text()[-3000:]
             time.sleep(0.3)
+        while _answers(f"{url}/api/kernelspecs?token={token}") != 200:  # the list the page asks for first, ready
+            assert server.poll() is None and time.monotonic() < deadline, (home / log.name).read_text()[-3000:]
+            time.sleep(0.3)
         yield SimpleNamespace(url=url, token=token, log=home / log.name, root=root)
     finally:
         server.terminate()
@@ -150,6 +153,8 @@ def wait_for_kernel(page, lab: SimpleNamespace, path: str) -> None:
         if dialog.count():
             asked = dialog.first.inner_text()
             assert asked.startswith("Select Kernel"), f"JupyterLab asks something opening {path}: {asked!r}"
+            offered = dialog.first.locator("select option").all_inner_texts()
+            assert kernel in offered, f"{path}: JupyterLab asks for a kernel and offers {offered}, not {kernel!r}"
             dialog.first.locator("select").select_option(label=kernel)
             dialog.first.locator(".jp-mod-accept").click()
         elif page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count():
