@@ -135,8 +135,8 @@ def kernel_state(lab: SimpleNamespace, path: str) -> str | None:
 def open_notebook(page, lab: SimpleNamespace, path: str) -> None:
     """The notebook alone in a fresh workspace of its own (no tab of another page restored), its kernel idle.
 
-    JupyterLab asks which kernel to start when its list of kernels had not come from the server as the notebook
-    opened (it did on a loaded 2-core CI machine): the reader's answer, the notebook's own kernel, is given; any
+    JupyterLab asked which kernel to start once, on a loaded 2-core CI machine (likely its list of kernels had not
+    come from the server yet; not reproduced here): the reader's answer, the notebook's own kernel, is given; any
     other question fails the test, quoted.
     """
     workspace = Path(path).stem
