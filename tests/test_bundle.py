@@ -30,6 +30,7 @@ from labcore.device import gpu_available
 from labcore.lessons import names
 
 from installed import grader, wheel_and_replay
+from site_fixture import PIPELINE, fold, json_strings, marked_regions, region_needles, regions_quoted
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "tests" / "data" / "toy_assignment"
@@ -48,8 +49,9 @@ ALLOWED = {
 }
 
 # The loop every chunked schedule opens with, and the context's calls in it: day 54's solution, and the pipeline
-# code of the lessons built on it (day 55's ways to allocate, day 56's capture), which the bundle ships; it gives
-# no exercise away
+# code of the lessons built on it (day 55's ways to allocate, day 56's capture), which the bundle ships; line by
+# line it gives no exercise away. All of them together, in order, are day 54's answer: the region scan below
+# looks for every solution region whole.
 SKELETON = {
     "for k in range(ctx.n_chunks):",
     "pair = k % ctx.n_buffers",
@@ -105,17 +107,6 @@ def secret_lines(root: Path = ROOT) -> dict[str, str]:
 def cell_lines(cell: dict) -> list[str]:
     source = cell["source"]
     return ("".join(source) if isinstance(source, list) else source).splitlines()
-
-
-def json_strings(value: object) -> list[str]:
-    """Every string in a JSON document (a notebook's sources and outputs), decoded from JSON's escapes."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [s for v in value for s in json_strings(v)]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in json_strings(v)]
-    return []
 
 
 def text_lines(path: Path) -> list[str] | None:
@@ -174,6 +165,49 @@ def test_the_scan_finds_a_planted_solution_and_hidden_test(tmp_path):
     assert ("helper.py", 2, hidden) in hits
     assert any(f == "n.ipynb" and s == solution for f, _, s in hits)
     assert binary == 1
+
+
+# -- the region scan: a solution region quoted whole -------------------------------------------------------------
+
+
+def test_the_bundle_quotes_no_solution_region_whole(built):
+    """No solution or hidden-test region of two lines or more is in a text file of the bundle (a module, a release
+    notebook's strings, a profile's log), whitespace folded, with or without `#` comments: SKELETON lets day 54's
+    lines through one by one, and a file that shows them together shows the answer."""
+    needles = region_needles()
+    hits, _ = regions_quoted(built.out, needles)
+    assert hits == [], "\n".join(f"{f}: {n!r} ({'; '.join(needles[n])})" for f, n in hits)
+
+
+def test_the_region_scan_finds_a_planted_region(tmp_path):
+    """Not vacuous: day 54's pipeline reindented and annotated in a module, and a solution region with its quotes
+    in a notebook (JSON-escaped, rewrapped, other comments) are found; three of the pipeline's four lines, the naive
+    loop and a binary file are not."""
+    needles = region_needles()
+    assert len(needles) >= 25 and any(o.startswith("hidden test") for os_ in needles.values() for o in os_)
+    pipeline = fold("\n".join(PIPELINE))
+    assert {"day54/solutions/day54.ipynb, cell my_pipelined", "day56/solutions/day56.ipynb, cell my_capturable"} <= {
+        o.removeprefix("solution of ") for o in needles[pipeline]
+    }
+    loop, *body = PIPELINE
+    planted = [f"def mine(ctx):\n\t{loop}   # every chunk\n", "\t\t# on its pair's stream\n"]
+    planted += [f"\t\t{line.strip()}  # {n}\n" for n, line in enumerate(body)]
+    (tmp_path / "helper.py").write_text("".join(planted))
+    source = json.loads((ROOT / "day54" / "solutions" / "day54.ipynb").read_text())["cells"]
+    names_cell = next(c for c in source if c["metadata"].get("nbgrader", {}).get("grade_id") == "my_pitfall_names")
+    region = marked_regions("".join(names_cell["source"]), "### BEGIN SOLUTION", "### END SOLUTION")[0]
+    rewritten = [line.strip().split("  #")[0] + "    # mine" for line in region.splitlines()]
+    assert '"' in region and "  #" in region  # quotes to escape in JSON, comments to differ
+    cell = {"cell_type": "code", "source": [f"  {line}\n" for line in rewritten], "metadata": {}, "outputs": []}
+    (tmp_path / "n.ipynb").write_text(json.dumps({"cells": [cell]}))
+    (tmp_path / "three.py").write_text("\n".join([PIPELINE[0], *PIPELINE[2:]]))  # the pair line left out
+    (tmp_path / "naive.py").write_text("for k in range(ctx.n_chunks):\n    ctx.copy_in(k, 0)\n    ctx.launch(k, 0)\n")
+    (tmp_path / "blob.bin").write_bytes(b"\0" + "\n".join(PIPELINE).encode())
+    hits, binary = regions_quoted(tmp_path, needles)
+    assert ("helper.py", pipeline) in hits and binary == 1
+    stripped = [n for f, n in hits if f == "n.ipynb"]
+    assert stripped and all("my_pitfall_names" in o for n in stripped for o in needles[n]) and "#" not in stripped[0]
+    assert {f for f, _ in hits} == {"helper.py", "n.ipynb"}
 
 
 # -- the references -------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 The site is built once per session (tests/site_fixture.py) by the README's command; a headless Chromium
 (tests/browser_fixture.py) opens every page. The pages are public: no line of a solution region, a hidden test
-or a withheld reference (`@reference` bodies, `BEGIN REFERENCE` CUDA regions) may appear in any built file.
+or a withheld reference (`@reference` bodies, `BEGIN REFERENCE` CUDA regions) may appear in any built file, and
+no solution or hidden-test region whole either, however it is laid out (tests/site_fixture.py's region scan).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from labcore.lessons import lesson, names
 
 from browser_fixture import browser  # noqa: F401 (a fixture)
 from installed import draws_plot
-from site_fixture import ROOT, site_build  # noqa: F401 (a fixture)
+from site_fixture import PIPELINE, ROOT, fold, region_needles, regions_quoted, site_build  # noqa: F401 (a fixture)
 
 LESSONS = names()
 FIRST = LESSONS[0]  # the README's screenshot shows the first lesson
@@ -133,6 +134,31 @@ def test_the_scan_finds_a_planted_secret(tmp_path) -> None:
 def test_no_built_file_quotes_a_solution_hidden_test_or_reference(site_build) -> None:  # noqa: F811
     """The public site holds none of the withheld lines, in any page, script or index."""
     assert quoted_secrets(site_build.out) == {}
+
+
+def test_the_region_scan_finds_a_region_shown_as_a_page_shows_code(tmp_path) -> None:
+    """Day 54's pipeline as a highlighted code block shows it (every token its span, entities, the page's own
+    indentation and a comment of its own) is found; the same lines with one left out are not."""
+    needles = region_needles()
+    pipeline = fold("\n".join(PIPELINE))
+    assert pipeline in needles
+
+    def page(lines: list[str]) -> str:
+        spans = [" ".join(f'<span class="n">{w.replace("%", "&#37;")}</span>' for w in line.split()) for line in lines]
+        return '<html><body><div class="highlight"><pre>' + "\n  ".join(spans) + "</pre></div></body></html>"
+
+    shown = [PIPELINE[0] + "  # each chunk", *PIPELINE[1:]]
+    (tmp_path / "leak.html").write_text(page(shown))
+    (tmp_path / "clean.html").write_text(page([PIPELINE[0], *PIPELINE[2:]]))
+    assert regions_quoted(tmp_path, needles) == ([("leak.html", pipeline)], 0)
+
+
+def test_no_built_file_quotes_a_solution_region_whole(site_build) -> None:  # noqa: F811
+    """No solution or hidden-test region of two lines or more is in any built file (theme files included),
+    whitespace folded, with or without `#` comments: its lines may each be public, all of them together are not."""
+    needles = region_needles()
+    hits, _ = regions_quoted(site_build.out, needles)
+    assert hits == [], "\n".join(f"{f}: {n!r} ({'; '.join(needles[n])})" for f, n in hits)
 
 
 def test_the_build_is_clean(site_build) -> None:  # noqa: F811
