@@ -25,3 +25,13 @@ def profiles(tmp_path: Path) -> Path:
     folder = tmp_path / "profiles"
     folder.mkdir()
     return folder
+
+
+@pytest.fixture
+def as_graded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checks judge as the trusted checker does, with the lesson's references (labcore.answers.grading()), while the
+    answers are still computed in this process: a test of a check's judgment against a withheld key or reference,
+    which the student's own kernel never makes (labcore.public)."""
+    from labcore import answers
+
+    monkeypatch.setattr(answers, "grading", lambda: True)

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 SHARED = ("labcore", "labcore.pipeline", "grader")
 SHARED_DATA = {"labcore": ["pipeline/kernels/*.cu"]}
-LESSON_DATA = ["kernels/*.cu", "profiles/**/*"]  # a lesson's package data: its kernels and recorded profiles
+LESSON_DATA = ["kernels/*.cu", "profiles/**/*", "public.json"]  # its kernels, recorded profiles, public expectations
 
 
 def options(root: Path = ROOT) -> dict:

@@ -18,6 +18,8 @@
 #   connections benchmarks/challenge_check.py --part verdicts ${CONN_ARGS}, with 8 hardware queues, then 32
 #   graph       benchmarks/graph_replay.py ${GRAPH_ARGS}: the pipeline replayed as one CUDA graph, vs the probe
 #   release     benchmarks/release_live.py: each untouched release notebook Run All, live (the last cell's output)
+#   student-side  tests/student_side.py: the bundle (.bundle) installed apart, every release notebook with the right
+#               answers (or STUDENT_ANSWERS=stubs), live; the 19 verdict lines in student_side.txt
 #   direction   benchmarks/direction_streams.py ${DIRECTION_ARGS}: copies in and out on a stream each, events between
 set -u
 out=${OUT:?}
@@ -87,6 +89,15 @@ while [[ $# -gt 0 ]]; do
       { time timeout ${RELEASE_S:-300} python3 benchmarks/release_live.py; } > "$out/release_live.txt" 2>&1 ;;
     direction)
       { time timeout ${DIRECTION_S:-200} python3 benchmarks/direction_streams.py ${DIRECTION_ARGS:-}; } > "$out/direction_streams.txt" 2>&1 ;;
+    student-side)
+      # the student bundle (carried as .bundle, made by python -m grader bundle .bundle) installed apart from this
+      # checkout, each release notebook run with the answers of solutions/ (or STUDENT_ANSWERS=stubs), live; the
+      # record step runs under nsys where NSYS names it (the notebook folders come back under student/)
+      rm -rf /tmp/stusite
+      python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/stusite .bundle \
+        > "$out/student_install.txt" 2>&1
+      { time env PYTHONPATH=/tmp/stusite:/tmp/site timeout ${STUDENT_S:-500} python3 tests/student_side.py .bundle \
+        python3 --answers ${STUDENT_ANSWERS:-right} --keep "$out/student"; } > "$out/student_side.txt" 2>&1 ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

@@ -64,8 +64,8 @@ from day54.timings import (
 )
 from day54.timings import LINK_WINDOW as LINK_WINDOW
 from day54.timings import challenge_decided as challenge_decided
-from labcore import answers, checking
-from labcore.checking import Result, assert_own_function, say, verdicts
+from labcore import answers, checking, public
+from labcore.checking import Result, assert_own_function, decided_when_graded, say, verdicts
 from labcore.device import gpu_available
 from labcore.pipeline import trace
 from labcore.pipeline.context import LEGACY
@@ -353,12 +353,20 @@ def check_pipelined_ratio(
     assert problem is None, f"the schedule that would be timed is wrong, so its time does not count: {problem}"
 
     def decided(timing: Timing, done: int) -> bool:
-        return ratio_decided(max(timing.ratio / threshold, timing.over_reference / REFERENCE_FACTOR), done)
+        over = timing.over_reference
+        return ratio_decided(max(timing.ratio / threshold, 0.0 if over is None else over / REFERENCE_FACTOR), done)
 
     timing = _timing(recorded, MAX_RATIO_ROUNDS, Path("."), decided)  # the very calls just checked
-    ratio, over = (checking.record(r) for r in ratio_results(timing, window, buffers, threshold))
+    ratio, over = (None if r is None else checking.record(r) for r in ratio_results(timing, window, buffers, threshold))
     where = f"at {window // MiB} MiB with {buffers} buffers ({timing.how})"
     assert ratio.passed, f"pipelined/naive = {ratio.value:.3f} {where}, above the {threshold:.2f} threshold"
+    if over is None:  # the student's kernel, where the reference pipeline is withheld
+        decided_when_graded(
+            f"pipelined/naive = {ratio.value:.3f} <= {threshold:.2f} {where}",
+            f"within {REFERENCE_FACTOR:.2f}x of the reference pipeline timed beside yours",
+            "the reference pipeline",
+        )
+        return
     assert over.passed, (
         f"your schedule takes {over.value:.3f}x the reference pipeline's time {where}: more than "
         f"{REFERENCE_FACTOR:.2f}x; something in it serializes what the reference overlaps"
@@ -379,22 +387,27 @@ def ratio_decided(worst: float, done: int) -> bool:
     return done == RATIO_ROUNDS and (worst <= 1 or worst > DOUBT)
 
 
-def ratio_results(timing: Timing, window: int, buffers: int, threshold: float) -> tuple[Result, Result]:
-    """check_pipelined_ratio's two numbers as data: pipelined/naive, and yours over the reference pipeline."""
+def ratio_results(timing: Timing, window: int, buffers: int, threshold: float) -> tuple[Result, Result | None]:
+    """check_pipelined_ratio's two numbers as data: pipelined/naive, and yours over the reference pipeline (None where
+    the reference is withheld: the student's kernel)."""
     setting = f"{format_window(window)}, {buffers} buffers"
-    times = f"naive {timing.naive_ms:.2f} ms, the reference {timing.reference_ms:.2f} ms, yours {timing.mine_ms:.2f} ms"
+    reference = "withheld" if timing.reference_ms is None else f"{timing.reference_ms:.2f} ms"
+    times = f"naive {timing.naive_ms:.2f} ms, the reference {reference}, yours {timing.mine_ms:.2f} ms"
+    mine = Result(
+        "day54 pipelined/naive",
+        setting,
+        "pipelined / naive",
+        timing.ratio,
+        "x",
+        timing.source,
+        reference=None if timing.reference_ms is None else timing.reference_ms / timing.naive_ms,
+        threshold=threshold,
+        detail=times,
+    )
+    if timing.over_reference is None:
+        return mine, None
     return (
-        Result(
-            "day54 pipelined/naive",
-            setting,
-            "pipelined / naive",
-            timing.ratio,
-            "x",
-            timing.source,
-            reference=timing.reference_ms / timing.naive_ms,
-            threshold=threshold,
-            detail=times,
-        ),
+        mine,
         Result(
             "day54 yours / the reference pipeline",
             setting,
@@ -478,14 +491,29 @@ def _trace_of(text: Any, question: str, want: tuple[int, int, int, int]) -> trac
     return found
 
 
-def challenge_results(found: ChallengeTiming, picked: ChallengeSettings) -> tuple[Result, Result]:
-    """The challenge's two numbers as data: yours over the course's best (judged) and over the link floor (shown,
-    and what the class report ranks by)."""
+def challenge_results(found: ChallengeTiming, picked: ChallengeSettings) -> tuple[Result | None, Result]:
+    """The challenge's two numbers as data: yours over the course's best (judged; None where the course's best is
+    withheld, the student's kernel) and over the link floor (shown, and what the class report ranks by)."""
     live = found.source == "live"
+    best_ms = "withheld" if found.best_ms is None else f"{found.best_ms:.2f} ms"
     detail = (
-        f"yours {found.mine_ms:.2f} ms, the course's best {found.best_ms:.2f} ms, the link floor "
+        f"yours {found.mine_ms:.2f} ms, the course's best {best_ms}, the link floor "
         f"{found.link_floor_ms:.2f} ms ({found.how})"
     )
+    floor = Result(
+        "day54 challenge: yours / the link floor",
+        "your settings",
+        "x the link floor",
+        found.over_floor,
+        "x",
+        found.source,
+        reference=None if found.best_ms is None else found.best_ms / found.link_floor_ms,
+        noise=CHALLENGE_FLOOR_NOISE if live else None,
+        detail=f"{picked.describe()}: {detail}",
+        ranked=True,
+    )
+    if found.over_best is None:
+        return None, floor
     best = Result(
         "day54 challenge: yours / the course's best",
         "your settings",
@@ -497,18 +525,6 @@ def challenge_results(found: ChallengeTiming, picked: ChallengeSettings) -> tupl
         threshold=CHALLENGE_FACTOR,
         noise=CHALLENGE_NOISE if live else None,
         detail=f"{picked.describe()}: {detail}",
-    )
-    floor = Result(
-        "day54 challenge: yours / the link floor",
-        "your settings",
-        "x the link floor",
-        found.over_floor,
-        "x",
-        found.source,
-        reference=found.best_ms / found.link_floor_ms,
-        noise=CHALLENGE_FLOOR_NOISE if live else None,
-        detail=f"{picked.describe()}: {detail}",
-        ranked=True,
     )
     return best, floor
 
@@ -563,7 +579,14 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
     found = (
         _challenge_live(timed, CHALLENGE_ROUNDS) if gpu_available() else _challenge_simulated(timed, shipped_profile())
     )
-    best, floor = (checking.record(result) for result in challenge_results(found, picked))
+    best, floor = (None if r is None else checking.record(r) for r in challenge_results(found, picked))
+    if best is None:  # the student's kernel, where the course's best schedule is withheld
+        decided_when_graded(
+            f"yours {floor.value:.3f}x the link floor at {floor.detail}",
+            f"at most {CHALLENGE_FACTOR:.2f}x the course's best timed beside yours",
+            "the course's best schedule",
+        )
+        return
     assert best.passed, (
         f"your schedule takes {challenge_words(best, floor)}\nthe challenge asks for at most {CHALLENGE_FACTOR:.2f}x "
         f"the course's best ({COURSE_BEST.describe()}, measured in the same rounds)"
@@ -634,6 +657,14 @@ def check_worst_window(result: dict[int, float]) -> None:
     say(f"the worst ratio is at {worst // MiB} MiB, the largest window")
 
 
+PREDICTION = public.Expectation(  # the visible cases, and the model's bound at each (labcore.public)
+    "day54",
+    "prediction",
+    [(19.56, 5.40, 19.55, 16, 2, 22.38), (87.81, 43.70, 82.44, 16, 2, None), (19.40, 5.24, 19.49, 4, 3, 22.0)],
+    lambda case: predict(Stages(*case[:4]), case[4], case[5]).bound_ms,
+)
+
+
 def check_prediction(
     predict_ms: Callable[..., float],
     *,
@@ -650,11 +681,7 @@ def check_prediction(
             forbidden=("predict", "chain_ms", "fill_drain_ms", "Stages", "model"),
             hint="work the bounds out yourself",
         )
-    cases = cases or [
-        (19.56, 5.40, 19.55, 16, 2, 22.38),
-        (87.81, 43.70, 82.44, 16, 2, None),
-        (19.40, 5.24, 19.49, 4, 3, 22.0),
-    ]
+    cases = cases or PREDICTION.cases
     got_all = [
         answers.answer(
             f"predict_pipelined_ms{tuple(case)}", ("day54 predict", case), answers.ask_call, predict_ms, *case
@@ -664,7 +691,7 @@ def check_prediction(
     if answers.collecting():
         return
     for (h2d, kernel, d2h, n_chunks, n_buffers, link), got in zip(cases, got_all, strict=True):
-        want = predict(Stages(h2d, kernel, d2h, n_chunks), n_buffers, link).bound_ms
+        want = PREDICTION.want([h2d, kernel, d2h, n_chunks, n_buffers, link])
         assert isinstance(got, (int, float)) and not isinstance(got, bool), f"you predict {got!r}, not a number"
         assert abs(got - want) <= tolerance * want, (
             f"h2d {h2d}, kernel {kernel}, d2h {d2h} ms, {n_chunks} chunks, {n_buffers} buffers, link floor {link}: "
@@ -713,9 +740,13 @@ def check_pitfall_names(answer: Any) -> None:
             f"timeline {letter}: {name!r} is not one of the five pitfalls; choose from {', '.join(pitfalls.NAMES)}"
         )
         chosen[letter] = spelled
+    twice = sorted({name for name in chosen.values() if list(chosen.values()).count(name) > 1})
+    if not answers.grading():
+        assert not twice, f"you named {twice[0]} more than once, and each pitfall is one timeline"
+        decided_when_graded("five timelines, five different pitfall names, each one of the lesson's")
+        return
     key = pitfalls.pitfall_key()
     right = sum(chosen[letter] == key[letter] for letter in pitfalls.LETTERS)
-    twice = sorted({name for name in chosen.values() if list(chosen.values()).count(name) > 1})
     assert right == len(pitfalls.LETTERS), (
         f"{right} of {len(pitfalls.LETTERS)} timelines named right"
         + (f" (you named {twice[0]} more than once, and each pitfall is one timeline)" if twice else "")

@@ -19,8 +19,10 @@ import importlib.util
 import sys
 from collections.abc import Sequence
 
+from day54 import schedules
 from day54.config import Config, MiB
 from day54.live import run_live
+from labcore import answers
 from labcore.device import device_facts, gpu_available
 from labcore.errors import UsageError, run_cli
 from labcore.pipeline.context import Context
@@ -53,7 +55,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     schedule = load_schedule(args.file, args.function)
     print(f"day54.student: live on {device_facts().summary()}", flush=True)
     cfg = Config(windows=[4 * MiB, 64 * MiB], buffers=[2, 3], repeats=args.repeats, pitfalls=False)
-    record = run_live(cfg, student=lambda ctx: schedule(Context(ctx)))
+    yours = lambda ctx: schedule(Context(ctx))  # noqa: E731 (the same facade the grader records behind)
+    stand_in = {}
+    if answers.withheld(schedules.pipelined):  # the student edition: your schedule runs the pipelined passes too
+        print("day54.student: the pipelined passes run your schedule (the student edition has no reference)")
+        stand_in[schedules.pipelined] = yours
+    with answers.standing_in(stand_in, ("day54",)):
+        record = run_live(cfg, student=yours)
     record.save(args.json)
     bad = [c for c in record.checks if not c.ok]
     for check in bad:

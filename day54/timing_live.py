@@ -24,6 +24,7 @@ from day54.timings import (
     challenge_decided,
     format_window,
 )
+from labcore import answers
 from labcore.gpulock import gpu_turn
 from labcore.pipeline import trace
 from labcore.pipeline.context import CupyContext, HostArrays
@@ -88,12 +89,14 @@ def live_timing(recorded: trace.Trace, rounds: int, decided: Callable[[Timing, i
     host.fill_random(secrets.randbelow(2**31))
     ctx = CupyContext(host, window, buffers, 512)
     hooks = timed_against(host, expected_output(host, ctx), ctx.chunk_elems)
-    medians: dict[str, list[float]] = {"naive": [], "reference": [], "yours": []}
     runs = {
         "naive": lambda: schedules.naive(ctx.with_buffers(1)),
         "reference": lambda: schedules.pipelined(ctx),
         "yours": lambda: recorded.replay(ctx),
     }
+    if not answers.grading():  # the student's kernel holds no reference pipeline: naive is its yardstick
+        del runs["reference"]
+    medians: dict[str, list[float]] = {name: [] for name in runs}
     for done in range(1, rounds + 1):
         for name, fn in runs.items():
             found = time_pass(
@@ -112,7 +115,8 @@ def live_timing(recorded: trace.Trace, rounds: int, decided: Callable[[Timing, i
                 f"{host_ms:.2f} ms: work ran outside the blocking streams the events wait for"
             )
             medians[name].append(found.median_ms)
-        naive, reference, mine = (statistics.median(medians[n]) for n in ("naive", "reference", "yours"))
+        naive, mine = (statistics.median(medians[n]) for n in ("naive", "yours"))
+        reference = statistics.median(medians["reference"]) if "reference" in medians else None
         rounds_text = f"{done} round{'s' if done > 1 else ''}"
         timing = Timing(naive, reference, mine, f"live, medians of {rounds_text}, verified every round")
         if decided is not None and decided(timing, done):
@@ -120,35 +124,38 @@ def live_timing(recorded: trace.Trace, rounds: int, decided: Callable[[Timing, i
     return timing
 
 
-def challenge_rounds(run: ChallengeRun, rounds: int = CHALLENGE_ROUNDS) -> ChallengeTiming:
+def challenge_rounds(run: ChallengeRun, rounds: int = CHALLENGE_ROUNDS, with_best: bool = True) -> ChallengeTiming:
     """The challenge's rounds on any timer (the live GPU's, or a test's): the course's best, yours and the probe
     once each a round, back to back; the first round and the last verified; early stop by `challenge_decided`.
 
     Each round's ratios compare runs taken within a few tens of milliseconds, so the link's drift over seconds
-    cancels; the verdict is the median over rounds of yours / the course's best."""
+    cancels; the verdict is the median over rounds of yours / the course's best. Without the best (the student's
+    kernel, which holds no reference schedule) the rounds time yours and the probe only."""
     over_best, over_floor, mine_all, best_all, floor_all = [], [], [], [], []
     for done in range(1, rounds + 1):
-        last = done == rounds or challenge_decided(over_best)
+        last = done == rounds or challenge_decided(over_best or over_floor)
         first, verified = done == 1, done == 1 or last
-        best = run("best", first, verified)
+        best = run("best", first, verified) if with_best else None
         mine = run("yours", first, verified)
         floor = run("floor", first, verified)
-        over_best.append(mine / best)
+        if best is not None:
+            over_best.append(mine / best)
+            best_all.append(best)
         over_floor.append(mine / floor)
         mine_all.append(mine)
-        best_all.append(best)
         floor_all.append(floor)
         if last:
             break
+    best_text = "the course's best, " if with_best else ""
     return ChallengeTiming(
         statistics.median(mine_all),
-        statistics.median(best_all),
+        statistics.median(best_all) if best_all else None,
         statistics.median(floor_all),
-        statistics.median(over_best),
+        statistics.median(over_best) if over_best else None,
         statistics.median(over_floor),
         "live",
-        f"live, medians of {len(over_best)} rounds of the course's best, yours and the link's probe, one run each "
-        "back to back, yours and the course's best verified",
+        f"live, medians of {len(over_floor)} rounds of {best_text}yours and the link's probe, one run each "
+        f"back to back, {'yours and the course' + chr(39) + 's best' if with_best else 'yours'} verified",
     )
 
 
@@ -177,4 +184,4 @@ def challenge_live(recorded: trace.Trace, rounds: int) -> ChallengeTiming:
         timed = time_pass(fn, key=key, name=name, params={}, domain="grader", repeats=1, warmup=warmup, **checked)
         return timed.median_ms
 
-    return challenge_rounds(run, rounds)
+    return challenge_rounds(run, rounds, with_best=answers.grading())

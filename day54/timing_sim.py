@@ -1,26 +1,72 @@
 """The simulated source: without a GPU, a trace simulated on the recorded stage times (labcore.pipeline.simulate),
 the course's schedules the same way, so a ratio compares like with like.
+
+The reference pipeline is withheld from the student's kernel: there its simulated times at the visible checks'
+configurations on the shipped profile come from the lesson's public expectations (labcore.public), and at any other
+configuration the comparison with it waits for grading (None).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from typing import Any
 
 from day54 import report, schedules
-from day54.timings import COURSE_BEST, TIMED_TOTAL_BYTES, ChallengeTiming, Timing
+from day54.config import MiB
+from day54.replay import shipped_profile
+from day54.timings import COURSE_BEST, TIMED_TOTAL_BYTES, ChallengeSettings, ChallengeTiming, Timing
+from labcore import public
 from labcore.pipeline import trace
 from labcore.pipeline.recording import RecordingContext
 from labcore.pipeline.simulate import Rates, simulate, simulated_ms
 from labcore.record import Record
 
+VISIBLE_RATIO = ((64 * MiB, 2),)  # the ratio cell's visible configuration (window, buffers)
+
+
+def _pipelined_case(settings: ChallengeSettings, rates: Rates) -> dict[str, Any]:
+    """A simulated pipeline's configuration and rates, as the public file keys it."""
+    return {**dataclasses.asdict(settings), "rates": dataclasses.asdict(rates)}
+
 
 @functools.cache
-def simulated_course(window: int, buffers: int, n_chunks: int, rates: Rates) -> tuple[float, float]:
-    """Naive and the reference pipeline simulated: the same for every submission a warm checker grades."""
-    return (
-        simulated_ms(schedules.naive, n_chunks, 1, rates),
-        simulated_ms(schedules.pipelined, n_chunks, buffers, rates),
-    )
+def _simulated_pipelined(settings: ChallengeSettings, rates: Rates) -> float:
+    return simulated_ms(schedules.pipelined, settings.n_chunks, settings.buffers, rates, n_streams=settings.streams)
+
+
+def _visible_pipelines() -> list[dict[str, Any]]:
+    """The reference pipeline's configurations the student's kernel simulates offline on the shipped profile: the
+    ratio cell's, and the course's best for the challenge."""
+    record = shipped_profile()
+    ratio = [_pipelined_case(ChallengeSettings(w, b, b), ratio_rates(record, w)) for w, b in VISIBLE_RATIO]
+    return [*ratio, _pipelined_case(COURSE_BEST, challenge_rates(record, COURSE_BEST.window))]
+
+
+PIPELINED = public.Expectation(  # the reference pipeline simulated (labcore.public)
+    "day54",
+    "pipelined simulated ms",
+    _visible_pipelines,
+    lambda case: _simulated_pipelined(
+        ChallengeSettings(case["window"], case["buffers"], case["streams"]), Rates(**case["rates"])
+    ),
+)
+
+
+def ratio_rates(record: Record, window: int) -> Rates:
+    """The record's stage times per chunk at `window`, the copies stretched as its duplex probe says."""
+    return Rates.from_stages(report.stages(record, window), report.link_floor_ms(record))
+
+
+@functools.cache
+def simulated_naive(n_chunks: int, rates: Rates) -> float:
+    """Naive simulated: the same for every submission a warm checker grades."""
+    return simulated_ms(schedules.naive, n_chunks, 1, rates)
+
+
+def simulated_reference(settings: ChallengeSettings, rates: Rates) -> float | None:
+    """The reference pipeline simulated at `settings`, or None in the student's kernel where it is not public."""
+    return PIPELINED.known(_pipelined_case(settings, rates))
 
 
 def simulated_timing(recorded: trace.Trace, record: Record) -> Timing:
@@ -28,8 +74,9 @@ def simulated_timing(recorded: trace.Trace, record: Record) -> Timing:
     window, buffers = recorded.window_bytes, recorded.n_buffers
     stages = report.stages(record, window)
     assert stages.n_chunks == recorded.n_chunks, f"the record has {stages.n_chunks} chunks at this window"
-    rates = Rates.from_stages(stages, report.link_floor_ms(record))
-    naive, reference = simulated_course(window, buffers, stages.n_chunks, rates)
+    rates = ratio_rates(record, window)
+    naive = simulated_naive(stages.n_chunks, rates)
+    reference = simulated_reference(ChallengeSettings(window, buffers, buffers), rates)
     mine = max((o.end_ns for o in simulate(_replayed(recorded), rates)), default=0) / 1e6
     return Timing(
         naive,
@@ -78,7 +125,7 @@ def challenge_simulated(recorded: trace.Trace, record: Record) -> ChallengeTimin
         mine,
         best,
         link,
-        mine / best,
+        None if best is None else mine / best,
         mine / link,
         "simulated",
         f"offline: both simulated on the recorded {record.device.name} stage times with a fixed cost per operation, "
@@ -86,10 +133,9 @@ def challenge_simulated(recorded: trace.Trace, record: Record) -> ChallengeTimin
     )
 
 
-def simulated_best(record: Record) -> float:
-    best = COURSE_BEST
-    rates = challenge_rates(record, best.window)
-    return simulated_ms(schedules.pipelined, best.n_chunks, best.buffers, rates, n_streams=best.streams)
+def simulated_best(record: Record) -> float | None:
+    """The course's best simulated on the record (None in the student's kernel on a record it has no value for)."""
+    return simulated_reference(COURSE_BEST, challenge_rates(record, COURSE_BEST.window))
 
 
 def _replayed(recorded: trace.Trace) -> RecordingContext:

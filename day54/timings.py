@@ -29,10 +29,11 @@ def format_window(window: int) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Timing:
-    """Naive, the reference pipeline and your schedule, measured (or simulated) together, and how."""
+    """Naive, the reference pipeline and your schedule, measured (or simulated) together, and how. In the student's
+    kernel the reference is withheld: its time is None unless the public expectations hold it (labcore.public)."""
 
     naive_ms: float
-    reference_ms: float
+    reference_ms: float | None
     mine_ms: float
     how: str
     source: str = "live"  # labcore.checking.SOURCES: live or simulated
@@ -42,8 +43,8 @@ class Timing:
         return self.mine_ms / self.naive_ms
 
     @property
-    def over_reference(self) -> float:
-        return self.mine_ms / self.reference_ms
+    def over_reference(self) -> float | None:
+        return None if self.reference_ms is None else self.mine_ms / self.reference_ms
 
 
 # The challenge is met at most this far above the course's best schedule measured in the same rounds. Its bar lies
@@ -95,9 +96,9 @@ class ChallengeTiming:
     """Yours, the course's best and the link floor, measured (or simulated) together, and where from."""
 
     mine_ms: float
-    best_ms: float
+    best_ms: float | None  # None in the student's kernel where the course's best is not public (labcore.public)
     link_floor_ms: float
-    over_best: float  # the verdict's number: the median of the rounds' (yours / the course's best)
+    over_best: float | None  # the verdict's number: the median of the rounds' (yours / the course's best)
     over_floor: float  # the median of the rounds' (yours / the link floor)
     source: str  # labcore.checking.SOURCES: live or simulated
     how: str

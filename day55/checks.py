@@ -25,8 +25,8 @@ from day55 import model, pool, report, schedules
 from day55.config import MiB
 from day55.model import per_chunk_malloc_ms
 from day55.replay import shipped_profile
-from labcore import answers
-from labcore.checking import assert_own_function, say, verdicts
+from labcore import answers, public
+from labcore.checking import assert_own_function, decided_when_graded, say, verdicts
 from labcore.device import gpu_available
 from labcore.errors import UsageError
 from labcore.gpulock import gpu_turn
@@ -296,6 +296,14 @@ def check_stream_ordered_time(schedule: Callable[[Any], None], *, buffers: int =
 # -- exercise 1: the cost of cudaMalloc per chunk, in your own arithmetic -------------------------------------
 
 
+PREDICTION = public.Expectation(  # the visible cases, and the model's time at each (labcore.public)
+    "day55",
+    "malloc prediction",
+    [(19.6, 5.4, 19.5, 16, 0.05, 0.08), (19.6, 5.4, 19.5, 256, 0.01, 0.02), (4.0, 30.0, 4.0, 8, 1, 2)],
+    lambda case: per_chunk_malloc_ms(Stages(*case[:4]), case[4], case[5]),
+)
+
+
 def check_malloc_prediction(predict_ms: Callable[..., float], *, tolerance: float = 0.01, cases=None) -> None:
     """Your predict_malloc_ms gives the model's time of cudaMalloc/cudaFree per chunk on each case, within
     `tolerance` (relative)."""
@@ -308,7 +316,7 @@ def check_malloc_prediction(predict_ms: Callable[..., float], *, tolerance: floa
             forbidden=("per_chunk_malloc_ms", "model", "Stages"),
             hint="work it out yourself",
         )
-    cases = cases or [(19.6, 5.4, 19.5, 16, 0.05, 0.08), (19.6, 5.4, 19.5, 256, 0.01, 0.02), (4.0, 30.0, 4.0, 8, 1, 2)]
+    cases = cases or PREDICTION.cases
     got_all = [
         answers.answer(f"predict_malloc_ms{tuple(case)}", ("day55 predict", case), answers.ask_call, predict_ms, *case)
         for case in cases
@@ -316,7 +324,7 @@ def check_malloc_prediction(predict_ms: Callable[..., float], *, tolerance: floa
     if answers.collecting():
         return
     for (h2d, kernel, d2h, n, malloc_ms, free_ms), got in zip(cases, got_all, strict=True):
-        want = per_chunk_malloc_ms(Stages(h2d, kernel, d2h, n), malloc_ms, free_ms)
+        want = PREDICTION.want([h2d, kernel, d2h, n, malloc_ms, free_ms])
         assert isinstance(got, (int, float)) and not isinstance(got, bool), f"you predict {got!r}, not a number"
         assert abs(got - want) <= tolerance * want, (
             f"stages {h2d}, {kernel}, {d2h} ms over {n} chunks, cudaMalloc {malloc_ms} ms and cudaFree {free_ms} ms a "
@@ -353,6 +361,9 @@ def check_pitfalls(answer: Any) -> None:
         mine[letter] = spelled
     missing = [letter for letter in LETTERS if letter not in mine]
     assert not missing, f"your answer gives no verdict for {', '.join(missing)}; give {PITFALL_ANSWER}"
+    if not answers.grading():
+        decided_when_graded(f"a verdict for each of the {len(LETTERS)} schedules, each one of {', '.join(VERDICTS)}")
+        return
     key = pitfall_key()
     right = [letter for letter in LETTERS if mine[letter] == key[letter]]
     assert len(right) == len(LETTERS), (

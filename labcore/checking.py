@@ -28,6 +28,7 @@ from types import FrameType
 from typing import Any
 
 from labcore import answers
+from labcore.pending import PENDING_GPU
 from labcore.record import Record
 
 MAX_FOUND_LINES = 3  # a message longer than this is cut: a verdict is a few lines
@@ -183,6 +184,11 @@ def assert_own_function(
     assert not used, f"your {what} calls {', '.join(used)} from the package; {hint}"
 
 
+def decided_when_graded(checked: str, rest: str = "whether each is right", withheld: str = "the key") -> None:
+    """In the student's kernel, a check that needs a withheld answer says what it checked and that the rest waits."""
+    say(f"{checked}; {rest} is decided when your notebook is graded ({withheld} is not in your copy)")
+
+
 def verdicts(namespace: dict[str, Any], prefix: str = "check_") -> None:
     """Make every check defined in a checks module (`verdicts(globals())` at its end) fail in one verdict."""
     module = namespace["__name__"]
@@ -215,9 +221,12 @@ def _cell_source(frame: FrameType | None) -> str:
 
 
 def verdict(exc: BaseException, cell: str, check: str, args: tuple[Any, ...] = ()) -> list[str]:
-    """The lines a failed check shows in the student's kernel: what was checked, what was found, what to try."""
-    asked, names = _asked(cell, check, args)
+    """The lines a failed check shows in the student's kernel: what was checked, what was found, what to try; a
+    check pending a GPU shows its one line."""
     message = str(exc).strip()
+    if type(exc).__name__ == PENDING_GPU:  # neither passed nor failed: one line, nothing to fix
+        return [f"{BOLD}⧗{RESET} " + " ".join(message.split())]
+    asked, names = _asked(cell, check, args)
     if not isinstance(exc, AssertionError):  # the check could not read the answer at all
         message = f"the check could not use your answer: {type(exc).__name__}: {message}"
     found = message.splitlines()[:MAX_FOUND_LINES] or [f"{type(exc).__name__} in {check}, without a message"]

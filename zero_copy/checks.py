@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from labcore import answers, checking, nvrtc, ptx
+from labcore import answers, checking, nvrtc, ptx, public
 from labcore.checking import Result, assert_own_function, say, verdicts
 from labcore.device import gpu_available
 from labcore.pending import PendingGPU, pending_message
@@ -387,6 +387,18 @@ def _real(value: Any, what: str) -> float:
         raise AssertionError(f"{what} returned {_shown(value)}, beyond what a float holds") from None
 
 
+def _shipped_rates() -> list[list[float]]:
+    """The (L, H) of the lesson's shipped profile: a visible case beside BREAK_EVEN_CASES, so an offline run of the
+    notebook checks its own record's L and H in the student's kernel too."""
+    measured = rates(replay.load_profile())
+    return [[measured.h2d_gbps, measured.hbm_gbps]]
+
+
+BREAK_EVEN = public.Expectation(  # the visible (L, H) pairs, and the model's r* at each (labcore.public)
+    "zero_copy", "break-even", lambda: [*BREAK_EVEN_CASES, *_shipped_rates()], lambda case: model.crossover_reads(*case)
+)
+
+
 def check_break_even(
     break_even_reads: Callable[[float, float], float],
     record: Record | None = None,
@@ -410,7 +422,7 @@ def check_break_even(
         if answers.grading():
             record = replay.load_profile()
         measured = rates(record)
-        todo.insert(0, (measured.h2d_gbps, measured.hbm_gbps))
+        todo.insert(0, [measured.h2d_gbps, measured.hbm_gbps])
     got_all = [
         answers.answer(
             f"break_even_reads({link:g}, {hbm:g})",
@@ -426,9 +438,12 @@ def check_break_even(
         return
     found = []
     for (link, hbm), value in zip(todo, got_all, strict=True):
-        want = model.crossover_reads(link, hbm)
         got = _real(value, f"break_even_reads({link:g}, {hbm:g})")
         found.append(got)
+        if not (answers.grading() or BREAK_EVEN.has([link, hbm])):  # this run's own L and H, live: graded later
+            say(f"this run's L = {link:.1f} and H = {hbm:.0f} GB/s: your r* = {got:.6g}, checked when graded")
+            continue
+        want = BREAK_EVEN.want([link, hbm])
         if math.isinf(want):
             assert math.isinf(got) and got > 0, (
                 f"L = {link:g}, H = {hbm:g} GB/s: copying costs B/L + r·B/H, more than zero-copy's r·B/L for every "

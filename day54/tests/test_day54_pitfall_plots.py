@@ -121,7 +121,7 @@ def test_unlabelled_panels_are_the_keyed_pitfalls_titled_only_by_letter(record):
 # -- check_pitfall_names ----------------------------------------------------------------------------------
 
 
-def test_the_right_names_pass_in_any_reasonable_spelling(capsys):
+def test_the_right_names_pass_in_any_reasonable_spelling(capsys, as_graded):
     """Case, spaces, underscores and hyphens do not matter; lower-case letters are accepted."""
     checks.check_pitfall_names(dict(RIGHT))
     spelled = {letter.lower(): name.upper().replace("-", " ") for letter, name in RIGHT.items()}
@@ -130,7 +130,7 @@ def test_the_right_names_pass_in_any_reasonable_spelling(capsys):
     assert "all five named right" in capsys.readouterr().out
 
 
-def test_two_swapped_names_say_how_many_are_right_not_which():
+def test_two_swapped_names_say_how_many_are_right_not_which(as_graded):
     swapped = dict(RIGHT)
     swapped["A"], swapped["E"] = RIGHT["E"], RIGHT["A"]
     with pytest.raises(AssertionError) as failed:
@@ -140,7 +140,7 @@ def test_two_swapped_names_say_how_many_are_right_not_which():
     assert not any(f"{letter} " in message or f" {letter}" in message for letter in "ABCDE")
 
 
-def test_a_name_used_twice_is_pointed_out():
+def test_a_name_used_twice_is_pointed_out(as_graded):
     twice = dict(RIGHT, A=RIGHT["C"])
     with pytest.raises(AssertionError, match=rf"4 of 5 .*you named {RIGHT['C']} more than once"):
         checks.check_pitfall_names(twice)

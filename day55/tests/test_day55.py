@@ -220,7 +220,7 @@ def test_the_prediction_check_passes_the_arithmetic_and_fails_a_forgotten_free()
         checks.check_malloc_prediction(lambda h, k, d, n, m, f: h + k + d + n * m)
 
 
-def test_the_pitfall_check():
+def test_the_pitfall_check(as_graded):
     checks.check_pitfalls({"a": "race", "B": "serializes", "C": "returns-memory", "D": "correct", "E": "Correct"})
     with pytest.raises(AssertionError, match="4 of 5 right"):
         checks.check_pitfalls({"A": "race", "B": "serializes", "C": "correct", "D": "correct", "E": "correct"})

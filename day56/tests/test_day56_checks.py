@@ -112,7 +112,7 @@ def _copy(one_off, enqueue, launch):
         (lambda o, e, la: math.ceil(o / e), "the model"),
     ],
 )
-def test_break_even_wrong_answers_fail(fn, found):
+def test_break_even_wrong_answers_fail(fn, found, as_graded):
     with pytest.raises(AssertionError, match=found):
         checks.check_break_even(fn, cases=[(3.0, 1.0, 0.25), (1.0, 0.1, 0.2)])
 
@@ -122,7 +122,7 @@ def test_the_break_even_cases_cover_a_launch_that_saves_nothing():
     assert len(cases) == 4 and sum(math.isinf(model.break_even_launches(*c)) for c in cases) == 1
 
 
-def test_pitfall_answers():
+def test_pitfall_answers(as_graded):
     checks.check_pitfalls({"sync": "Error", "host_read": " old ", "new_input": "old", "gpu_time": "same"})
     with pytest.raises(AssertionError, match="3 of 4 right; look again at host_read"):
         checks.check_pitfalls({"sync": "error", "host_read": "result", "new_input": "old", "gpu_time": "same"})

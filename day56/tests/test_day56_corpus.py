@@ -65,7 +65,7 @@ def test_the_corpus_names_every_graded_cell_of_the_notebook():
 
 @pytest.mark.skipif(gpu_available(), reason="the offline points: with a GPU the timed cell measures")
 @pytest.mark.parametrize("sub", [s for s in CORPUS if s.name not in SANDBOX_ONLY], ids=lambda s: s.name)
-def test_each_submission_scores_its_offline_points(sub, monkeypatch):
+def test_each_submission_scores_its_offline_points(sub, monkeypatch, as_graded):
     monkeypatch.delenv("LABCORE_ANSWERS", raising=False)
     cells = _cells()
     namespace: dict = {"__name__": "__main__"}

@@ -264,7 +264,7 @@ def test_a_package_launch_is_not_an_answer():
 # -- the break-even ------------------------------------------------------------------------------------------------
 
 
-def test_reference_break_even_passes_on_the_record_and_other_links(record, capsys):
+def test_reference_break_even_passes_on_the_record_and_other_links(record, capsys, as_graded):
     checks.check_break_even(break_even_reads, record)
     checks.check_break_even(break_even_reads, cases=[(100.0, 100.0), (200.0, 150.0), (900.0, 4800.0)])
     out = capsys.readouterr().out
@@ -288,7 +288,7 @@ def test_wrong_break_even_formulas_fail_with_both_numbers(record, wrong):
         checks.check_break_even(wrong, record)
 
 
-def test_copying_that_never_wins_must_be_infinite():
+def test_copying_that_never_wins_must_be_infinite(as_graded):
     def no_inf(link, hbm):
         return hbm / (hbm - link) if hbm != link else 1e9
 

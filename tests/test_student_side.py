@@ -1,0 +1,165 @@
+"""Where students work: the bundle `python -m grader bundle` writes, installed as a student installs it (a fresh venv,
+`pip install BUNDLE[course]`, nothing of this checkout importable), every release notebook run with the answers of
+solutions/ pasted in: each graded cell passes or says pending a GPU (offline) and passes (on a GPU); with the stubs
+and with wrong answers each fails in a verdict of a few lines that says what it found and what to do next."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("nbgrader", reason="the course extra (nbgrader) is not installed: bundle regenerates course/")
+
+from corpus import RACY_STREAMS
+from student_side import Verdict, student_run
+
+from labcore.device import gpu_available
+from labcore.lessons import names
+
+from installed import grader
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_VERDICT_LINES = 5  # ✗ not passed, found (at most three lines), next
+
+# Wrong answers, each exercise cell of a lesson at once: every graded cell of the lesson must fail on them.
+WRONG: dict[str, dict[str, str]] = {
+    "day54": {
+        "my_pipelined": RACY_STREAMS,
+        "sweep_ratios": "def sweep_ratios(record, buffers):\n    return {w: 1.0 for w in report.windows(record)}",
+        "predict_pipelined": "def predict_pipelined_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, n_buffers, link_floor_ms):"
+        "\n    return h2d_ms + kernel_ms + d2h_ms",
+        "my_pitfall_names": 'my_pitfall_names = dict.fromkeys("ABCDE", "pageable")',
+        "my_fastest": RACY_STREAMS.replace("my_pipelined", "my_fastest")
+        + '\n\n\nMY_CHALLENGE = {"window": 16 * MiB, "buffers": 4, "streams": 4}',
+    },
+    "zero_copy": {
+        "break_even_reads": "def break_even_reads(link_gbps, hbm_gbps):\n    return link_gbps / hbm_gbps",
+        "gather_exercise": "def gather_launch(n_rows):\n    return 256, max(1, n_rows // 64)\n\n\n"
+        "def order_ids(ids):\n    return ids, np.arange(ids.size)",
+        "my_publish": 'MY_PUBLISH = r"""\n__device__ void publish(volatile int* box, int round) {\n'
+        "    box[MB_FLAG] = round;\n"
+        '    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;\n}\n"""',
+    },
+    "day55": {
+        "predict_malloc": "def predict_malloc_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, malloc_ms, free_ms):\n"
+        "    return h2d_ms + kernel_ms + d2h_ms + n_chunks * malloc_ms",
+        "my_stream_ordered": "def my_stream_ordered(ctx):\n    for k in range(ctx.n_chunks):\n"
+        "        pair = k % ctx.n_buffers\n        ctx.malloc_async(k, pair)\n        ctx.copy_in(k, pair)\n"
+        "        ctx.free_async(k, pair)\n        ctx.launch(k, pair)\n        ctx.copy_out(k, pair)",
+        "my_verdicts": 'my_verdicts = dict.fromkeys("ABCDE", "fine")',
+    },
+    "day56": {
+        "break_even_launches": "def break_even_launches(one_off_ms, enqueue_ms, launch_ms):\n"
+        "    return one_off_ms / enqueue_ms",
+        "my_capturable": "def my_capturable(ctx):\n    for k in range(ctx.n_chunks):\n"
+        "        pair = k % ctx.n_buffers\n        ctx.copy_in(k, pair)\n        ctx.launch(k, pair)\n"
+        "        ctx.copy_out(k, pair)\n        ctx.synchronize()",
+        "my_capture_answers": 'my_capture_answers = dict.fromkeys(["sync", "host_read", "new_input", "gpu_time"], "x")',
+    },
+}
+
+
+def student_env(extra_path: str = "") -> dict[str, str]:
+    """The environment a student's kernel starts in: nothing of this checkout on the path."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COURSE_PROFILES", "LABCORE_ANSWERS")}
+    if extra_path:
+        env["PYTHONPATH"] = extra_path
+    return {**env, "MPLBACKEND": "Agg"}
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> SimpleNamespace:
+    """The bundle, installed: offline in a fresh venv as a student does; on a GPU machine (which may reach no package
+    index) into a folder of its own beside the packages already there."""
+    tmp = tmp_path_factory.mktemp("student-side")
+    bundle = tmp / "bundle"
+    made = grader("bundle", str(bundle))
+    assert made.rc == 0, made.err
+    if gpu_available():
+        target = tmp / "site"
+        pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target"]
+        subprocess.run([*pip, str(target), str(bundle)], check=True, capture_output=True)
+        others = [
+            p for p in sys.path if p and Path(p).resolve() != ROOT and "site-packages" not in p and Path(p).is_dir()
+        ]
+        return SimpleNamespace(
+            bundle=bundle, python=sys.executable, env=student_env(os.pathsep.join([str(target), *others]))
+        )
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    done = subprocess.run(
+        [python, "-m", "pip", "install", "-q", f"{bundle}[course]"], capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return SimpleNamespace(bundle=bundle, python=python, env=student_env())
+
+
+def _run(installed: SimpleNamespace, lesson: str, answers: str, edits: dict[str, str] | None = None) -> list[Verdict]:
+    return student_run(installed.bundle, installed.python, lesson, answers, env=installed.env, edits=edits)
+
+
+def assert_a_verdict(verdict: Verdict) -> None:
+    """A failed check in the student's kernel: a few lines saying what it checked, found and what to do next."""
+    lines = [line for line in verdict.text.strip().splitlines() if line.strip()]
+    shown = "\n".join(lines)
+    assert verdict.state == "failed", f"{verdict.lesson} {verdict.cell}: {verdict.state}\n{shown}"
+    assert lines[0].startswith("✗ not passed: "), shown
+    assert any(line.lstrip().startswith("found:") for line in lines), shown
+    assert lines[-1].lstrip().startswith("next:"), shown
+    assert len(lines) <= MAX_VERDICT_LINES and "Traceback" not in shown, shown
+
+
+@pytest.mark.parametrize("lesson", names())
+def test_right_answers_pass_or_say_pending(installed, lesson):
+    """Every graded cell of the installed bundle, with the answers of solutions/: passed, or (offline) one line
+    saying it is pending a GPU; on a GPU, every cell passes."""
+    found = _run(installed, lesson, "right")
+    assert found, f"{lesson}: no graded cell ran"
+    for verdict in found:
+        shown = verdict.text.strip()
+        if verdict.state == "pending":
+            assert not gpu_available(), f"{verdict.cell} is pending on a GPU:\n{shown}"
+            assert len(shown.splitlines()) == 1 and shown.startswith("⧗ pending a GPU: "), shown
+            assert "✗" not in shown and "fix" not in shown and "Traceback" not in shown, shown
+        else:
+            assert verdict.state == "passed", f"{lesson} {verdict.cell} with the right answer:\n{shown}"
+            assert "[check] " in shown, f"{lesson} {verdict.cell} passed without saying how it decided:\n{shown}"
+            assert "ReferenceWithheld" not in shown, shown
+
+
+@pytest.mark.parametrize("lesson", names())
+def test_the_stubs_fail_in_verdicts(installed, lesson):
+    """The untouched release: every graded cell fails in a verdict that names the unanswered exercise."""
+    for verdict in _run(installed, lesson, "stubs"):
+        assert_a_verdict(verdict)
+
+
+@pytest.mark.parametrize("lesson", names())
+def test_wrong_answers_fail_in_verdicts_that_help(installed, lesson):
+    """Every exercise of the lesson answered wrong (a race, off-by-a-term arithmetic, no fence, an answer that is no
+    option): every graded cell fails in a verdict that says what it found, never a traceback or ReferenceWithheld."""
+    assert set(WRONG) == set(names()), "every lesson has its wrong answers here"
+    for verdict in _run(installed, lesson, "right", edits=WRONG[lesson]):
+        assert_a_verdict(verdict)
+        assert "ReferenceWithheld" not in verdict.text and "not answered yet" not in verdict.text, verdict.text
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_every_right_answer_passes_live(installed, capsys, tmp_path):
+    """Live, the installed bundle with the right answers: all graded cells of every lesson pass (none pending), and
+    day 54's record step leaves its results record (and nsys's exports where nsys is found); prints the verdicts."""
+    found = [
+        verdict
+        for lesson in names()
+        for verdict in student_run(installed.bundle, installed.python, lesson, "right", tmp_path, installed.env)
+    ]
+    with capsys.disabled():
+        print("\n" + "\n".join(verdict.line() for verdict in found))
+    assert [v.cell for v in found if v.state != "passed"] == []
+    assert (tmp_path / "day54" / "day54_run.json").is_file(), sorted(p.name for p in (tmp_path / "day54").iterdir())
