@@ -21,6 +21,7 @@ import re
 import zlib
 from pathlib import Path
 
+from grader.feedback_page import finished
 from grader.grading import GradingDir
 from grader.layout import COURSE_ID
 from grader.report_data import pending_gpu, result_words, student_results
@@ -164,7 +165,8 @@ def measured_note(results: list) -> str:
 
 def finish_pages(grading: GradingDir, assignment: str) -> None:
     """Each page: the written answers still waiting, the cells pending a GPU and what the checks measured at the
-    top, no path of the grading machine."""
+    top, those cells labelled pending beside their score, wrapped lines, math with nothing fetched
+    (grader.feedback_page), no path of the grading machine."""
     from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
 
     paths = machine_paths(grading)
@@ -172,9 +174,11 @@ def finish_pages(grading: GradingDir, assignment: str) -> None:
         for page in sorted((grading.root / "feedback").glob(f"*/{assignment}/*.html")):
             text = strip_paths(page.read_text(errors="replace"), paths)
             student = page.parent.parent.name
+            waiting_gpu = pending_gpu(grading, assignment, [page.stem], student)
+            text = finished(text, waiting_gpu)
             lines = [
                 ("pending-written", pending_line(pending(gb, grading, assignment, student, page.stem))),
-                ("pending-gpu", pending_gpu_line(pending_gpu(grading, assignment, [page.stem], student))),
+                ("pending-gpu", pending_gpu_line(waiting_gpu)),
             ]
             note = "".join(
                 f'<p class="{kind}" style="font-weight:bold">{html.escape(line)}</p>' for kind, line in lines if line

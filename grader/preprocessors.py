@@ -25,6 +25,11 @@ by one comment line and all the cell's outputs (streams, tracebacks, values: any
 inputs) by one line:
 
     hidden tests: passed | failed | not run (...) | not passed (...) | not decided without a GPU (...) -- score 0 / 2
+
+In the same pass a grade cell with no hidden region whose check left it pending a GPU (labcore.pending: its error
+is PendingGPU) is shown as the one line its check wrote, "pending a GPU: <what is left>; this cell counts 0 until
+it is graded on a GPU", in place of its outputs: its traceback, or a "✗ ... fix it", would read as a wrong answer.
+(The chain of a grading directory made before this keeps working: no new preprocessor to configure.)
 """
 
 from __future__ import annotations
@@ -43,8 +48,10 @@ from grader.feedback import split_hidden
 from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_GRADED, NOT_RUN, PENDING_GPU, TIMED_OUT, TIMES_KEY
 from grader.outputs import error_output
 from grader.program import drop_emptied_metadata
+from grader.report_data import cell_error
 from grader.runner import ANSI
 from grader.sanitize import overwrite_cells, overwrite_kernelspec, restore_cells, safe_notebook, source_of
+from labcore.pending import pending_message
 
 GRADE_WITH = "python -m grader autograde"  # what grades a grading directory's submissions
 
@@ -148,7 +155,8 @@ class StderrToStdout(NbGraderPreprocessor):
 
 
 class HideHiddenTests(ClearHiddenTests):
-    """Feedback preprocessor: hidden-test regions out of sources, their cells' outputs down to a verdict line.
+    """Feedback preprocessor: hidden-test regions out of sources, their cells' outputs down to a verdict line, and
+    a visible test cell pending a GPU down to its pending line.
 
     A ClearHiddenTests, so the delimiters configured for generating the release apply here too.
     """
@@ -156,15 +164,30 @@ class HideHiddenTests(ClearHiddenTests):
     def preprocess_cell(
         self, cell: NotebookNode, resources: dict[str, Any], index: int
     ) -> tuple[NotebookNode, dict[str, Any]]:
-        """Rewrite one cell if it holds hidden tests; other cells pass unchanged."""
+        """Rewrite one cell if it holds hidden tests or is pending a GPU; other cells pass unchanged."""
         visible, _, first = split_hidden(cell.source, self.begin_test_delimeter, self.end_test_delimeter)
         if first is None:
+            pending = pending_gpu_output(cell)
+            if pending is not None:
+                cell.outputs = [pending]
             return cell, resources
         if cell.cell_type == "code":
             line = f"hidden tests: {verdict(cell, first)}{_points(cell)}\n"
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=line)]
         cell.source = "\n".join(visible)
         return cell, resources
+
+
+def pending_gpu_output(cell: NotebookNode) -> NotebookNode | None:
+    """The one stdout line that stands for a grade cell a check left pending a GPU, or None for any other cell."""
+    if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("grade"):
+        return None
+    error = cell_error(cell)  # what decided the cell, as every other surface reads it (grader.report_data)
+    if error is None or error[0] != PENDING_GPU:
+        return None
+    said = error[1].strip().splitlines()[0] if error[1].strip() else ""
+    line = said if said.startswith("pending a GPU") else pending_message(said or "not verified without a GPU")
+    return nbformat.v4.new_output("stream", name="stdout", text=line + "\n")
 
 
 def failing_line(error: NotebookNode, execution_count: int | None) -> int | None:
