@@ -64,6 +64,11 @@ WRONG: dict[str, dict[str, str]] = {
 }
 
 
+def _apart(path: Path) -> bool:
+    """A folder on the path that is no part of this checkout (so nothing of the instructors' can be imported)."""
+    return path.is_dir() and not path.resolve().is_relative_to(ROOT)
+
+
 def student_env(extra_path: str = "") -> dict[str, str]:
     """The environment a student's kernel starts in: nothing of this checkout on the path."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COURSE_PROFILES", "LABCORE_ANSWERS")}
@@ -84,9 +89,7 @@ def installed(tmp_path_factory) -> SimpleNamespace:
         target = tmp / "site"
         pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target"]
         subprocess.run([*pip, str(target), str(bundle)], check=True, capture_output=True)
-        others = [
-            p for p in sys.path if p and Path(p).resolve() != ROOT and "site-packages" not in p and Path(p).is_dir()
-        ]
+        others = [p for p in sys.path if p and _apart(Path(p)) and "site-packages" not in p]
         return SimpleNamespace(
             bundle=bundle, python=sys.executable, env=student_env(os.pathsep.join([str(target), *others]))
         )
