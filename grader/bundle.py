@@ -17,10 +17,19 @@ nbgrader_config.py is the grading machinery. The bundle is a folder that student
     OUT/jupyter-config/    JSON that pip installs into the environment's etc/jupyter/: nbgrader's server and
                            JupyterLab extensions off, in case nbgrader is installed there anyway
     OUT/LICENSE...         the checkout's license files
+
+A bundle is cut per release date (`--through LESSON`): it holds the lessons of lessons.txt up to and including
+LESSON, in list order (their notebooks, packages and recorded references, labcore always, and a labcore/lessons.txt
+that lists only them), the way nbgrader releases one assignment at a time. A lesson declares in its __init__.py
+the earlier lessons whose answers its own shipped code holds, `BUILDS_ON = ("day54",)` (read here from the source
+text): day 54's double-buffered pipeline is the schedule the later lessons measure. A bundle that holds such a
+lesson with the lesson it builds on says so when written: it goes out once the earlier lesson's exercises have
+closed.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -38,7 +47,7 @@ from grader.layout import RELEASE_DIR, SOURCE_DIR, run_files_glob
 from grader.withhold import write_withheld
 from labcore.answers import RECORD_ENV
 from labcore.errors import UsageError
-from labcore.lessons import LIST_NAME, PROFILES_DIR
+from labcore.lessons import LIST_NAME, PROFILES_DIR, read_list
 
 DIST_NAME = "datamove-course-student"
 INSTRUCTOR_PACKAGES = ("grader",)  # packages of the checkout's wheel that stay with the instructors
@@ -71,6 +80,7 @@ NBGRADER_LAB_PLUGINS = tuple(
     for name in ("formgrader", "create-assignment", "assignment-list", "course-list", "validate-assignment")
 )
 _SKIP = {"__pycache__", ".ipynb_checkpoints"}
+BUILDS_ON = "BUILDS_ON"  # a lesson's __init__.py: the earlier lessons whose answers its shipped code holds
 
 
 def _requirement_name(text: str) -> str:
@@ -85,9 +95,85 @@ def _students(requirements: list[str]) -> list[str]:
     return [r for r in requirements if _requirement_name(r) not in INSTRUCTOR_REQUIREMENTS]
 
 
-def package_options(root: Path) -> dict:
-    """The packages and package data of the checkout's wheel: its setup.py's `options` (made from lessons.txt)."""
-    return runpy.run_path(str(root / "setup.py"), run_name="datamove_setup_options")["options"](root)
+def package_options(root: Path, lessons: list[str] | None = None) -> dict:
+    """The packages and package data of the checkout's wheel: its setup.py's `options` (made from lessons.txt); with
+    `lessons` (a cut), those of the listed lessons left out but these."""
+    options = runpy.run_path(str(root / "setup.py"), run_name="datamove_setup_options")["options"](root)
+    if lessons is None:
+        return options
+    dropped = set(read_list(root)) - set(lessons)
+    packages = [p for p in options["packages"] if p.split(".")[0] not in dropped]
+    return {"packages": packages, "package_data": {k: v for k, v in options["package_data"].items() if k in packages}}
+
+
+def cut(course: Course, through: str | None) -> list[str]:
+    """The lessons a bundle holds: the checkout's list up to and including `through`, in list order (None: every
+    lesson); UsageError naming the valid ones for a lesson not on the list."""
+    listed = course.assignments()
+    if through is None:
+        return listed
+    if through not in listed:
+        raise UsageError(
+            f"--through {through}: {course.root / LIST_NAME} lists no lesson {through!r}; "
+            f"the lessons are: {', '.join(listed)}"
+        )
+    return listed[: listed.index(through) + 1]
+
+
+def builds_on(root: Path, lesson: str) -> tuple[str, ...]:
+    """The earlier lessons whose answers a lesson's shipped code holds: its __init__.py's BUILDS_ON, a tuple of
+    lesson names read from the source text (grader imports no lesson); () when it declares none. UsageError when it
+    is not a tuple of names of lessons listed before it."""
+    init = root / lesson / "__init__.py"
+    for node in ast.parse(init.read_text(), str(init)).body:
+        if isinstance(node, ast.Assign):
+            targets, given = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, given = [node.target], node.value
+        else:
+            continue
+        if not any(isinstance(t, ast.Name) and t.id == BUILDS_ON for t in targets):
+            continue
+        try:
+            value = ast.literal_eval(given)
+        except ValueError:
+            value = None
+        if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{init}: {BUILDS_ON} is not a tuple of lesson names (lessons listed before it)")
+        listed = list(read_list(root))
+        earlier = listed[: listed.index(lesson)] if lesson in listed else []
+        wrong = [v for v in value if v not in earlier]
+        if wrong:
+            raise UsageError(
+                f"{init}: {BUILDS_ON} names {', '.join(map(repr, wrong))}, not a lesson listed before {lesson!r} in "
+                f"{LIST_NAME} ({', '.join(earlier) or 'none is'})"
+            )
+        return value
+    return ()
+
+
+def answers_held(root: Path, lessons: list[str]) -> dict[str, list[str]]:
+    """Each lesson of a bundle whose answers other lessons of the bundle ship in their own code -> those lessons, both
+    in list order."""
+    held: dict[str, list[str]] = {}
+    for lesson in lessons:
+        for earlier in builds_on(root, lesson):
+            held.setdefault(earlier, []).append(lesson)
+    return {earlier: held[earlier] for earlier in lessons if earlier in held}
+
+
+def release_notes(root: Path, lessons: list[str]) -> list[str]:
+    """One line for each lesson of a bundle whose answer later lessons of it ship: when to hand the bundle out, and
+    the cut that holds none of them."""
+    lines = []
+    for earlier, later in answers_held(root, lessons).items():
+        before = lessons[lessons.index(later[0]) - 1]  # cuts begin at the list's start: `earlier` is in them
+        ship, own = ("ship", "their") if len(later) > 1 else ("ships", "its")
+        lines.append(
+            f"{', '.join(later)} {ship} {earlier}'s answer in {own} own code: hand this bundle out once {earlier}'s "
+            f"exercises have closed (or cut it with --through {before})"
+        )
+    return lines
 
 
 def student_pyproject(main: dict, options: dict) -> dict:
@@ -185,9 +271,10 @@ def _shipped_files(src: Path, patterns: list[str]) -> list[Path]:
     return [p for p in sorted(found) if not (_SKIP & set(p.relative_to(src).parts) or p.suffix == ".pyc")]
 
 
-def shipped_packages(root: Path, main: dict) -> list[tuple[str, Path, list[Path]]]:
-    """(import name, source folder, files) of each package students get: the checkout's wheel but grader."""
-    setuptools = student_pyproject(main, package_options(root))["tool"]["setuptools"]
+def shipped_packages(root: Path, main: dict, lessons: list[str] | None = None) -> list[tuple[str, Path, list[Path]]]:
+    """(import name, source folder, files) of each package students get: the checkout's wheel but grader; with
+    `lessons` (a cut), the lessons' packages but theirs left out."""
+    setuptools = student_pyproject(main, package_options(root, lessons))["tool"]["setuptools"]
     return [
         (package, root / package_folder(package), _shipped_files(root / package_folder(package), patterns))
         for package in setuptools["packages"]
@@ -195,11 +282,20 @@ def shipped_packages(root: Path, main: dict) -> list[tuple[str, Path, list[Path]
     ]
 
 
-def write_list(root: Path, dest: Path) -> Path:
-    """The checkout's list of lessons as the installed copy, dest/labcore/lessons.txt (labcore.lessons reads it)."""
+def list_text(text: str, lessons: list[str]) -> str:
+    """A list of lessons' text with the lines of lessons not in `lessons` left out (comments and blank lines kept)."""
+    return "".join(line for line in text.splitlines(keepends=True) if line.split("#", 1)[0].strip() in ("", *lessons))
+
+
+def write_list(root: Path, dest: Path, lessons: list[str] | None = None) -> Path:
+    """The checkout's list of lessons as the installed copy, dest/labcore/lessons.txt (labcore.lessons reads it there
+    when no list lies beside labcore/, as in a bundle); with `lessons` (a cut), only theirs."""
     target = dest / "labcore" / LIST_NAME
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(root / LIST_NAME, target)
+    if lessons is None:
+        shutil.copy2(root / LIST_NAME, target)
+    else:
+        target.write_text(list_text((root / LIST_NAME).read_text(), lessons))
     return target
 
 
@@ -269,6 +365,8 @@ packages ({packages}) with their CUDA kernels, and profiles recorded on real GPU
 also runs without one. It holds no solutions, hidden tests or grading tools: the test cell under each exercise
 runs the visible checks, and your instructor grades what you hand back.
 
+{holds}
+
 ## Install and open
 
 On the GPU lab machine, in the folder that holds this one (`{folder}/`):
@@ -308,8 +406,11 @@ without a GPU and without the lesson's measurement cells (so an answer must use 
 variable a lesson cell made), and the test cells only collect your answers there (your schedule's calls, your
 functions' results, your CUDA source); the grader's own checks then judge those answers, measuring on its GPU.
 The lesson's reference answers do not work in that sandbox, so an answer that calls them, under any name, fails
-there; write your own. Your test cells' output while you work is
-the same check, run by you on your machine.
+there; write your own. Your test cells check while you work what your copy can check: the visible cases against
+the expected values it ships (each lesson's `public.json`), your timings against naive and the link measured in the
+same run. What needs an answer your copy does not hold (a pitfall key, the reference pipeline timed beside yours)
+a cell says it leaves to grading, and a cell only a GPU can decide says "pending a GPU" in one line. Grading asks
+more: hidden cases and configurations drawn anew for every grading run.
 
 ## Without a GPU
 
@@ -353,13 +454,27 @@ install, switch them off there:
 """
 
 
-def readme_text(names: list[str], out: Path, pyproject: dict, main: dict) -> str:
-    """The bundle's README.md, for the assignments `names`, once out holds everything else."""
+def holds_text(names: list[str], listed: list[str]) -> str:
+    """What the README says of the lessons a bundle holds (`names`) of the course's (`listed`)."""
+    code = ", ".join(f"`{n}`" for n in names)
+    if names == listed:
+        return f"It holds every lesson of the course: {code}."
+    later = ", ".join(f"`{n}`" for n in listed if n not in names)
+    return (
+        f"It holds the course's lessons through `{names[-1]}`: {code}. The course hands its lessons out one at a "
+        f"time; the later ones ({later}) come in a later bundle, once these exercises have closed."
+    )
+
+
+def readme_text(names: list[str], out: Path, pyproject: dict, main: dict, listed: list[str] | None = None) -> str:
+    """The bundle's README.md, for the assignments `names` of the course's `listed` (default: names, every lesson),
+    once out holds everything else."""
     packages = pyproject["tool"]["setuptools"]["packages"]
     lessons = [p for p in packages if (out / package_folder(p) / "__main__.py").is_file()]  # python -m <lesson>
     gpus = {g.name for p in lessons if (out / p / PROFILES_DIR).is_dir() for g in (out / p / PROFILES_DIR).iterdir()}
     return README.format(
         description=pyproject["project"]["description"],
+        holds=holds_text(names, names if listed is None else listed),
         main=main["project"]["name"],
         version=main["project"]["version"],
         dist=DIST_NAME,
@@ -384,9 +499,13 @@ def readme_text(names: list[str], out: Path, pyproject: dict, main: dict) -> str
     )
 
 
-def write_bundle(course: Course, out: Path, progress: Callable[[str], None] | None = None) -> list[str]:
-    """Check course/ against solutions/, then write the bundle into out (new or empty); lines saying what it wrote."""
-    names = course.assignments()
+def write_bundle(
+    course: Course, out: Path, progress: Callable[[str], None] | None = None, lessons: list[str] | None = None
+) -> list[str]:
+    """Check course/ against solutions/, then write the bundle of `lessons` (a cut: `cut`; default every lesson)
+    into out (new or empty); lines saying what it wrote."""
+    listed = course.assignments()
+    names = listed if lessons is None else lessons
     problems = check(course, names, progress=progress)
     if problems:
         raise UsageError(
@@ -394,19 +513,20 @@ def write_bundle(course: Course, out: Path, progress: Callable[[str], None] | No
             f"{len(problems)} problem(s) in all): run `python -m grader generate`, commit, then bundle again"
         )
     main = tomllib.loads((course.root / "pyproject.toml").read_text())
-    pyproject = student_pyproject(main, package_options(course.root))
+    pyproject = student_pyproject(main, package_options(course.root, names))
     out.mkdir(parents=True, exist_ok=True)
     wrote = []
     for name in names:
         shutil.copytree(course.release / name, out / NOTEBOOKS_DIR / name, ignore=shutil.ignore_patterns(*_SKIP))
         wrote.append(f"{NOTEBOOKS_DIR}/{name}/{name}.ipynb  ({RELEASE_DIR}/{name}/)")
-    for package, src, files in shipped_packages(course.root, main):
+    for package, src, files in shipped_packages(course.root, main, names):
         folder = src.relative_to(course.root).as_posix()
         withheld = write_withheld(package, src, files, out / folder)
         wrote.append(
             f"{folder}/  ({len(files)} files" + (f"; {len(withheld)} references withheld)" if withheld else ")")
         )
-    wrote.append(f"{write_list(course.root, out).relative_to(out)}  (the list of lessons)")
+    written = write_list(course.root, out, names)
+    wrote.append(f"{written.relative_to(out)}  (the list of lessons: {', '.join(names)})")
     recorded = out / RECORDED[0] / RECORDED[1].split("/")[0]
     made = record_references(course.root, names, recorded)
     wrote.append(f"{recorded.relative_to(out)}/  ({len(made)} files: what the lessons show from the references)")
@@ -425,6 +545,6 @@ def write_bundle(course: Course, out: Path, progress: Callable[[str], None] | No
         )
     )
     wrote.append(f"pyproject.toml  ({DIST_NAME}; extras: {', '.join(pyproject['project']['optional-dependencies'])})")
-    (out / "README.md").write_text(readme_text(names, out, pyproject, main))
-    wrote.append("README.md  (install, open, hand in, offline, nbgrader)")
+    (out / "README.md").write_text(readme_text(names, out, pyproject, main, listed))
+    wrote.append("README.md  (the lessons it holds, install, open, hand in, offline, nbgrader)")
     return wrote
