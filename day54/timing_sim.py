@@ -53,9 +53,21 @@ PIPELINED = public.Expectation(  # the reference pipeline simulated (labcore.pub
 )
 
 
+def enqueue_per_op_ms(record: Record) -> float:
+    """The host's time to issue one operation, from the record's "timing the enqueue" pass: the pipelined loop's
+    host clock without a synchronize over its three calls a chunk (0 where the record has none)."""
+    loop_ms = report.enqueue_ms(record)
+    if loop_ms is None:
+        return 0.0
+    n_chunks = record.config.get("total_bytes", TIMED_TOTAL_BYTES) // record.config["window_bytes"]
+    return loop_ms / (3 * n_chunks)
+
+
 def ratio_rates(record: Record, window: int) -> Rates:
-    """The record's stage times per chunk at `window`, the copies stretched as its duplex probe says."""
-    return Rates.from_stages(report.stages(record, window), report.link_floor_ms(record))
+    """The record's stage times per chunk at `window`, the copies stretched as its duplex probe says, each operation
+    issued after the host's enqueue of the ones before it."""
+    stages = report.stages(record, window)
+    return Rates.from_stages(stages, report.link_floor_ms(record), enqueue_per_op_ms(record))
 
 
 @functools.cache
@@ -106,7 +118,7 @@ def challenge_rates(record: Record, window: int) -> Rates:
     link = report.link_floor_ms(record)
     main = report.stages(record, report.main_window(record, None))
     stretch = 1.0 if link is None else max(1.0, link / max(main.h2d_ms, main.d2h_ms))
-    return Rates(*per_chunk, duplex_stretch=stretch)
+    return Rates(*per_chunk, duplex_stretch=stretch, enqueue_ms=enqueue_per_op_ms(record))
 
 
 def challenge_simulated(recorded: trace.Trace, record: Record) -> ChallengeTiming:

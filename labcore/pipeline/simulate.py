@@ -18,6 +18,10 @@ engine; an allocation the pool can serve from memory freed earlier on that
 stream costs `async_ms`, one that must grow the pool `grow_ms`. With the pool's
 release threshold at 0 (`keeps_pool` False) the pool starts each pass empty and
 gives its free memory back at every synchronize (a cudaFree's included).
+
+The host enqueues one operation after another: with `enqueue_ms` (the host's cost of one call, measured by the
+record) the n-th operation a schedule issues cannot start before n x enqueue_ms, so a schedule that issues all of
+one stream's chunks before the next stream's leaves that stream idle while the host is busy, as it does live.
 """
 
 from __future__ import annotations
@@ -54,12 +58,13 @@ class Rates:
     async_ms: float = 0.0  # a cudaMallocAsync (or cudaFreeAsync) the pool serves from memory it holds
     grow_ms: float = 0.0  # a cudaMallocAsync that has to grow the pool
     keeps_pool: bool = True  # the release threshold is raised: freed memory stays in the pool across syncs
+    enqueue_ms: float = 0.0  # the host's time to issue one operation: the n-th issued starts no earlier than n x this
 
     @classmethod
-    def from_stages(cls, stages: Stages, link_floor_ms: float | None = None) -> Rates:
+    def from_stages(cls, stages: Stages, link_floor_ms: float | None = None, enqueue_ms: float = 0.0) -> Rates:
         h, k, d = stages.per_chunk()
         stretch = 1.0 if link_floor_ms is None else max(1.0, link_floor_ms / max(stages.h2d_ms, stages.d2h_ms))
-        return cls(h, k, d, stretch)
+        return cls(h, k, d, stretch, enqueue_ms=enqueue_ms)
 
     def work(self, op: str, grows: bool = False) -> float:
         if op == "malloc_async":
@@ -118,17 +123,22 @@ def simulate(ctx: RecordingContext, rates: Rates, key: str = "simulated") -> lis
     pending = len(ops)
     running: dict[str, tuple[Recorded, float, float]] = {}  # engine -> (op, start_ms, remaining work ms)
     now, timeline = 0.0, []
+
+    def issued_at(order: int) -> float:  # when the host has issued the operation of this issue order
+        return order * rates.enqueue_ms
+
     while pending or running:
         for engine in ENGINES:
-            if engine not in running and ready[engine]:
+            if engine not in running and ready[engine] and issued_at(ready[engine][0][0]) <= now + 1e-12:
                 rec = by_index[heapq.heappop(ready[engine])[1]]
                 running[engine] = (rec, now, rates.work(rec.op, rec.index in grows))
                 pending -= 1
-        if not running:
+        later = [issued_at(ready[e][0][0]) - now for e in ENGINES if e not in running and ready[e]]
+        if not running and not later:
             raise RuntimeError("schedule deadlocked in the simulator")  # cannot happen with stream order alone
         both = "h2d" in running and "d2h" in running
         speed = {e: (1 / rates.duplex_stretch if both and e in ("h2d", "d2h") else 1.0) for e in running}
-        step = min(left / speed[e] for e, (_, _, left) in running.items())
+        step = min([left / speed[e] for e, (_, _, left) in running.items()] + later)
         now += step
         for engine, (rec, start, left) in list(running.items()):
             left -= step * speed[engine]
