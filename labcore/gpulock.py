@@ -18,6 +18,13 @@ Students on one lab machine share its GPUs. Two timed passes that overlap on one
   turns: the warning about other processes computing on the GPU leaves out those that take turns with us.
 
 Turns nest: a timed section inside another takes the lock once. LABCORE_GPU_LOCK=off times without it.
+
+GPU work that is not timed (allocations, fills, correctness passes, a check's set-up) runs inside `gpu_share()`:
+any number of processes share the GPU, but never while a turn is timed. A turn takes `<key>.gate` exclusively for
+its whole length and then `<key>.lock` exclusively, which waits for the sharers already in; a sharer passes the
+gate (shared, for a moment) and holds `<key>.lock` shared. So a timed pass has the GPU to itself: the sharers in
+finish first, new ones wait at the gate until the turn ends. A process that shares and then times drops its share
+for the turn and takes it back after; a share inside a turn is the turn.
 """
 
 from __future__ import annotations
@@ -243,7 +250,10 @@ class _State:
     mutex: threading.RLock = dataclasses.field(default_factory=threading.RLock)
     depth: int = 0
     lock_fd: int | None = None
+    gate_fd: int | None = None
     ticket: _Ticket | None = None
+    shared: int = 0  # nested shares held
+    share_fd: int | None = None  # <key>.lock flocked shared, while shared and no turn is held
 
 
 _states: dict[str, _State] = {}
@@ -257,7 +267,7 @@ def _forget_after_fork() -> None:
     """A forked child inherits our files but not our turns: forget them without unlocking (that would free the
     parent's lock, whose open file the child shares)."""
     for state in _states.values():
-        for fd in (state.lock_fd, state.ticket.fd if state.ticket else None):
+        for fd in (state.lock_fd, state.gate_fd, state.share_fd, state.ticket.fd if state.ticket else None):
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -311,6 +321,7 @@ def _acquire(gpu: GpuId, state: _State, file: TextIO) -> None:
         directory = lock_dir()
         _join(directory, gpu.key)
         lock_fd = _open_lock_file(directory / f"{gpu.key}.lock")
+        gate_fd = _open_lock_file(directory / f"{gpu.key}.gate")
     except OSError as exc:
         _say_once(f"labcore: cannot take turns on {gpu.label} ({exc}); timing without the lock", file)
         return
@@ -319,28 +330,31 @@ def _acquire(gpu: GpuId, state: _State, file: TextIO) -> None:
         ticket = _Ticket(directory, gpu.key)
     except OSError as exc:
         os.close(lock_fd)
+        os.close(gate_fd)
         _say_once(f"labcore: cannot queue for {gpu.label} ({exc}); timing without the lock", file)
         return
     try:
         announced = False
         while True:
             ahead = ticket.ahead()
-            if ahead == 0 and _try_flock(lock_fd):
+            if ahead == 0 and _try_flock(gate_fd) and _try_flock(lock_fd):
                 break
             if not announced:
                 announced = True
-                shown = max(ahead, 1)  # none ahead but the lock held: a holder that raced us into the queue
+                shown = max(ahead, 1)  # none ahead but the lock held: a holder or sharers that got in before us
                 noun = "measurement" if shown == 1 else "measurements"
                 print(f"waiting for {gpu.label}: {shown} {noun} ahead", file=file, flush=True)
             if ahead == 0:
-                fcntl.flock(lock_fd, fcntl.LOCK_EX)  # first in line: wake the moment the holder lets go
+                fcntl.flock(gate_fd, fcntl.LOCK_EX)  # first in line: no new sharer gets in from now on
+                fcntl.flock(lock_fd, fcntl.LOCK_EX)  # and the sharers inside finish
                 break
             time.sleep(POLL_S)
     except BaseException:
         ticket.close()
         os.close(lock_fd)
+        os.close(gate_fd)
         raise
-    state.lock_fd, state.ticket = lock_fd, ticket
+    state.lock_fd, state.gate_fd, state.ticket = lock_fd, gate_fd, ticket
     _stats.turns += 1
     if announced:
         _stats.waits += 1
@@ -358,9 +372,58 @@ def _try_flock(fd: int) -> bool:
 def _release(state: _State) -> None:
     if state.ticket is not None:
         state.ticket.close()
-    if state.lock_fd is not None:
-        os.close(state.lock_fd)  # closing the last descriptor drops the flock
-    state.lock_fd, state.ticket = None, None
+    for fd in (state.lock_fd, state.gate_fd):
+        if fd is not None:
+            os.close(fd)  # closing the last descriptor drops the flock
+    state.lock_fd, state.gate_fd, state.ticket = None, None, None
+
+
+def _enter_share(gpu: GpuId, state: _State, file: TextIO) -> None:
+    """Pass the gate (waiting while a turn is timed) and hold the GPU's lock shared."""
+    try:
+        directory = lock_dir()
+        _join(directory, gpu.key)
+        gate_fd = _open_lock_file(directory / f"{gpu.key}.gate")
+        lock_fd = _open_lock_file(directory / f"{gpu.key}.lock")
+    except OSError as exc:
+        _say_once(f"labcore: cannot take turns on {gpu.label} ({exc}); sharing it without the lock", file)
+        return
+    try:
+        fcntl.flock(gate_fd, fcntl.LOCK_SH)
+        fcntl.flock(lock_fd, fcntl.LOCK_SH)
+    except BaseException:
+        os.close(lock_fd)
+        raise
+    finally:
+        os.close(gate_fd)
+    state.share_fd = lock_fd
+
+
+def _leave_share(state: _State) -> None:
+    if state.share_fd is not None:
+        os.close(state.share_fd)
+    state.share_fd = None
+
+
+@contextlib.contextmanager
+def gpu_share(device: int | None = None, *, file: TextIO | None = None) -> Iterator[None]:
+    """Use this GPU for work that is not timed: alongside other sharers, never while another process's turn is timed
+    (waits at the gate meanwhile). Inside a turn it is the turn; a turn inside it drops the share for its length."""
+    if not lock_enabled():
+        yield
+        return
+    gpu = gpu_id(device)
+    state = _state(gpu.key)
+    with state.mutex:
+        if state.shared == 0 and state.depth == 0:
+            _enter_share(gpu, state, sys.stderr if file is None else file)
+        state.shared += 1
+        try:
+            yield
+        finally:
+            state.shared -= 1
+            if state.shared == 0:
+                _leave_share(state)
 
 
 @contextlib.contextmanager
@@ -376,9 +439,11 @@ def gpu_turn(device: int | None = None, *, file: TextIO | None = None) -> Iterat
         return
     gpu = gpu_id(device)
     state = _state(gpu.key)
+    out = sys.stderr if file is None else file
     with state.mutex:
         if state.depth == 0:
-            _acquire(gpu, state, sys.stderr if file is None else file)
+            _leave_share(state)  # our own share would keep our turn waiting: it comes back after the turn
+            _acquire(gpu, state, out)
         state.depth += 1
         try:
             yield
@@ -386,6 +451,8 @@ def gpu_turn(device: int | None = None, *, file: TextIO | None = None) -> Iterat
             state.depth -= 1
             if state.depth == 0:
                 _release(state)
+                if state.shared:
+                    _enter_share(gpu, state, out)
 
 
 # -- who else computes on the GPU ---------------------------------------------------------------------------------

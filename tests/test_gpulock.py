@@ -321,3 +321,90 @@ def test_without_a_gpu_the_warning_is_silent(monkeypatch):
     err = io.StringIO()
     assert gpulock.warn_if_shared(file=err) is None
     assert err.getvalue() == ""
+
+
+# One process's work on GPU 0: a share or a turn (argv[2]), logging enter and exit, held until the file argv[4]
+# appears; "share-then-turn" takes a turn inside its share (a check's set-up, then its timed pass).
+USER = """
+import sys, time
+from pathlib import Path
+from labcore.gpulock import gpu_share, gpu_turn
+name, kind, log, hold = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
+
+def note(word):
+    with log.open("a") as fh:
+        fh.write(f"{word} {time.time()}\\n")
+
+def held():
+    note("enter")
+    while not hold.exists():
+        time.sleep(0.01)
+    note("exit")
+
+if kind == "share-then-turn":
+    with gpu_share(0):
+        note("shared")
+        with gpu_turn(0):
+            held()
+        note("shared-again")
+else:
+    with (gpu_share(0) if kind == "share" else gpu_turn(0)):
+        held()
+"""
+
+
+def start_user(name: str, kind: str, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    hold = tmp_path / f"{name}.go"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", USER, name, kind, str(tmp_path / f"{name}.log"), str(hold)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return proc, hold
+
+
+def log_words(tmp_path: Path, name: str) -> list[str]:
+    log = tmp_path / f"{name}.log"
+    return [line.split()[0] for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_sharers_overlap_and_a_turn_waits_for_them_then_keeps_new_ones_out(locks, tmp_path):
+    """Two shares run together; a turn asked meanwhile starts only when both have left, and a share asked while the
+    turn waits or runs starts only after the turn: a timed pass has the GPU to itself."""
+    a, go_a = start_user("a", "share", tmp_path)
+    b, go_b = start_user("b", "share", tmp_path)
+    wait_for(lambda: "enter" in log_words(tmp_path, "a") and "enter" in log_words(tmp_path, "b"), "two sharers in")
+    t, go_t = start_user("t", "turn", tmp_path)
+    wait_for(lambda: tickets(locks), "the turn's ticket")
+    time.sleep(0.3)
+    assert log_words(tmp_path, "t") == []  # sharers inside: the turn waits
+    c, go_c = start_user("c", "share", tmp_path)
+    go_a.touch()
+    time.sleep(0.3)
+    assert log_words(tmp_path, "t") == [] and log_words(tmp_path, "c") == []  # b is still in; c waits at the gate
+    go_b.touch()
+    wait_for(lambda: "enter" in log_words(tmp_path, "t"), "the turn")
+    time.sleep(0.3)
+    assert log_words(tmp_path, "c") == []  # the turn runs alone
+    go_t.touch()
+    wait_for(lambda: "enter" in log_words(tmp_path, "c"), "the late sharer")
+    go_c.touch()
+    for proc in (a, b, t, c):
+        assert proc.wait(timeout=20) == 0, proc.stderr.read()
+
+
+def test_a_process_drops_its_own_share_for_its_turn_and_takes_it_back(locks, tmp_path):
+    """A check that shares for its set-up and then times: its own share does not keep its turn waiting, and while
+    the turn runs another process's share waits."""
+    p, go_p = start_user("p", "share-then-turn", tmp_path)
+    wait_for(lambda: "enter" in log_words(tmp_path, "p"), "the turn inside the share")
+    o, go_o = start_user("o", "share", tmp_path)
+    time.sleep(0.3)
+    assert log_words(tmp_path, "o") == []
+    go_p.touch()
+    wait_for(lambda: "enter" in log_words(tmp_path, "o"), "the other sharer")
+    go_o.touch()
+    assert p.wait(timeout=20) == 0 and o.wait(timeout=20) == 0, p.stderr.read()
+    assert log_words(tmp_path, "p") == ["shared", "enter", "exit", "shared-again"]

@@ -29,6 +29,7 @@ import numpy as np
 
 from labcore.device import DeviceFacts, cupy_or_none
 from labcore.errors import UsageError
+from labcore.gpulock import gpu_share
 from labcore.sizes import format_size
 
 _LIVE: dict[int, MappedBuffer] = {}  # host pointer -> open buffer: the host pinned bookkeeping
@@ -273,7 +274,8 @@ def alloc_mapped(shape: int | tuple[int, ...], dtype: Any = np.uint8, *, write_c
     rt = cudart()
     flags = rt.cudaHostAllocMapped | (rt.cudaHostAllocWriteCombined if write_combined else 0)
     try:
-        host_ptr = int(call("cudaHostAlloc", rt.cudaHostAlloc(nbytes, flags)))
+        with gpu_share():  # pinning is not timed here, but it would disturb a neighbour's timed pass
+            host_ptr = int(call("cudaHostAlloc", rt.cudaHostAlloc(nbytes, flags)))
     except CudaCallError as exc:
         if exc.error == rt.cudaError_t.cudaErrorMemoryAllocation:
             raise UsageError(
@@ -291,7 +293,8 @@ def register_mapped(array: np.ndarray, *, read_only: bool = False) -> MappedBuff
     rt = cudart()
     flags = rt.cudaHostRegisterMapped | (rt.cudaHostRegisterReadOnly if read_only else 0)
     try:
-        call("cudaHostRegister", rt.cudaHostRegister(array.ctypes.data, array.nbytes, flags))
+        with gpu_share():
+            call("cudaHostRegister", rt.cudaHostRegister(array.ctypes.data, array.nbytes, flags))
     except CudaCallError as exc:
         if exc.error == rt.cudaError_t.cudaErrorMemoryAllocation:
             raise UsageError(f"cudaHostRegister could not pin {format_size(array.nbytes)}; ask for less") from None

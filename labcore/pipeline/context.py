@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from labcore.device import cupy_or_none
+from labcore.gpulock import gpu_share
 from labcore.pipeline.kernel import launch_fma_chain
 from labcore.pipeline.verify import verify_and_poison
 
@@ -139,15 +140,17 @@ class HostArrays:
 
         n = total_bytes // 4
         alloc = cupyx.empty_pinned if pinned else np.empty
-        self.h_in: np.ndarray = alloc(n, dtype=np.float32)
-        self.h_out: np.ndarray = alloc(n, dtype=np.float32)
+        with gpu_share():  # pinning a GiB is not timed, but it would disturb a neighbour's timed pass
+            self.h_in: np.ndarray = alloc(n, dtype=np.float32)
+            self.h_out: np.ndarray = alloc(n, dtype=np.float32)
         self.pinned = pinned
 
     def fill_random(self, seed: int) -> None:
         """Fresh uniform [0, 1) input from a seeded generator, drawn on the GPU (NumPy takes a third of a second
         per GiB, which every graded submission would pay several times)."""
         cp = cupy_or_none()
-        cp.random.default_rng(seed).random(self.h_in.size, dtype=cp.float32).get(out=self.h_in)
+        with gpu_share():  # a GiB drawn on the GPU and copied across the link: never while a pass is timed
+            cp.random.default_rng(seed).random(self.h_in.size, dtype=cp.float32).get(out=self.h_in)
 
     def device_view(self, array: np.ndarray) -> Any:
         """One of the pinned arrays as a CuPy array that kernels read and write in place, across the link (pinned
@@ -207,8 +210,9 @@ class CupyContext:
         self.fmas = fmas
         self.allocator = allocator
         if allocated:
-            self.d_in = [cp.empty(self.chunk_elems, dtype=cp.float32) for _ in range(n_buffers)]
-            self.d_out = [cp.empty(self.chunk_elems, dtype=cp.float32) for _ in range(n_buffers)]
+            with gpu_share():
+                self.d_in = [cp.empty(self.chunk_elems, dtype=cp.float32) for _ in range(n_buffers)]
+                self.d_out = [cp.empty(self.chunk_elems, dtype=cp.float32) for _ in range(n_buffers)]
         else:
             self.d_in, self.d_out = [None] * n_buffers, [None] * n_buffers
         self._owned: dict[int, tuple[int, int]] = {}  # pair -> the (input, output) pointers the runtime gave it
