@@ -64,7 +64,7 @@ from day54.timings import (
 )
 from day54.timings import LINK_WINDOW as LINK_WINDOW
 from day54.timings import challenge_decided as challenge_decided
-from labcore import answers, checking, public
+from labcore import answers, checking, measured, public
 from labcore.checking import Result, assert_own_function, decided_when_graded, say, verdicts
 from labcore.device import gpu_available
 from labcore.pipeline import trace
@@ -330,11 +330,26 @@ def measure_schedule(
 
 
 def _timing(
-    recorded: trace.Trace, rounds: int, directory: Path, decided: Callable[[Timing, int], bool] | None = None
+    recorded: trace.Trace,
+    rounds: int,
+    directory: Path,
+    decided: Callable[[Timing, int], bool] | None = None,
+    what: str | None = None,
 ) -> Timing:
-    """Live, or offline: the simulator on the course's recorded stage times, never the student's own exports."""
+    """Live, or offline: the simulator on the course's recorded stage times, never the student's own exports. Live
+    with `what` (the check and its bar), a trace timed once in a grading run serves every identical one
+    (labcore.measured)."""
     if gpu_available():
-        return _live_timing(recorded, rounds, decided)
+        if what is None:
+            return _live_timing(recorded, rounds, decided)
+        timing, shared = measured.once(
+            what,
+            measured.digest(recorded.to_json(), rounds),
+            lambda: _live_timing(recorded, rounds, decided),
+            dataclasses.asdict,
+            lambda data: Timing(**data),
+        )
+        return dataclasses.replace(timing, how=f"{timing.how}; {measured.SHARED}") if shared else timing
     said = _student_exports(recorded, directory)
     if said is not None:
         say(said)
@@ -356,7 +371,8 @@ def check_pipelined_ratio(
         over = timing.over_reference
         return ratio_decided(max(timing.ratio / threshold, 0.0 if over is None else over / REFERENCE_FACTOR), done)
 
-    timing = _timing(recorded, MAX_RATIO_ROUNDS, Path("."), decided)  # the very calls just checked
+    what = f"day54 ratio {threshold} {REFERENCE_FACTOR}"
+    timing = _timing(recorded, MAX_RATIO_ROUNDS, Path("."), decided, what)  # the very calls just checked
     ratio, over = (None if r is None else checking.record(r) for r in ratio_results(timing, window, buffers, threshold))
     where = f"at {window // MiB} MiB with {buffers} buffers ({timing.how})"
     assert ratio.passed, f"pipelined/naive = {ratio.value:.3f} {where}, above the {threshold:.2f} threshold"
@@ -538,6 +554,21 @@ def challenge_words(best: Result, floor: Result) -> str:
     )
 
 
+def _challenge_found(timed: trace.Trace) -> ChallengeTiming:
+    """The challenge's numbers: live (timed once in a grading run for identical work, labcore.measured), or
+    simulated on the shipped profile."""
+    if not gpu_available():
+        return _challenge_simulated(timed, shipped_profile())
+    found, shared = measured.once(
+        "day54 challenge",
+        measured.digest(timed.to_json(), CHALLENGE_ROUNDS),
+        lambda: _challenge_live(timed, CHALLENGE_ROUNDS),
+        dataclasses.asdict,
+        lambda data: ChallengeTiming(**data),
+    )
+    return dataclasses.replace(found, how=f"{found.how}; {measured.SHARED}") if shared else found
+
+
 def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
     """Optional: your fastest correct schedule's time over the course's best schedule measured in the same rounds.
 
@@ -576,9 +607,7 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
     for one in [timed, *others]:
         problem = _fake_problems(one)
         assert problem is None, f"the challenge counts only a correct schedule, and this one is not: {problem}"
-    found = (
-        _challenge_live(timed, CHALLENGE_ROUNDS) if gpu_available() else _challenge_simulated(timed, shipped_profile())
-    )
+    found = _challenge_found(timed)
     best, floor = (None if r is None else checking.record(r) for r in challenge_results(found, picked))
     if best is None:  # the student's kernel, where the course's best schedule is withheld
         decided_when_graded(

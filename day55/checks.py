@@ -25,7 +25,7 @@ from day55 import model, pool, report, schedules
 from day55.config import MiB
 from day55.model import per_chunk_malloc_ms
 from day55.replay import shipped_profile
-from labcore import answers, public
+from labcore import answers, measured, public
 from labcore.checking import assert_own_function, decided_when_graded, say, verdicts
 from labcore.device import gpu_available
 from labcore.errors import UsageError
@@ -284,8 +284,15 @@ def check_stream_ordered_time(schedule: Callable[[Any], None], *, buffers: int =
         except UsageError as exc:  # the shipped profile missing: the verdict is pending all the same
             expected = f"no simulation ({exc})"
         raise PendingGPU(pending_message(f"timing needs the GPU ({expected}, within {ONCE_FACTOR:.2f}x to pass)"))
-    mine, once = _live_times(recorded, rounds)
+    (mine, once), shared = measured.once(
+        "day55 stream-ordered time",
+        measured.digest(recorded.to_json(), rounds),
+        lambda: _live_times(recorded, rounds),
+        list,
+        tuple,
+    )
     where = f"1 GiB in 64 MiB windows, {buffers} buffers, live, medians of {rounds} rounds"
+    where += f"; {measured.SHARED}" if shared else ""
     assert mine <= ONCE_FACTOR * once, (
         f"your schedule takes {mine:.2f} ms, {mine / once:.3f}x the {once:.2f} ms of allocating once ({where}): more "
         f"than {ONCE_FACTOR:.2f}x; something in it makes the device wait"

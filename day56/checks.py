@@ -25,7 +25,7 @@ from typing import Any
 
 from day56 import graph, model, schedules
 from day56.config import MiB
-from labcore import answers, checking, public
+from labcore import answers, checking, measured, public
 from labcore.answers import reference
 from labcore.checking import Result, assert_own_function, decided_when_graded, say, verdicts
 from labcore.device import gpu_available
@@ -288,6 +288,55 @@ def _host_clocked(fn: Callable[[], None], cpu: list[float], wall: list[float]) -
     return run
 
 
+def _timed_runs(recorded: trace.Trace) -> tuple[dict[str, list[float]], int, str | None]:
+    """The timed rounds of check_capture_timed: (every run's times by name, rounds done, what was wrong with the
+    graph's verified output or None). A bar missed in the first round is measured again (MAX_TIMED_ROUNDS)."""
+    host = HostArrays(TIMED_WINDOW * TIMED_CHUNKS)
+    host.fill_random(secrets.randbelow(2**31))
+    ctx = CupyContext(host, TIMED_WINDOW, 3, 512)
+    expected = _expected(ctx, host)
+    gctx = graph.capturable(ctx)
+    with gpu_turn():
+        captured = graph.capture(gctx, recorded.replay)
+        exec_, _ = graph.instantiate(captured)
+    names = ("enqueue", "launch", "enqueue wall", "launch wall", "floor", "streams", "graph")
+    runs: dict[str, list[float]] = {name: [] for name in names}
+    timed = dict(params={}, domain="grader", repeats=5)
+    try:
+        for done in range(1, MAX_TIMED_ROUNDS + 1):
+            clocks: dict[str, list[float]] = {name: [] for name in names[:4]}
+            floor = time_pass(
+                lambda: schedules.duplex(ctx.with_buffers(2)), key="grader duplex", name="duplex", **timed
+            )
+            streams = time_pass(
+                _host_clocked(lambda: recorded.replay(ctx), clocks["enqueue"], clocks["enqueue wall"]),
+                key="grader streams",
+                name="streams",
+                **timed,
+            )
+            graphed = time_pass(
+                _host_clocked(lambda: graph.launch(exec_), clocks["launch"], clocks["launch wall"]),
+                key="grader graph",
+                name="graph",
+                before_last=host.poison,  # the output checked below is the last launch's, not the streams'
+                **timed,
+            )
+            check = bit_exact_check("your graph", host.verify_and_poison(expected, ctx.chunk_elems), TIMED_CHUNKS)
+            if not check.ok:
+                return runs, done, check.detail
+            for name, found in clocks.items():
+                runs[name] += found[1:]  # the first: the warm-up
+            for name, found in (("floor", floor), ("streams", streams), ("graph", graphed)):
+                runs[name] += found.times_ms
+            results = timed_results(runs, done)
+            if done == 1 and (all(r.passed for r in results) or any(_far_off(r) for r in results)):
+                break  # a near miss runs every round and is judged once, on all of them
+    finally:
+        graph.destroy_exec(exec_)
+        captured.destroy()
+    return runs, done, None
+
+
 def check_capture_timed(schedule: Callable[[Any], None]) -> None:
     """On a GPU: your schedule at 64 chunks of 4 MiB with 3 buffers, timed in the same rounds stream by stream and
     as a graph beside the duplex floor (5 runs each a round; a bar missed is measured again, MAX_TIMED_ROUNDS):
@@ -303,58 +352,14 @@ def check_capture_timed(schedule: Callable[[Any], None]) -> None:
     assert problem is None, problem
     if not gpu_available():
         raise PendingGPU(pending_message("your graph's launch and GPU time are measured on a GPU only"))
-    host = HostArrays(TIMED_WINDOW * TIMED_CHUNKS)
-    host.fill_random(secrets.randbelow(2**31))
-    ctx = CupyContext(host, TIMED_WINDOW, 3, 512)
-    expected = _expected(ctx, host)
-    gctx = graph.capturable(ctx)
-    with gpu_turn():
-        captured = graph.capture(gctx, recorded.replay)
-        exec_, _ = graph.instantiate(captured)
-    names = ("enqueue", "launch", "enqueue wall", "launch wall", "floor", "streams", "graph")
-    runs: dict[str, list[float]] = {name: [] for name in names}
-    timed = dict(params={}, domain="grader", repeats=5)
-    try:
-        for done in range(1, MAX_TIMED_ROUNDS + 1):
-            enqueue: list[float] = []
-            launch: list[float] = []
-            enqueue_wall: list[float] = []
-            launch_wall: list[float] = []
-            floor = time_pass(
-                lambda: schedules.duplex(ctx.with_buffers(2)), key="grader duplex", name="duplex", **timed
-            )
-            streams = time_pass(
-                _host_clocked(lambda: recorded.replay(ctx), enqueue, enqueue_wall),
-                key="grader streams",
-                name="streams",
-                **timed,
-            )
-            graphed = time_pass(
-                _host_clocked(lambda: graph.launch(exec_), launch, launch_wall),
-                key="grader graph",
-                name="graph",
-                before_last=host.poison,  # the output checked below is the last launch's, not the streams'
-                **timed,
-            )
-            check = bit_exact_check("your graph", host.verify_and_poison(expected, ctx.chunk_elems), TIMED_CHUNKS)
-            if not check.ok:
-                break
-            host = {"enqueue": enqueue, "launch": launch, "enqueue wall": enqueue_wall, "launch wall": launch_wall}
-            for name, found in host.items():
-                runs[name] += found[1:]  # the first: the warm-up
-            for name, found in (("floor", floor), ("streams", streams), ("graph", graphed)):
-                runs[name] += found.times_ms
-            results = timed_results(runs, done)
-            if done == 1 and (all(r.passed for r in results) or any(_far_off(r) for r in results)):
-                break  # a near miss runs every round and is judged once, on all of them
-    finally:
-        graph.destroy_exec(exec_)
-        captured.destroy()
-    assert check.ok, f"the output of a timed launch of your graph is wrong: {check.detail}"
-    host_factor, own, over_floor = (checking.record(r) for r in results)
+    (runs, done, wrong), shared = measured.once(
+        "day56 capture timed", measured.digest(recorded.to_json()), lambda: _timed_runs(recorded), list, tuple
+    )
+    assert wrong is None, f"the output of a timed launch of your graph is wrong: {wrong}"
+    host_factor, own, over_floor = (checking.record(r) for r in timed_results(runs, done))
     numbers = (
         f"host: your enqueue loop {host_factor.detail}; GPU: as a graph {own.detail}, {over_floor.value:.3f}x the "
-        f"duplex floor {statistics.median(runs['floor']):.2f} ms"
+        f"duplex floor {statistics.median(runs['floor']):.2f} ms" + (f" ({measured.SHARED})" if shared else "")
     )
     assert over_floor.passed, f"{numbers}: more than {FLOOR_FACTOR}x the link floor: is it a pipeline?"
     assert own.passed, f"{numbers}: as a graph it takes more than {GPU_FACTOR}x its time stream by stream"
