@@ -9,6 +9,10 @@ context are labcore.pipeline's, the same as day 54's.
 """
 
 LESSON = "day56"
+# The earlier lessons whose answers this lesson ships (grader.bundle): it captures day 54's pipeline (its own copy,
+# `schedules.pipelined`, is withheld), its recorded profile's trace lists that pipeline op by op (chunk, pair, stream)
+# and its my_capturable exercise asks for it. A bundle holds it once day 54 has closed.
+BUILDS_ON = ("day54",)
 DOMAIN = "day56"  # the NVTX domain of every timed range (the GPU time of a pass)
 HOST_DOMAIN = "day56 host"  # the NVTX domain of the host-side ranges: an enqueue loop, a launch, an instantiate
 TITLE = "Day 56: the schedule as a CUDA graph"

@@ -145,8 +145,8 @@ def builds_on(root: Path, lesson: str) -> tuple[str, ...]:
         wrong = [v for v in value if v not in earlier]
         if wrong:
             raise UsageError(
-                f"{init}: {BUILDS_ON} names {', '.join(map(repr, wrong))}, not a lesson listed before {lesson!r} in "
-                f"{LIST_NAME} ({', '.join(earlier) or 'none is'})"
+                f"{init}: {BUILDS_ON} names {', '.join(map(repr, wrong))}, not one of the lessons listed before "
+                f"{lesson!r} in {LIST_NAME}: {', '.join(earlier) or 'none'}"
             )
         return value
     return ()

@@ -4,7 +4,8 @@ For the course checkout (each lesson of lessons.txt: <lesson>/solutions/ -> cour
   generate [--check]      regenerate course/ from the solutions; --check fails on any difference or output (CI)
   validate                solutions pass `nbgrader validate`; course/ stubs fail it without crashing the harness
   bundle OUT              the students' install in OUT, outside the checkout: course/'s notebooks, lesson packages,
-                          profiles; no solutions, no grader, no nbgrader (pip install OUT)
+                          profiles; no solutions, no grader, no nbgrader (pip install OUT); --through LESSON: only
+                          the lessons up to LESSON, the cut of one release date
 For an instructor's grading directory DIR, outside the checkout:
   setup DIR               DIR/nbgrader_config.py, gradebook, source/ (a copy of the solutions), release/
   collect DIR SUBS        SUBS/<student>/<a>.ipynb (+ <a>_run* files) -> DIR/submitted/<student>/<a>/
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from grader import sandbox
 from grader.autograde import Outcome
-from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, new_bundle_dir, write_bundle
+from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, cut, new_bundle_dir, release_notes, write_bundle
 from grader.classgrade import STORE, Recorder, grade_answers
 from grader.cluster import open_cluster
 from grader.course import README, Course, check, generate, write_lesson_table
@@ -73,6 +74,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     val = sub.add_parser("validate", help="solutions pass, release stubs fail cleanly")
     bundle = sub.add_parser("bundle", help="the students' install: notebooks, lesson packages, profiles")
     bundle.add_argument("out", metavar="OUT", help="a new or empty folder outside the checkout")
+    bundle.add_argument(
+        "--through",
+        metavar="LESSON",
+        help="only the lessons of lessons.txt up to and including LESSON, in list order: the bundle of one release "
+        "date (default: every lesson)",
+    )
     setup_cmd = sub.add_parser("setup", help="make a grading directory outside the checkout")
     setup_cmd.add_argument("dir", metavar="DIR")
     collect_cmd = sub.add_parser("collect", help="copy students' folders into DIR/submitted")
@@ -209,18 +216,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_bundle(args: argparse.Namespace) -> int:
     """Write the student bundle: what students install, nothing of the instructors'."""
     course = Course.at(args.repo)
+    names = cut(course, args.through)  # a lesson not on the list is refused before anything is written
     out = new_bundle_dir(course, args.out)
-    names = course.assignments()
+    later = [n for n in course.assignments() if n not in names]
+    holds = f"the lessons through {names[-1]}: {', '.join(names)}; not {', '.join(later)}" if later else None
     print(
-        f"grader bundle: {course.root} -> {out}, the students' install {DIST_NAME} ({', '.join(names)}); "
-        f"{RELEASE_DIR}/ checked against the lessons' {SOURCE_DIR}/ first",
+        f"grader bundle: {course.root} -> {out}, the students' install {DIST_NAME} "
+        f"({holds or 'every lesson: ' + ', '.join(names)}); {RELEASE_DIR}/ checked against the lessons' "
+        f"{SOURCE_DIR}/ first",
         flush=True,
     )
     with progress(len(names), "bundle: check", unit="nb") as bar:  # one plain line per notebook off a terminal
-        wrote = write_bundle(course, out, progress=bar.update)
+        wrote = write_bundle(course, out, progress=bar.update, lessons=names)
     print(f"{RELEASE_DIR}/ matches the lessons' {SOURCE_DIR}/ and carries no outputs; wrote {out}/:")
     for line in wrote:
         print(f"  {line}")
+    for line in release_notes(course.root, names):  # a lesson shipped with an earlier one whose answer it holds
+        print(line)
     print(f"students: pip install '{out}[cuda13,course]' && jupyter lab {out / NOTEBOOKS_DIR}   (see {out}/README.md)")
     return 0
 

@@ -3,7 +3,9 @@ instructors', keeps nbgrader's extensions off, and replays the lessons offline o
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -27,13 +29,17 @@ from grader.feedback import split_hidden
 from grader.withhold import CUDA_SUFFIXES, reference_lines, withhold_cuda, withhold_python
 from labcore.answers import RECORD_ENV
 from labcore.device import gpu_available
+from labcore.errors import UsageError
 from labcore.lessons import names
+from labcore.pipeline import trace
+from labcore.pipeline.recording import RecordingContext
 
 from installed import grader, wheel_and_replay
 from site_fixture import PIPELINE, fold, json_strings, marked_regions, region_needles, regions_quoted
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "tests" / "data" / "toy_assignment"
+MAIN = tomllib.loads((ROOT / "pyproject.toml").read_text())
 REGIONS = {  # nbgrader's default delimiters -> what the region holds
     ("BEGIN SOLUTION", "END SOLUTION"): "solution",
     ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS"): "hidden test",
@@ -530,6 +536,326 @@ def test_bundle_switches_nbgrader_extensions_off_beside_nbgrader(built, tmp_path
     assert page["disabledExtensions"][json.loads(package_json.read_text())["name"]] is True  # all its plugins
 
 
+# -- bundles cut per release date --------------------------------------------------------------------------------
+
+# A later lesson's own code may hold an earlier lesson's answer in another form (zero_copy.experiments.pipelined is
+# day 54's double-buffered pipeline, which the zero-copy lesson's live measurement times; day 55's ways to allocate
+# are that pipeline with cudaMalloc and cudaFree around it), which no text scan sees. So a bundle is cut per release
+# date (`--through LESSON`), and each cut is scanned by meaning: every function of its packages that takes a
+# context is run on the recording fake, and none may make the schedule of an exercise still open (the cut's last
+# lesson's). Earlier lessons' exercises have closed by then.
+CONFIGS = ((16, 2), (7, 3), (1, 2), (64, 6))  # (chunks, pairs): the lesson's, odd over 3, one chunk, 6 pairs
+HOST_ALLOCATIONS = ("malloc", "free")  # cudaMalloc and cudaFree: host calls that a pipeline can be wrapped in
+
+
+def fake_trace(fake) -> list:
+    """What a schedule enqueued on the recording fake, as JSON lists: each operation (kind, chunk, pair, stream) in
+    order, and each host wait (the operations before it, what it waited for)."""
+    return [[[r.op, r.chunk, r.pair, r.stream] for r in fake.ops], [list(s) for s in fake.syncs]]
+
+
+# Run in a subprocess on a bundle's own packages (the bundle folder first on sys.path, without the checkout), with
+# fake_trace's source before it: every function of the packages whose one required parameter is `ctx`, called on
+# a fresh recording fake at each configuration; one that raises (a withheld reference, a GPU-only helper) is
+# skipped with its error. The fake itself is handed over, not trace.record's Context facade: a lesson's own
+# pipeline may refuse the facade that a student's schedule is handed (zero_copy.experiments.pipelined does), and
+# its copy would not. Prints {"found": {name: {"package", "traces"}}, "skipped": {name: error}}.
+SCAN = """
+import importlib, inspect, json, sys
+from pathlib import Path
+from labcore.pipeline.recording import RecordingContext
+
+root, packages, configs = Path(sys.argv[1]).resolve(), json.loads(sys.argv[2]), json.loads(sys.argv[3])
+
+
+def takes_ctx(fn):
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    required = [p for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return bool(params) and params[0].name == "ctx" and required == params[:1]
+
+
+def functions(module):
+    for value in list(vars(module).values()):
+        if inspect.isfunction(value):
+            yield value
+        elif inspect.isclass(value) and value.__module__ == module.__name__:
+            yield from (getattr(v, "__func__", v) for v in vars(value).values())
+
+
+found, skipped = {}, {}
+for package in packages:
+    for path in sorted((root / package.replace(".", "/")).glob("*.py")):
+        if path.name == "__main__.py":  # `python -m <lesson>`: runs the lesson
+            continue
+        name = package if path.stem == "__init__" else f"{package}.{path.stem}"
+        module = importlib.import_module(name)
+        assert Path(module.__file__).resolve() == path.resolve(), f"{name} came from {module.__file__}"
+        for fn in functions(module):
+            if not inspect.isfunction(fn) or fn.__module__ != name or not takes_ctx(fn):
+                continue
+            where, traces = f"{name}.{fn.__qualname__}", []
+            for n_chunks, n_buffers in configs:
+                fake = RecordingContext(n_chunks, n_buffers)
+                try:
+                    fn(fake)
+                except Exception as exc:
+                    skipped[where] = f"{type(exc).__name__}: {exc}"
+                    break
+                traces.append(fake_trace(fake))
+            else:
+                found[where] = {"package": package, "traces": traces}
+print(json.dumps({"found": found, "skipped": skipped}))
+"""
+
+
+def scan_bundle(out: Path, packages: list[str]) -> SimpleNamespace:
+    """The bundle's functions of a context in these packages and their traces on the recording fake (SCAN)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILES", RECORD_ENV, "PYTHONPATH")}
+    env.update(PYTHONPATH=third_party_path(out), PYTHONDONTWRITEBYTECODE="1", CUDA_VISIBLE_DEVICES="", MPLBACKEND="Agg")
+    script = inspect.getsource(fake_trace) + SCAN
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(out), json.dumps(packages), json.dumps(CONFIGS)],
+        cwd=out,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return SimpleNamespace(**json.loads(done.stdout))
+
+
+def schedule_answers(lesson: str) -> dict[str, list]:
+    """The answers of a lesson's exercises that are schedules (a solution cell's function of one parameter, ctx) ->
+    their traces at CONFIGS: recorded as a check records a student's (trace.record, behind the context facade),
+    then replayed on the recording fake."""
+    found = {}
+    for cell in json.loads((ROOT / lesson / "solutions" / f"{lesson}.ipynb").read_text())["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if cell["cell_type"] != "code" or not meta.get("solution"):
+            continue
+        for node in ast.parse("".join(cell["source"])).body:
+            if isinstance(node, ast.FunctionDef) and [a.arg for a in node.args.args] == ["ctx"]:
+                namespace: dict = {}
+                exec(compile(ast.Module([node], []), f"{lesson}:{meta['grade_id']}", "exec"), namespace)
+                traces = []
+                for n_chunks, n_buffers in CONFIGS:
+                    fake = RecordingContext(n_chunks, n_buffers)
+                    trace.record(namespace[node.name], n_chunks, n_buffers).replay(fake)
+                    traces.append(fake_trace(fake))
+                found[f"{lesson} {meta['grade_id']}: {node.name}"] = json.loads(json.dumps(traces))
+    return found
+
+
+def without_host_allocations(traces: list) -> list:
+    """The traces with cudaMalloc and cudaFree (and cudaFree's wait) left out: the pipeline they were wrapped round."""
+    bare = []
+    for ops, syncs in traces:
+        kept = [i for i, op in enumerate(ops) if op[0] not in HOST_ALLOCATIONS]
+        waits = [[sum(i < at for i in kept), what] for at, what in syncs if what != "free"]
+        bare.append([[ops[i] for i in kept], waits])
+    return bare
+
+
+def makes(traces: list, answer: list) -> bool:
+    """A function's traces are an answer's schedule: the same calls at every configuration, host allocations aside."""
+    return traces == answer or without_host_allocations(traces) == answer
+
+
+def holders(found: dict, answer: list, packages: list[str] | None = None) -> list[str]:
+    """The functions of `found` (of these packages, default all) that make the answer's schedule."""
+    return sorted(
+        f
+        for f, got in found.items()
+        if (packages is None or got["package"] in packages) and makes(got["traces"], answer)
+    )
+
+
+def cut_packages(lessons: list[str]) -> list[str]:
+    """The packages of the cut through lessons[-1], as the bundle's pyproject.toml lists them."""
+    return [package for package, _, _ in bundle.shipped_packages(ROOT, MAIN, lessons)]
+
+
+@pytest.fixture(scope="module")
+def cut_first(tmp_path_factory, built) -> SimpleNamespace:
+    """The cut through the list's first lesson, written once for the module (after the full bundle)."""
+    first = names()[0]
+    out = tmp_path_factory.mktemp("cut") / bundle.DIST_NAME
+    done = grader("bundle", str(out), "--through", first)
+    assert done.rc == 0, done.err
+    return SimpleNamespace(out=out, lines=done.out.splitlines(), lessons=[first])
+
+
+@pytest.fixture(scope="module")
+def answers() -> dict[str, dict[str, list]]:
+    """Each lesson -> its schedule exercises' answers and their traces."""
+    return {lesson: schedule_answers(lesson) for lesson in names()}
+
+
+@pytest.fixture(scope="module")
+def scanned(built) -> SimpleNamespace:
+    """The full bundle's functions of a context, every package (a cut's packages are the same files: below)."""
+    return scan_bundle(built.out, cut_packages(list(names())))
+
+
+def test_a_cut_holds_only_its_lessons(built, cut_first):
+    """The cut through day 54: its notebook, labcore and its package (the same files as the full bundle's), its
+    recorded references, a list naming it alone (which the bundle's labcore reads), a pyproject.toml and a README
+    that name only it; the command says which lessons it holds and which not, and no note (nothing it holds builds
+    on another lesson)."""
+    out, (first,) = cut_first.out, cut_first.lessons
+    later = list(names()[1:])
+    assert {p.name for p in out.iterdir()} == {
+        "README.md",
+        "pyproject.toml",
+        "LICENSE",
+        "LICENSE-content",
+        "notebooks",
+        "labcore",
+        first,
+        "jupyter-config",
+    }
+    assert [p.name for p in (out / "notebooks").iterdir()] == [first]
+    assert (out / "labcore" / "lessons.txt").read_text() == bundle.list_text(
+        (ROOT / "lessons.txt").read_text(), [first]
+    )
+    listed = subprocess.run(  # the bundle's labcore, from the bundle folder: the packaged list, the cut's
+        [sys.executable, "-c", "from labcore import lessons; print(lessons.list_file(), *lessons.names())"],
+        cwd=out,
+        env={**os.environ, "PYTHONPATH": third_party_path(out), "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.stdout.split() == [str(out / "labcore" / "lessons.txt"), first], listed.stderr
+    ours = tomllib.loads((out / "pyproject.toml").read_text())
+    assert ours == bundle.student_pyproject(MAIN, bundle.package_options(ROOT, [first]))
+    assert ours["tool"]["setuptools"]["packages"] == ["labcore", "labcore.pipeline", first] == cut_packages([first])
+    assert not set(later) & set(ours["tool"]["setuptools"]["package-data"])
+    for package in cut_packages([first]):  # the cut's packages are the full bundle's, file for file
+        folder = bundle.package_folder(package)
+        mine = {p.relative_to(out): p.read_bytes() for p in files_of(out / folder)}
+        full = {p.relative_to(built.out): p.read_bytes() for p in files_of(built.out / folder)}
+        if package == "labcore":  # but the list and what the references showed: the cut's lessons only
+            skip = ("lessons.txt", "recorded")
+            mine, full = ({p: b for p, b in d.items() if p.parts[1] not in skip} for d in (mine, full))
+        # a file edited in the checkout after the full bundle was written (while the tests ran) is compared by name
+        same = {p for p in full if (ROOT / p).stat().st_mtime <= (built.out / p).stat().st_mtime}
+        assert set(mine) == set(full) and {p: mine[p] for p in same} == {p: full[p] for p in same}, package
+    recorded = (out / "labcore" / "recorded" / "references.jsonl").read_text().splitlines()
+    assert recorded and all(json.loads(line)["key"].startswith(f"{first}.") for line in recorded)
+    readme = (out / "README.md").read_text()
+    assert f"It holds the course's lessons through `{first}`: `{first}`." in readme
+    assert all(f"`{n}`" in readme.split("come in a later bundle")[0] for n in later)
+    assert not [n for n in later if f"notebooks/{n}/" in readme or f"<student>/{n}.ipynb" in readme]
+    assert cut_first.lines[0].startswith(
+        f"grader bundle: {ROOT} -> {out}, the students' install {bundle.DIST_NAME} "
+        f"(the lessons through {first}: {first}; not {', '.join(later)});"
+    )
+    assert not [line for line in cut_first.lines if "answer in" in line]
+
+
+def test_the_full_bundle_says_it_holds_day54s_answer_in_later_lessons(built):
+    """Every lesson, said so; and one line: the lessons built on day 54 ship its answer, so the whole bundle goes
+    out once day 54 has closed, or the cut through day 54 goes out first."""
+    assert f"(every lesson: {', '.join(names())});" in built.lines[0]
+    assert (
+        "It holds every lesson of the course: " + ", ".join(f"`{n}`" for n in names()) + "."
+        in (built.out / "README.md").read_text()
+    )
+    notes = [line for line in built.lines if "answer in" in line]
+    assert notes == [
+        "zero_copy, day55, day56 ship day54's answer in their own code: hand this bundle out once day54's exercises "
+        "have closed (or cut it with --through day54)"
+    ]
+    assert bundle.release_notes(ROOT, ["day54", "zero_copy"]) == [
+        "zero_copy ships day54's answer in its own code: hand this bundle out once day54's exercises have closed "
+        "(or cut it with --through day54)"
+    ]
+
+
+def test_builds_on_is_read_from_the_source_and_checked(tmp_path):
+    """BUILDS_ON is read without importing a lesson; a lesson declaring none builds on none; one naming a lesson that
+    is not listed before it, or not a tuple of names, is refused naming the file."""
+    assert [bundle.builds_on(ROOT, n) for n in names()] == [(), ("day54",), ("day54",), ("day54",)]
+    (tmp_path / "lessons.txt").write_text("first\nsecond\n")
+    for name, text in {"first": 'BUILDS_ON = ("second",)\n', "second": "BUILDS_ON = 'first'\n"}.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f'"""A lesson."""\n\nLESSON = {name!r}\n{text}')
+    with pytest.raises(UsageError, match=r"first/__init__.py: BUILDS_ON names 'second', not one of the lessons listed"):
+        bundle.builds_on(tmp_path, "first")
+    with pytest.raises(UsageError, match=r"second/__init__.py: BUILDS_ON is not a tuple of lesson names"):
+        bundle.builds_on(tmp_path, "second")
+    (tmp_path / "first" / "__init__.py").write_text('"""Builds on none."""\n')
+    (tmp_path / "second" / "__init__.py").write_text('BUILDS_ON: tuple[str, ...] = ("first",)\n')
+    assert bundle.builds_on(tmp_path, "first") == () and bundle.builds_on(tmp_path, "second") == ("first",)
+    assert bundle.release_notes(tmp_path, ["first"]) == []
+    assert bundle.release_notes(tmp_path, ["first", "second"]) == [
+        "second ships first's answer in its own code: hand this bundle out once first's exercises have closed (or "
+        "cut it with --through first)"
+    ]
+
+
+def test_the_first_cut_ships_no_schedule_of_its_open_exercises(cut_first, answers):
+    """Day 54's exercises are open while the cut through it is out: no function of the cut's own files makes the
+    schedule of one (its pipelined reference is withheld: calling it raises)."""
+    (first,) = cut_first.lessons
+    found = scan_bundle(cut_first.out, cut_packages([first]))
+    assert len(answers[first]) >= 2 and len(found.found) >= 4  # my_pipelined, my_fastest; naive, the components
+    assert found.skipped[f"{first}.schedules.pipelined"].startswith("ReferenceWithheld")
+    held = {key: f for key, answer in answers[first].items() if (f := holders(found.found, answer))}
+    assert held == {}, f"the cut through {first} ships its open exercises' schedules: {held}"
+
+
+def test_the_full_bundle_ships_day54s_answer_where_builds_on_says(scanned, answers):
+    """Not vacuous: in the full bundle the scan finds day 54's answer as the zero-copy lesson's pipeline and inside
+    day 55's ways to allocate; every lesson whose code holds an earlier lesson's answer declares it in BUILDS_ON."""
+    held = {key: holders(scanned.found, answer) for key, answer in answers["day54"].items()}
+    assert held["day54 my_pipelined: my_pipelined"] == [
+        "day55.schedules.once",
+        "day55.schedules.per_chunk_malloc",
+        "zero_copy.experiments.pipelined",
+    ]
+    for lesson, exercises in answers.items():
+        holding = {
+            scanned.found[f]["package"].split(".")[0] for a in exercises.values() for f in holders(scanned.found, a)
+        }
+        later = [n for n in holding if n in names() and names().index(n) > names().index(lesson)]
+        undeclared = [n for n in later if lesson not in bundle.builds_on(ROOT, n)]
+        assert not undeclared, f"{undeclared} hold {lesson}'s answer: add {lesson!r} to their BUILDS_ON"
+
+
+@pytest.mark.parametrize("through", names())
+def test_no_cut_ships_the_schedule_of_an_open_exercise(scanned, answers, through):
+    """Each cut's packages (the full bundle's files: test_a_cut_holds_only_its_lessons) make no open exercise's
+    schedule, the exercises of the cut's last lesson; earlier lessons' have closed. One exception, allowed: day 56's
+    my_capturable asks for day 54's pipeline (the point is that the plain pipeline, waiting for nothing, is what a
+    capture can hold), so its answer is a closed exercise's answer, no secret once day 54 has closed, and the
+    zero-copy lesson's pipeline and day 55's ways to allocate (allocations aside) make it."""
+    lessons = list(names()[: names().index(through) + 1])
+    packages = cut_packages(lessons)
+    closed = [answer for lesson in lessons[:-1] for answer in answers[lesson].values()]
+    leaks, allowed = {}, {}
+    for key, answer in answers[through].items():
+        found = holders(scanned.found, answer, packages)
+        if found:
+            (allowed if answer in closed else leaks)[key] = found
+    assert leaks == {}, f"the cut through {through} ships open exercises' schedules: {leaks}"
+    if through == "day56":
+        assert allowed == {
+            "day56 my_capturable: my_capturable": [
+                "day55.schedules.once",
+                "day55.schedules.per_chunk_malloc",
+                "zero_copy.experiments.pipelined",
+            ]
+        }
+    else:
+        assert allowed == {}
+
+
 # -- refusals ----------------------------------------------------------------------------------------------------
 
 
@@ -551,6 +877,15 @@ def test_bundle_refuses_a_folder_inside_the_checkout_or_not_empty(tmp_path, wher
         assert [p.name for p in out.iterdir()] == ["keep.txt"]
     if where == "file":
         assert out.read_text() == "mine"
+
+
+def test_bundle_refuses_a_lesson_not_on_the_list(tmp_path):
+    """--through a lesson lessons.txt does not list: one line naming it and the lessons there are, exit 2, nothing
+    written."""
+    done = grader("bundle", str(tmp_path / "out"), "--through", "day99")
+    assert done.rc == 2 and done.out == "" and len(done.err.splitlines()) == 1, done.err
+    assert "'day99'" in done.err and f"the lessons are: {', '.join(names())}" in done.err
+    assert not (tmp_path / "out").exists()
 
 
 def test_bundle_refuses_a_stale_release(tmp_path):

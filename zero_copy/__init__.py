@@ -11,6 +11,9 @@ pinned), `harness` (timing and checks for the live experiments), `experiments` (
 """
 
 LESSON = "zero_copy"
+# The earlier lessons whose answers this lesson's shipped code holds (grader.bundle): `experiments.pipelined` is day
+# 54's double-buffered pipeline, which this lesson's live measurement times. A bundle holds it once day 54 has closed.
+BUILDS_ON = ("day54",)
 DOMAIN = "zero_copy"  # the NVTX domain of every timed range
 TITLE = "Zero-copy: kernels that read host memory directly"
 SUMMARY = (
