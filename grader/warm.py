@@ -23,6 +23,7 @@ import json
 import os
 import select
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -34,7 +35,7 @@ from typing import IO, Any
 from grader import sandbox
 from grader.bundle import sandbox_library
 from grader.runner import REPO, course_env, kill_tree
-from grader.zygote import GRACE_S, IMPORTS_ONLY
+from grader.zygote import GRACE_S, IMPORTS_ONLY, QUESTIONS_ENV, Answering
 from labcore import lessons
 from labcore.answers import MAX_FILE_BYTES as MAX_ANSWERS_BYTES
 from labcore.errors import UsageError
@@ -144,6 +145,47 @@ class _Trouble(Exception):
     pass
 
 
+class _Questions:
+    """A job's question pipe, written here: each test cell's questions once the child has started that cell, as one
+    JSON line (never blocking this process: what the pipe cannot take yet waits for select to say it can)."""
+
+    def __init__(self, planned: dict[str, list], tests: set[int]) -> None:
+        self.planned, self.tests = planned, tests
+        self.read, self.fd = os.pipe()
+        os.set_blocking(self.fd, False)
+        self.pending = b""
+
+    def started(self, cell: int) -> None:
+        """The child started `cell`: a test cell's questions go now, and only now."""
+        if cell in self.tests:
+            self.pending += (json.dumps(self.planned.get(str(cell), [])) + "\n").encode()
+            self.flush()
+
+    def flush(self) -> None:
+        while self.pending:
+            try:
+                self.pending = self.pending[os.write(self.fd, self.pending) :]
+            except BlockingIOError:
+                return
+            except BrokenPipeError:  # the child is gone: nobody reads them
+                self.pending = b""
+
+    def handed_over(self) -> None:
+        """The read end is the sandbox's now: this process keeps none (a child gone is then a broken pipe)."""
+        os.close(self.read)
+        self.read = -1
+
+    def waiting(self) -> list[int]:
+        """The pipe's descriptor while it has bytes to take, for select's write list."""
+        return [self.fd] if self.pending else []
+
+    def close(self) -> None:
+        for fd in (self.read, self.fd):
+            if fd >= 0:
+                os.close(fd)
+        self.read = self.fd = -1
+
+
 class WarmSandbox(_Warm):
     """grader.zygote in bwrap, with its library (references withheld), work and out folders in a scratch folder.
 
@@ -159,6 +201,9 @@ class WarmSandbox(_Warm):
         self.log = scratch / "zygote.log"
         self.count = 0
         self.buffer = b""
+        self.socket: socket.socket | None = None
+        self.asking: _Questions | None = None
+        self.answering: Answering | None = None
 
     def _start(self) -> None:
         # root's own folders (the sandbox's user cannot swap a job's folder for a link); each job's is the sandbox's
@@ -168,12 +213,18 @@ class WarmSandbox(_Warm):
             folder.chmod(0o755)
         sandbox.readable(_library())
         argv = [sys.executable, "-m", "grader.zygote", *self.lessons]  # its children share the profiles it read
-        env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        # each job's question pipe goes to the zygote's supervisor on a socket of its own (grader.zygote)
+        if self.socket is not None:
+            self.socket.close()
+        self.socket, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", QUESTIONS_ENV: str(inside.fileno())}
         line = sandbox.command(argv, library=_library(), work=self.work, out=self.out, env=env)
         self.buffer = b""
-        with open(self.log, "ab") as log:
+        with open(self.log, "ab") as log, inside:
             try:
-                self.child = sandbox.spawn(line, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+                self.child = sandbox.spawn(
+                    line, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, pass_fds=(inside.fileno(),)
+                )
             except OSError as exc:
                 raise _Trouble(f"the {self.what} did not start ({exc})") from None
 
@@ -183,8 +234,13 @@ class WarmSandbox(_Warm):
         fd = self.child.stdout.fileno()
         deadline = time.monotonic() + budget_s
         while b"\n" not in self.buffer:
-            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            asking = self.asking.waiting() if self.asking is not None else []
+            ready, writable, _ = select.select([fd], asking, [], max(0.0, deadline - time.monotonic()))
+            if writable:
+                self.asking.flush()
             if not ready:
+                if writable and time.monotonic() < deadline:
+                    continue
                 return None
             chunk = os.read(fd, 1 << 16)
             if not chunk:
@@ -228,6 +284,8 @@ class WarmSandbox(_Warm):
         """Send a job and keep the clock on it: (the zygote's answer, or one made here when it was lost; reason)."""
         assert self.child is not None and self.child.stdin is not None
         try:
+            socket.send_fds(self.socket, [b"q"], [self.asking.read])
+            self.asking.handed_over()
             self.child.stdin.write((json.dumps(request) + "\n").encode())
             self.child.stdin.flush()
         except OSError:
@@ -267,23 +325,35 @@ class WarmSandbox(_Warm):
             if "job" not in told and isinstance(cell, int) and not isinstance(cell, bool):
                 if current is None or cell > current:  # a cell's start: its clock starts here too
                     current, deadline = cell, time.monotonic() + limit_s + GRACE_S + SILENT_S
+                    self.answering.cell = cell
+                    self.asking.started(cell)
                 continue
+            if isinstance(told.get("lost"), dict) and told["lost"].get("cell") is None:
+                told["lost"]["cell"] = current  # the zygote answered for a supervisor killed in that cell
             return told, ""
 
     def _streamed(self, told: dict[str, Any]) -> None:
-        """An answer the zygote took, or its refusal of them all, as it happened: kept here, outside the sandbox."""
+        """An answer line the zygote passed on, or its refusal of them all, as it happened: judged against the plan
+        here (Answering), outside the sandbox, and kept when it answers the question asked."""
+        if "refused" in told:
+            self._taken(json.dumps({"refused": str(told["refused"])[:300]}).encode())
+            return
+        answer = told["answer"]  # the line as the child sent it, as its bytes (the checker reads it as data)
+        self.answering.line(answer if isinstance(answer, bytes) else json.dumps(answer).encode())
+
+    def _taken(self, line: bytes) -> None:
+        """What Answering passes on: an answer taken, or the refusal of them all."""
         if self.refused:
             return
-        if "refused" in told:
-            self.refused = str(told["refused"])[:300]
+        if line.startswith(ANSWER_PREFIX):
+            text = line[len(ANSWER_PREFIX) : -1].decode("utf-8", "replace")
+            self.answered_bytes += len(text) + 1
+            if self.answered_bytes > MAX_ANSWERS_BYTES:
+                self.refused = f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
+            else:
+                self.answers.append(text)
             return
-        answer = told["answer"]  # the line the zygote took, as its bytes (the checker reads it as data)
-        line = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else json.dumps(answer)
-        self.answered_bytes += len(line) + 1
-        if self.answered_bytes > MAX_ANSWERS_BYTES:
-            self.refused = f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
-        else:
-            self.answers.append(line)
+        self.refused = str(json.loads(line)["refused"])[:300]
 
     def _answers_text(self) -> str:
         """The answers file the checker reads: what the zygote passed on while the job ran, never a file the
@@ -298,7 +368,10 @@ class WarmSandbox(_Warm):
             self.ensure()
         except _Trouble as trouble:
             return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": str(trouble), "sandbox_s": 0}
-        program = {**job.answers_program, "questions": questions or {}}
+        program = job.answers_program  # no question: each reaches the child when its cell has started
+        tests = {index for index, source, _ in program["cells"] if source is None}
+        self.answering = Answering({"program": {**program, "questions": questions or {}}}, self._taken)
+        self.asking = _Questions(questions or {}, tests)
         self.count += 1
         name = f"job{self.count}"
         work, out = self.work / name, self.out / name
@@ -311,10 +384,12 @@ class WarmSandbox(_Warm):
             cells = len(job.answers_program["cells"])
             budget = job.timeout_s * (cells + 1) + sandbox_grace(cells)
             began = time.perf_counter()
-            request = {"job": name, "program": program, "seed": job.seed, "timeout_s": job.timeout_s}
+            request = {"job": name, "program": program, "timeout_s": job.timeout_s}  # no seed, no question
             running = self.child
             killed_before = sandbox.oom_kills(running) if running is not None else 0
             told, reason = self._watch(request, job.timeout_s, budget)
+            if told.get("fresh") is False:  # its /tmp or /dev/shm still holds something: the next job gets a new one
+                self.stop()
             took = round(time.perf_counter() - began, 3)
             order = [i for i, _, _ in job.answers_program["cells"]]
             filed = _read_cells(out / "cells.jsonl", set(order))
@@ -330,10 +405,11 @@ class WarmSandbox(_Warm):
                 "timed_out": [i for i in told.get("timed_out", []) if isinstance(i, int)],
                 "lost": lost if isinstance(lost, dict) else None,
                 "reason": reason,
-                "answers_refused": str(told.get("answers_refused") or ""),
+                "answers_refused": self.refused,
                 "sandbox_s": took,
             }
         finally:
+            self.asking.close()
             for folder in (self.work, self.out):  # nothing of one job is there for the next
                 for entry in folder.iterdir():
                     shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)

@@ -1,38 +1,40 @@
 """`python -m grader.zygote LESSON...`: the warm sandbox, one process inside bubblewrap that grades many submissions.
 
-It starts once per grading worker (grader.warm.WarmSandbox runs it in grader.sandbox's bwrap, with a new PID
-namespace), imports what the notebooks import and reads the shipped profiles once, and then, for every job read
-from standard input (one JSON line: the job's folder name, the program of grader.program, seed, per-cell limit),
-forks a child that runs the student's cells:
+It starts once per grading worker (grader.warm.WarmSandbox runs it in grader.sandbox's bwrap, as the init of a new
+PID namespace), imports what the notebooks import and reads the shipped profiles once. It never reads a job: for
+each one it forks a supervisor, which reads the job from standard input (one JSON line: the job's folder name, the
+program of grader.program, the per-cell limit; no question, no seed) and the job's question pipe (a descriptor sent
+on QUESTIONS_FD), and forks the child that runs the student's cells. So nothing of one job (its program, answers,
+questions) is ever in the memory the next job is forked from, and the plan and the seed never are:
 
-- the child first points standard input, output and error away from the protocol (a student's code cannot
-  speak for the zygote), moves into /sandbox/work/JOB, sets LABCORE_ANSWERS=ask, and runs the program's cells in a
-  fresh namespace, filing their outputs in /sandbox/out/JOB/cells.jsonl (data, read by the grader as such), and
-  telling the zygote on a pipe which cell it starts. The program holds no test cell: in a test cell's place it has
-  the questions the trusted planner recorded from it (grader.checker), which the child answers from the student's
-  names (labcore.answers.ask), sending each answer as a JSON line on that same pipe, opened before any student code
-  ran, so answers and cell starts arrive in the order they were sent;
-- the zygote keeps an answer only to a question of the test cell the child said it started, each at most once and
-  in the plan's order: any other line on that pipe (an answer not asked, or asked by another cell, a second answer,
-  a forged or unreadable line) refuses every answer of the job, with the reason. Each answer it keeps, and a
-  refusal, it passes on at once on its own standard output, the protocol no process of the student's can write:
-  the trusted side (grader.warm.WarmSandbox) writes the checker's answers file from those, nothing the sandbox
-  wrote. (A student's code runs in the child and may speak on the pipe too, but an answer that passes is then
-  just what that code gave for the question's trusted inputs: it is judged like any other);
+- the child first closes every descriptor but its own (standard input from /dev/null, output and error to its log,
+  its report pipe, its ack pipe and its question pipe), moves into /sandbox/work/JOB, sets LABCORE_ANSWERS=ask, and
+  runs the program's cells in a fresh namespace, filing their outputs in /sandbox/out/JOB/cells.jsonl (data, read by
+  the grader as such), and telling the supervisor on a pipe which cell it starts. The program holds no test cell:
+  in a test cell's place the child reads that cell's questions from its question pipe, which the trusted side
+  (grader.warm.WarmSandbox) writes only once the cell has started, answers them from the student's names
+  (labcore.answers.ask) and sends each answer as a JSON line on the report pipe;
+- the supervisor passes each cell start (a later one than the last) and each answer line on at once, in the order
+  they came, on its standard output, the protocol no process of the student's can write: the trusted side keeps an
+  answer only to a question of the cell last started, each at most once and in the plan's order (grader.zygote's
+  Answering, run there), and writes the checker's answers file from those;
 - a cell past the limit gets SIGINT (a KeyboardInterrupt in the cell: the next cells still run), and SIGKILL if
   no next cell starts within GRACE_S; a child that dies ends the job with the cell it died in;
-- each cell's start is also told on standard output ({"cell": N}): the trusted side (grader.warm.WarmSandbox) keeps
-  a clock of its own, and kills the whole sandbox when the zygote falls silent (a student's code can stop it);
-- when the child is gone, every other process in the sandbox's PID namespace is killed (nothing a student
-  started outlives their job) and /tmp and /dev/shm are emptied (never below a mount point in them), before the
-  zygote answers on standard output: one JSON line with the cells that timed out, and the cell the child was lost
-  in and why.
+- when the child is gone, the supervisor kills every other process of the sandbox's PID namespace (kill(-1) until
+  the kernel finds none left: nothing a student started outlives their job), empties /tmp and /dev/shm (never below a
+  mount point in them) and checks that their file systems hold nothing any more (a deleted file still open would),
+  before it answers on standard output: one JSON line with the cells that timed out, the cell the child was lost in
+  and why, and whether the sandbox is fresh again (when it is not, the trusted side starts a new one);
+- the zygote reaps whatever ends meanwhile, and when the supervisor is gone kills whatever is left (a student can
+  kill the supervisor: the zygote then answers for it, the job lost in its last cell).
 
-The zygote cannot be traced or read by the children (PR_SET_DUMPABLE 0), so no job reaches into the next one.
+The zygote is its PID namespace's init (bwrap --as-pid-1), not dumpable: no process of a job can trace it, read its
+memory, stop it or kill it; the supervisor and the child are not dumpable either (a fork keeps it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import importlib.util
@@ -40,8 +42,11 @@ import json
 import os
 import select
 import signal
+import socket
 import sys
 import time
+import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +89,9 @@ def _undumpable() -> None:
 
 
 class Answering:
-    """The answers the child sends on its report pipe, each line checked against the plan as it comes. `forward(line)`,
-    when given, passes each answer taken (and a refusal) on at once to the trusted side, on the protocol no process
-    of the job's can write: a zygote stopped or killed later keeps the answers of the cells before."""
+    """The answer lines of a job, each checked against the plan as it comes, on the trusted side (grader.warm: the
+    plan never enters the sandbox). `cell` is the cell the child last said it started. `forward(line)`, when given,
+    is told each answer taken (and a refusal)."""
 
     def __init__(self, job: dict[str, Any], forward: Any = None) -> None:
         self.forward = forward
@@ -151,12 +156,12 @@ def _sender(fd: int) -> Any:
     return send
 
 
-def _child(job: dict[str, Any], report: int, ip: Any, acked: int = -1) -> None:
+def _child(job: dict[str, Any], report: int, ip: Any, acked: int = -1, questions: int = -1) -> None:
     """In the forked child: run the job's cells, answer its questions. Never returns.
 
-    Each cell's start waits for the zygote's word on `acked` that it has read everything before it: the answers of
-    the cells before are then with the trusted side before any more of the student's code runs (a cell that kills
-    or stops the zygote loses nothing already answered)."""
+    Each cell's start waits for the supervisor's word on `acked` that it has read everything before it: the answers
+    of the cells before are then with the trusted side before any more of the student's code runs (a cell that kills
+    or stops the supervisor loses nothing already answered)."""
     try:
         work, out = INSIDE / "work" / job["job"], INSIDE / "out" / job["job"]
         log = os.open(out / "output.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -164,24 +169,23 @@ def _child(job: dict[str, Any], report: int, ip: Any, acked: int = -1) -> None:
         os.dup2(null, 0)
         os.dup2(log, 1)
         os.dup2(log, 2)
-        os.close(null)
-        os.close(log)
+        _close_all_but({0, 1, 2, report, acked, questions})
         sys.stdin = open(os.devnull)
         os.chdir(work)
-        os.environ["LABCORE_ANSWERS"] = "ask"  # no file: the answers go to the zygote on the report pipe
+        os.environ["LABCORE_ANSWERS"] = "ask"  # no file: the answers go to the supervisor on the report pipe
         os.environ.pop("LABCORE_SEED", None)  # the questions carry the inputs: the run's seed stays outside
         signal.signal(signal.SIGINT, signal.default_int_handler)
         cells.fresh_namespace(ip)
         program = job["program"]
-        questions, send, whole = program.get("questions", {}), _sender(report), bool(program.get("whole"))
+        send, whole = _sender(report), bool(program.get("whole"))
         cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)
         with open(out / "cells.jsonl", "a") as filed:
             for index, source, count in program["cells"]:
                 os.write(report, f"{index}\n".encode())
                 if acked >= 0:
-                    os.read(acked, 1)  # b"" when the zygote is gone: the job is lost anyway
-                if source is None:  # a test cell's place: its planned questions
-                    outputs = cells.ask_cell(ip, questions.get(str(index), []), send)
+                    os.read(acked, 1)  # b"" when the supervisor is gone: the job is lost anyway
+                if source is None:  # a test cell's place: its questions, sent now that it has started
+                    outputs = cells.ask_cell(ip, _questions(questions), send)
                 else:
                     outputs = cells.run_cell(ip, source, count, rich=whole)
                 filed.write(json.dumps({"cell": index, "outputs": outputs}) + "\n")
@@ -189,6 +193,27 @@ def _child(job: dict[str, Any], report: int, ip: Any, acked: int = -1) -> None:
         os.write(report, END)
     finally:
         os._exit(0)
+
+
+def _close_all_but(keep: set[int]) -> None:
+    """Close every descriptor of this process but `keep`: nothing the zygote held (its protocol, a file) reaches
+    the student's code."""
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) not in keep:
+            with contextlib.suppress(OSError):  # the listing's own descriptor, closed already
+                os.close(int(name))
+
+
+def _questions(fd: int) -> Iterator[dict[str, Any]]:
+    """The questions of the test cell that just started: one JSON line the trusted side writes on the question pipe
+    once it knows the cell started (none at all when the pipe ends first)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(fd, 1 << 16) if fd >= 0 else b""
+        if not chunk:
+            return
+        line += chunk
+    yield from json.loads(line)
 
 
 def exit_status(status: int) -> str:
@@ -234,21 +259,27 @@ def _stopped(pid: int) -> bool:
 
 
 def _kill_others() -> None:
-    """Kill every process of this PID namespace but the zygote and bwrap's init (its pid 1).
+    """Kill every process of this PID namespace but this one and its init (the zygote).
 
     kill(-1) is the kernel's own list of them, not /proc's (which a mount could have hidden): it ends when no
-    process is left to signal. Orphans are reaped by bwrap's init, the zygote's own children here."""
+    process is left to signal, which is the proof that none is. Orphans are the zygote's children: it reaps them."""
     for _ in range(500):
         try:
             os.kill(-1, signal.SIGKILL)
         except ProcessLookupError:
             return
-        try:
-            while os.waitpid(-1, os.WNOHANG) != (0, 0):
-                pass
-        except ChildProcessError:
-            pass
+        _reap_any()
         time.sleep(0.01)
+    raise RuntimeError("processes of the job are still there after 5 s of SIGKILL")
+
+
+def _reap_any() -> None:
+    """Reap every child of this process that has ended (orphans come to the zygote, the init)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG) != (0, 0):
+            pass
+    except ChildProcessError:
+        pass
 
 
 def _wipe(folder: Path) -> None:
@@ -284,28 +315,72 @@ def _wipe_on(folder: Path, device: int) -> None:
             pass
 
 
-def _clean_up() -> None:
-    """Nothing of one job for the next: no process, nothing in /tmp or /dev/shm."""
+def _clean_up() -> bool:
+    """Nothing of one job for the next: no process, nothing in /tmp or /dev/shm. Whether their file systems are
+    empty again (a file a process still holds open, deleted or not, keeps its blocks)."""
     _kill_others()
     for folder in SCRATCH:
         _wipe(folder)
     Path("/tmp/home").mkdir(exist_ok=True)
+    return all(_empty(folder) for folder in SCRATCH)
 
 
-def run_job(job: dict[str, Any], ip: Any, tell: Any = None, forward: Any = None) -> dict[str, Any]:
+def _empty(folder: Path) -> bool:
+    """Whether a tmpfs holds no data: a folder takes no block of one, every file with data does."""
+    try:
+        seen = os.statvfs(folder)
+    except OSError:
+        return True  # not there (a host without /dev/shm): nothing of a job's in it
+    return seen.f_blocks == seen.f_bfree
+
+
+class _Forwarding:
+    """The child's answer lines, passed on to the trusted side as they come (which judges them against the plan),
+    until they come to more than the answers' limit: then one refusal, and nothing more."""
+
+    def __init__(self, forward: Any) -> None:
+        self.forward, self.size, self.refused = forward, 0, ""
+
+    def line(self, raw: bytes) -> None:
+        if self.refused:
+            return
+        self.size += len(raw) + 1
+        if self.size > MAX_ANSWERS_BYTES:
+            self._refuse()
+        elif self.forward is not None:
+            self.forward(b'{"answer":' + raw + b"}")  # the trusted side reads what is inside as data
+
+    def bounded(self, pending: bytes) -> bytes:
+        """A partial line waiting for its end, unless it is already past the answers' limit (then refused)."""
+        if len(pending) > MAX_ANSWERS_BYTES:
+            if not self.refused:
+                self._refuse()
+            return b""
+        return pending
+
+    def _refuse(self) -> None:
+        self.refused = f"the answers came to more than {MAX_ANSWERS_BYTES >> 20} MiB"
+        if self.forward is not None:
+            self.forward(json.dumps({"refused": self.refused}).encode())
+
+
+def run_job(job: dict[str, Any], ip: Any, tell: Any = None, forward: Any = None, questions: int = -1) -> dict[str, Any]:
     """Fork, run, watch the clock; what happened, as data. tell(cell) says each cell's start to the trusted side
-    (grader.warm), whose own clock outlives a stopped zygote; forward(line) passes each answer taken on to it."""
+    (grader.warm), whose own clock outlives a stopped supervisor; forward(line) passes each answer line on to it;
+    `questions` is the job's question pipe, the child's alone."""
     read, write = os.pipe()
     acked, ack = os.pipe()
-    answering = Answering(job, forward)
+    answering = _Forwarding(forward)
     pid = os.fork()
     if pid == 0:
         os.close(read)
         os.close(ack)
-        _child(job, write, ip, acked)
+        _child(job, write, ip, acked, questions)
     os.close(write)
     os.close(acked)
-    os.set_blocking(ack, False)  # a child that never reads its acks cannot stop the zygote
+    if questions >= 0:
+        os.close(questions)
+    os.set_blocking(ack, False)  # a child that never reads its acks cannot stop the supervisor
     # the child's end: its pidfd, not the pipe's EOF (a process it left behind may hold the pipe open)
     gone = os.pidfd_open(pid)
     os.set_blocking(read, False)
@@ -337,7 +412,6 @@ def run_job(job: dict[str, Any], ip: Any, tell: Any = None, forward: Any = None)
                 if current is not None and cell <= current:
                     continue
                 current, deadline, interrupted = cell, time.monotonic() + limit, False
-                answering.cell = current
                 if tell is not None:
                     tell(current)
             buffer = answering.bounded(buffer)
@@ -359,33 +433,109 @@ def run_job(job: dict[str, Any], ip: Any, tell: Any = None, forward: Any = None)
     _, status = os.waitpid(pid, 0)
     if lost is None and not ended:
         lost = {"cell": current, "why": "died", "status": exit_status(status)}
+    fresh = _clean_up()
+    return {
+        "job": job["job"],
+        "timed_out": timed_out,
+        "lost": lost,
+        "answers_refused": answering.refused,
+        "fresh": fresh,
+    }
+
+
+QUESTIONS_ENV = "GRADER_QUESTIONS_FD"  # the descriptor (a Unix socket) each job's question pipe comes on
+EOF_EXIT = 3  # a supervisor's exit status when the protocol has ended: the zygote ends too
+
+
+def _line(fd: int) -> bytes:
+    """One line of the protocol, read a byte at a time: nothing after it is taken from the pipe."""
+    got = bytearray()
+    while not got.endswith(b"\n"):
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        got += byte
+    return bytes(got)
+
+
+def _received_fd(sock: socket.socket | None) -> int:
+    """The job's question pipe, sent on the socket with one byte; -1 without a socket (a job with no questions)."""
+    if sock is None:
+        return -1
+    _, fds, _, _ = socket.recv_fds(sock, 1, 1)
+    return fds[0] if fds else -1
+
+
+def _say(protocol: Any, data: dict[str, Any] | bytes) -> None:
+    protocol.write(data + b"\n" if isinstance(data, bytes) else (json.dumps(data) + "\n").encode())
+    protocol.flush()
+
+
+def _supervise(ip: Any, protocol: Any, sock: socket.socket | None) -> None:
+    """A forked supervisor: one job read, run and answered for. Never returns."""
+    status = 0
+    try:
+        raw = _line(0)
+        if not raw:
+            status = EOF_EXIT
+            return
+        job = json.loads(raw)
+        questions = _received_fd(sock)
+        if sock is not None:
+            sock.close()  # the child never gets the next job's question pipe
+        result = run_job(
+            job, ip, lambda cell: _say(protocol, {"cell": cell}), lambda line: _say(protocol, line), questions
+        )
+        _say(protocol, result)
+    except BaseException:
+        status = 1
+        traceback.print_exc()  # to the zygote's log
+    finally:
+        os._exit(status)
+
+
+def _answer_for(status: int, protocol: Any) -> None:
+    """After a supervisor a student's process killed: everything else killed, the job's answer given for it."""
     _clean_up()
-    return {"job": job["job"], "timed_out": timed_out, "lost": lost, "answers_refused": answering.refused}
+    lost = {"cell": None, "why": "sandbox", "status": f"the job's supervisor was {exit_status(status)}"}
+    # not fresh: the trusted side starts a new sandbox (a question pipe may be left unread on the socket)
+    _say(protocol, {"job": "", "timed_out": [], "lost": lost, "answers_refused": "", "fresh": False})
+
+
+def _reaped(supervisor: int) -> int:
+    """Reap every process that ends (orphans come here) until the supervisor does; its wait status."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return 0
+        if pid == supervisor:
+            return status
 
 
 def main(argv: list[str]) -> int:
-    protocol_in, protocol_out = sys.stdin.buffer, sys.stdout
-    sys.stdout = sys.stderr  # nothing but answers on the protocol
+    protocol = sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but the protocol's lines on it
+    sys.stdin = open(os.devnull)  # the supervisors read the protocol's lines, unbuffered
     warm(argv)
     ip = cells.shell()
     cells.keep_forever()
     _undumpable()
-    protocol_out.write(json.dumps({"ready": True}) + "\n")
-    protocol_out.flush()
-
-    def tell(cell: int) -> None:
-        protocol_out.write(json.dumps({"cell": cell}) + "\n")
-        protocol_out.flush()
-
-    def forward(line: bytes) -> None:
-        protocol_out.buffer.write(line + b"\n")
-        protocol_out.flush()
-
-    for line in protocol_in:
-        job = json.loads(line)
-        protocol_out.write(json.dumps(run_job(job, ip, tell, forward)) + "\n")
-        protocol_out.flush()
-    return 0
+    fd = os.environ.pop(QUESTIONS_ENV, "")
+    sock = socket.socket(fileno=int(fd)) if fd else None
+    _say(protocol, {"ready": True})
+    while True:
+        select.select([0], [], [])  # a job's line (or the protocol's end) is there: a supervisor reads it
+        supervisor = os.fork()
+        if supervisor == 0:
+            _supervise(ip, protocol, sock)
+        status = _reaped(supervisor)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == EOF_EXIT:
+            return 0
+        if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+            _answer_for(status, protocol)
+        else:
+            _kill_others()  # the supervisor left none: the kernel says so before the next job starts
 
 
 if __name__ == "__main__":
