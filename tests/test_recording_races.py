@@ -191,3 +191,39 @@ def test_a_stream_first_used_after_a_legacy_operation_waits_for_it():
 def test_waiting_for_a_stream_that_does_not_exist_is_refused():
     with pytest.raises(IndexError, match=r"stream_synchronize: stream 2 does not exist; .* streams 0\.\.1"):
         RecordingContext(4, 2).stream_synchronize(2)
+
+
+# -- stream capture refuses what CUDA refuses ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda ctx: ctx.launch(0, 0, stream=LEGACY), "cudaErrorStreamCaptureImplicit"),
+        (lambda ctx: ctx.copy_in(0, 0, stream=LEGACY), "cudaErrorStreamCaptureImplicit"),
+        (lambda ctx: ctx.copy_out(0, 0, stream=LEGACY), "cudaErrorStreamCaptureImplicit"),
+        (lambda ctx: ctx.free_async(0, 0, stream=LEGACY), "cudaErrorStreamCaptureImplicit"),
+        (lambda ctx: ctx.malloc(0, 1), "cudaErrorStreamCaptureUnsupported"),
+        (lambda ctx: ctx.free(0, 0), "cudaErrorStreamCaptureUnsupported"),
+        (lambda ctx: ctx.synchronize(), "cudaErrorStreamCaptureUnsupported"),
+        (lambda ctx: ctx.stream_synchronize(LEGACY), "cudaErrorStreamCaptureUnsupported"),
+    ],
+)
+def test_inside_a_capture_the_fake_refuses_what_cuda_refuses_naming_the_error(call, error):
+    """Legacy-stream work and synchronizing calls passed the fake's capture (live they fail): each is a CaptureError
+    naming CUDA's error, and nothing of it is recorded."""
+    ctx = RecordingContext(2, 2)
+    ctx.begin_capture()
+    with pytest.raises(labcore.pipeline.recording.CaptureError, match=error):
+        call(ctx)
+    assert ctx.ops == []
+
+
+def test_outside_a_capture_the_legacy_stream_and_malloc_are_ordinary():
+    ctx = RecordingContext(2, 2, allocated=False)
+    ctx.malloc(0, 0)
+    ctx.copy_in(0, 0, stream=LEGACY)
+    ctx.launch(0, 0, stream=LEGACY)
+    ctx.copy_out(0, 0)
+    ctx.free(0, 0)
+    assert [rec.op for rec in ctx.ops] == ["malloc", "h2d", "kernel", "d2h", "free"]

@@ -10,6 +10,7 @@ import pytest
 from day56 import checks, model, schedules
 from labcore.device import gpu_available
 from labcore.pending import PendingGPU
+from labcore.pipeline.context import LEGACY
 
 
 def mine(ctx):
@@ -55,6 +56,23 @@ def nothing(ctx):
     pass
 
 
+def kernels_on_the_legacy_stream(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair, stream=LEGACY)
+        ctx.copy_out(k, pair)
+
+
+def allocates_in_the_loop(ctx):
+    for k in range(ctx.n_chunks):
+        ctx.malloc(k, 0)
+        ctx.copy_in(k, 0)
+        ctx.launch(k, 0)
+        ctx.copy_out(k, 0)
+        ctx.free(k, 0)
+
+
 def test_a_capturable_pipeline_passes_offline(capsys):
     checks.check_capture_safe(mine)
     checks.check_capture_safe(reversed_order)
@@ -68,6 +86,9 @@ def test_a_capturable_pipeline_passes_offline(capsys):
         (waits_mid, r"ctx\.stream_synchronize\(\d\) inside a stream capture"),
         (kernel_on_the_next_stream, "race on"),
         (nothing, "never copied out"),
+        # live, CUDA refuses both inside the capture; offline they passed (issue 40)
+        (kernels_on_the_legacy_stream, r"ctx\.launch of chunk \d+ on the legacy default stream.*StreamCaptureImplicit"),
+        (allocates_in_the_loop, r"ctx\.malloc\(0, 0\) inside a stream capture.*StreamCaptureUnsupported"),
     ],
 )
 def test_schedules_a_capture_cannot_hold_fail(schedule, found):

@@ -28,9 +28,10 @@ still allocated, a second free, and an allocation never freed are problems too.
 It also knows stream capture (a schedule recorded into a CUDA graph): between
 `begin_capture()` and `end_capture()` nothing runs, the operations are only
 recorded, so a synchronize or a stream synchronize (the host would wait for work
-that cannot start) and a host read of the output (it would see what was there
-before) are errors, each with a message saying what CUDA does instead. Outside a
-capture nothing changes.
+that cannot start), a cudaMalloc or cudaFree (calls a capture cannot record), any
+work on the legacy default stream (which cannot take part in a capture) and a host
+read of the output (it would see what was there before) are errors, each with a
+message naming the error CUDA gives instead. Outside a capture nothing changes.
 """
 
 from __future__ import annotations
@@ -47,6 +48,18 @@ CAPTURE_SYNC = (
     "launched, so the host would wait for work that cannot start. CUDA refuses the call "
     "(cudaErrorStreamCaptureUnsupported) and invalidates the whole capture (its end fails with "
     "cudaErrorStreamCaptureInvalidated). Leave the wait out of the captured schedule: wait after the graph's launch"
+)
+CAPTURE_LEGACY = (
+    "{op} of chunk {chunk} on the legacy default stream inside a stream capture: the legacy stream cannot take part "
+    "in a capture, and work on it would depend implicitly on the streams being captured. CUDA refuses the call "
+    "(cudaErrorStreamCaptureImplicit) and invalidates the whole capture (its end fails with "
+    "cudaErrorStreamCaptureInvalidated). Enqueue it on one of the context's streams"
+)
+CAPTURE_MALLOC = (
+    "ctx.malloc({chunk}, {pair}) inside a stream capture: cudaMalloc is a call a capture cannot record (it may "
+    "synchronize the device). CUDA refuses it (cudaErrorStreamCaptureUnsupported) and invalidates the whole capture "
+    "(its end fails with cudaErrorStreamCaptureInvalidated). Allocate before the capture, or with malloc_async on a "
+    "captured stream (the graph holds it as a memory node)"
 )
 CAPTURE_HOST_READ = (
     "the host reads chunk {chunk} of the output inside a stream capture: nothing captured has run yet, so the read "
@@ -108,13 +121,22 @@ class RecordingContext:
 
     # -- the context interface ------------------------------------------------
     def copy_in(self, k: int, pair: int, stream: int | None = None) -> None:
+        self._capturable("copy_in", k, stream)
         self._enqueue("h2d", k, pair, stream)
 
     def launch(self, k: int, pair: int, stream: int | None = None) -> None:
+        self._capturable("launch", k, stream)
         self._enqueue("kernel", k, pair, stream)
 
     def copy_out(self, k: int, pair: int, stream: int | None = None) -> None:
+        self._capturable("copy_out", k, stream)
         self._enqueue("d2h", k, pair, stream)
+
+    def _capturable(self, op: str, k: int, stream: int | None) -> None:
+        """Inside a capture, work on the legacy default stream is refused as CUDA refuses it (a pair's own stream,
+        stream=None, is never the legacy one)."""
+        if self.capturing and stream == LEGACY:
+            raise CaptureError(CAPTURE_LEGACY.format(op=f"ctx.{op}", chunk=k))
 
     def synchronize(self) -> None:
         if self.capturing:
@@ -138,7 +160,10 @@ class RecordingContext:
         self.syncs.append((len(self.ops), f"stream {stream}"))
 
     def malloc(self, k: int, pair: int) -> None:
-        """cudaMalloc: a host call; every later operation is enqueued after it returns."""
+        """cudaMalloc: a host call; every later operation is enqueued after it returns; inside a capture it is
+        refused (a call a capture cannot record)."""
+        if self.capturing:
+            raise CaptureError(CAPTURE_MALLOC.format(chunk=k, pair=pair))
         self._check_args("malloc", k, pair, HOST)
         self._host_call("malloc", k, pair, self._allocate("malloc", k, pair))
 
@@ -153,10 +178,12 @@ class RecordingContext:
         self._host_call("free", k, pair, self._release("free", k, pair))
 
     def malloc_async(self, k: int, pair: int, stream: int | None = None) -> None:
+        self._capturable("malloc_async", k, stream)
         self._check_args("malloc_async", k, pair, stream)
         self._enqueue("malloc_async", k, pair, stream, self._allocate("malloc_async", k, pair))
 
     def free_async(self, k: int, pair: int, stream: int | None = None) -> None:
+        self._capturable("free_async", k, stream)
         self._check_args("free_async", k, pair, stream)
         self._enqueue("free_async", k, pair, stream, self._release("free_async", k, pair))
 
