@@ -35,3 +35,19 @@ def as_graded(monkeypatch: pytest.MonkeyPatch) -> None:
     from labcore import answers
 
     monkeypatch.setattr(answers, "grading", lambda: True)
+
+
+@pytest.fixture
+def no_references(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every reference a lesson's public expectations come from raises, as in the student bundle (labcore.public):
+    a check that still called one in the student's kernel would fail. A lesson's tests withhold its keys too."""
+    from labcore import answers, public
+    from labcore.lessons import names
+
+    def withheld(*args: object, **kwargs: object) -> None:
+        raise answers.ReferenceWithheld("a reference")
+
+    for lesson in names():
+        public.computed_values(lesson)  # its expectations registered
+        for found in public._REGISTRY.get(lesson, {}).values():
+            monkeypatch.setattr(found, "reference", withheld)

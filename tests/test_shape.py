@@ -46,6 +46,7 @@ STILL_NAMING = {
             "benchmarks/challenge_sweep.py",
             "benchmarks/cupy_vs_cpp.py",
             "benchmarks/direction_streams.py",
+            "benchmarks/distinct_schedules.py",
             "benchmarks/floor_gap.py",
             "benchmarks/floor_rounds.py",
             "benchmarks/graph_replay.py",

@@ -6,6 +6,7 @@ and with wrong answers each fails in a verdict of a few lines that says what it 
 from __future__ import annotations
 
 import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -15,53 +16,16 @@ import pytest
 
 pytest.importorskip("nbgrader", reason="the course extra (nbgrader) is not installed: bundle regenerates course/")
 
-from corpus import RACY_STREAMS
 from student_side import Verdict, student_run
 
 from labcore.device import gpu_available
+from labcore.lessons import lesson as lesson_of
 from labcore.lessons import names
 
 from installed import grader
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_VERDICT_LINES = 5  # ✗ not passed, found (at most three lines), next
-
-# Wrong answers, each exercise cell of a lesson at once: every graded cell of the lesson must fail on them.
-WRONG: dict[str, dict[str, str]] = {
-    "day54": {
-        "my_pipelined": RACY_STREAMS,
-        "sweep_ratios": "def sweep_ratios(record, buffers):\n    return {w: 1.0 for w in report.windows(record)}",
-        "predict_pipelined": "def predict_pipelined_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, n_buffers, link_floor_ms):"
-        "\n    return h2d_ms + kernel_ms + d2h_ms",
-        "my_pitfall_names": 'my_pitfall_names = dict.fromkeys("ABCDE", "pageable")',
-        "my_fastest": RACY_STREAMS.replace("my_pipelined", "my_fastest")
-        + '\n\n\nMY_CHALLENGE = {"window": 16 * MiB, "buffers": 4, "streams": 4}',
-    },
-    "zero_copy": {
-        "break_even_reads": "def break_even_reads(link_gbps, hbm_gbps):\n    return link_gbps / hbm_gbps",
-        "gather_exercise": "def gather_launch(n_rows):\n    return 256, max(1, n_rows // 64)\n\n\n"
-        "def order_ids(ids):\n    return ids, np.arange(ids.size)",
-        "my_publish": 'MY_PUBLISH = r"""\n__device__ void publish(volatile int* box, int round) {\n'
-        "    box[MB_FLAG] = round;\n"
-        '    for (int w = 0; w < MB_PAYLOAD_WORDS; ++w) box[MB_PAYLOAD + w] = round * 1000003 + w;\n}\n"""',
-    },
-    "day55": {
-        "predict_malloc": "def predict_malloc_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, malloc_ms, free_ms):\n"
-        "    return h2d_ms + kernel_ms + d2h_ms + n_chunks * malloc_ms",
-        "my_stream_ordered": "def my_stream_ordered(ctx):\n    for k in range(ctx.n_chunks):\n"
-        "        pair = k % ctx.n_buffers\n        ctx.malloc_async(k, pair)\n        ctx.copy_in(k, pair)\n"
-        "        ctx.free_async(k, pair)\n        ctx.launch(k, pair)\n        ctx.copy_out(k, pair)",
-        "my_verdicts": 'my_verdicts = dict.fromkeys("ABCDE", "fine")',
-    },
-    "day56": {
-        "break_even_launches": "def break_even_launches(one_off_ms, enqueue_ms, launch_ms):\n"
-        "    return one_off_ms / enqueue_ms",
-        "my_capturable": "def my_capturable(ctx):\n    for k in range(ctx.n_chunks):\n"
-        "        pair = k % ctx.n_buffers\n        ctx.copy_in(k, pair)\n        ctx.launch(k, pair)\n"
-        "        ctx.copy_out(k, pair)\n        ctx.synchronize()",
-        "my_capture_answers": 'my_capture_answers = dict.fromkeys(["sync", "host_read", "new_input", "gpu_time"], "x")',
-    },
-}
 
 
 def _apart(path: Path) -> bool:
@@ -145,10 +109,11 @@ def test_the_stubs_fail_in_verdicts(installed, lesson):
 
 @pytest.mark.parametrize("lesson", names())
 def test_wrong_answers_fail_in_verdicts_that_help(installed, lesson):
-    """Every exercise of the lesson answered wrong (a race, off-by-a-term arithmetic, no fence, an answer that is no
-    option): every graded cell fails in a verdict that says what it found, never a traceback or ReferenceWithheld."""
-    assert set(WRONG) == set(names()), "every lesson has its wrong answers here"
-    for verdict in _run(installed, lesson, "right", edits=WRONG[lesson]):
+    """Every exercise of the lesson answered wrong (<lesson>/tests/wrong_answers.py: a race, off-by-a-term arithmetic,
+    no fence, an answer that is no option): every graded cell fails in a verdict that says what it found, never a
+    traceback or ReferenceWithheld."""
+    wrong = runpy.run_path(str(lesson_of(lesson).tests / "wrong_answers.py"))["WRONG"]
+    for verdict in _run(installed, lesson, "right", edits=wrong):
         assert_a_verdict(verdict)
         assert "ReferenceWithheld" not in verdict.text and "not answered yet" not in verdict.text, verdict.text
 
@@ -156,7 +121,8 @@ def test_wrong_answers_fail_in_verdicts_that_help(installed, lesson):
 @pytest.mark.gpu
 def test_on_a_gpu_every_right_answer_passes_live(installed, capsys, tmp_path):
     """Live, the installed bundle with the right answers: all graded cells of every lesson pass (none pending), and
-    day 54's record step leaves its results record (and nsys's exports where nsys is found); prints the verdicts."""
+    a lesson's record step (day 54's) leaves its results record (and nsys's exports where nsys is found); prints the
+    verdicts."""
     found = [
         verdict
         for lesson in names()
@@ -165,4 +131,4 @@ def test_on_a_gpu_every_right_answer_passes_live(installed, capsys, tmp_path):
     with capsys.disabled():
         print("\n" + "\n".join(verdict.line() for verdict in found))
     assert [v.cell for v in found if v.state != "passed"] == []
-    assert (tmp_path / "day54" / "day54_run.json").is_file(), sorted(p.name for p in (tmp_path / "day54").iterdir())
+    assert list(tmp_path.glob("*/*_run.json")), sorted(p.name for p in tmp_path.glob("*/*"))  # a record step ran

@@ -284,7 +284,7 @@ def pair_by_pair(ctx):
 
 
 def test_the_simulator_charges_the_hosts_enqueue_so_pair_by_pair_agrees_with_live(as_graded):
-    """Live on an H100 (issue 39) pair by pair measured 1.16x the reference at 4 MiB with 2 buffers and lost the ratio
+    """Live on an H100 (2026-12-05) pair by pair measured 1.16x the reference at 4 MiB with 2 buffers and lost the ratio
     points: simulated with the record's enqueue cost per operation it misses the 1.05x bar there too, and at 64 MiB
     (16 chunks, the host ahead of the copies) it is the reference's time."""
     record = load_profile(None)
