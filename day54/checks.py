@@ -41,7 +41,6 @@ from day54.timing_live import challenge_live as _challenge_live
 from day54.timing_live import challenge_rounds as challenge_rounds
 from day54.timing_live import live_correct as _live_correct
 from day54.timing_live import live_timing as _live_timing
-from day54.timing_recorded import SWEEP_RESCALED
 from day54.timing_recorded import scaled as _scaled
 from day54.timing_sim import challenge_simulated as _challenge_simulated
 from day54.timing_sim import simulated_timing as _simulated_timing
@@ -362,9 +361,10 @@ def check_pipelined_ratio(
     """At most `threshold` of naive and within REFERENCE_FACTOR of the reference pipeline, both in the same run."""
     assert_own_schedule(schedule)
     recorded = traced(schedule, TIMED_TOTAL_BYTES // window, buffers, window)
+    twin = traced(schedule, timed_twin(buffers), buffers, window)  # the timed shape never changes: this one does
     if answers.collecting():
         return
-    problem = _fake_problems(recorded)
+    problem = _fake_problems(recorded) or _fake_problems(twin)
     assert problem is None, f"the schedule that would be timed is wrong, so its time does not count: {problem}"
 
     def decided(timing: Timing, done: int) -> bool:
@@ -391,6 +391,12 @@ def check_pipelined_ratio(
         f"pipelined/naive = {ratio.value:.3f} <= {threshold:.2f}, {over.value:.3f}x the reference "
         f"pipeline <= {REFERENCE_FACTOR:.2f}x {where}"
     )
+
+
+def timed_twin(buffers: int) -> int:
+    """The chunk count a timed schedule is also recorded (and judged) at, beside the timed shape, which never
+    changes: drawn for this grading run, one the buffers do not divide (5-60), so no answer made at home fits it."""
+    return _not_divisible(_draws(f"timed twin {buffers}"), buffers)
 
 
 def ratio_decided(worst: float, done: int) -> bool:
@@ -635,25 +641,26 @@ def check_sweep_ratios(
     """
     if answers.grading():
         record = shipped_profile()
+    scale = sweep_scale(buffers)
     records = (
-        (record, "this run's record"),
-        (_scaled(record, SWEEP_RESCALED), "a rescaled record"),
+        (record, "this run's record", None),
+        (_scaled(record, scale), "a rescaled record", scale),
     )
     got = [
         answers.answer(
             f"sweep_ratios on {label} with {buffers} buffers",
-            ("day54 sweep", label, buffers),
+            ("day54 sweep", label, buffers, factors),
             ask_sweep,
             sweep_ratios,
             buffers,
-            scaled,
+            factors,
             None if answers.grading() else record,
         )
-        for scaled, (rec, label) in enumerate(records)
+        for rec, label, factors in records
     ]
     if answers.collecting():
         return got[0]
-    for (rec, label), mine in zip(records, got, strict=True):
+    for (rec, label, _), mine in zip(records, got, strict=True):
         want = {w: report.ratio(rec, w, buffers) for w in report.windows(rec)}
         assert isinstance(mine, dict), f"on {label}: sweep_ratios returned a {type(mine).__name__}, not a dict"
         assert set(mine) == set(want), f"on {label}: windows {sorted(mine)} but the record has {sorted(want)}"
@@ -667,13 +674,21 @@ def check_sweep_ratios(
     return result
 
 
+def sweep_scale(buffers: int) -> dict[str, float]:
+    """The rescaled record's factors per pass, drawn for this grading run (fresh in your own kernel): the shipped
+    profile never changes, so an answer made at home could fit it, never this one. The checker recomputes the
+    ratios on the same rescaled record."""
+    rng = _draws(f"sweep rescale {buffers}")
+    return {"pipelined": round(rng.uniform(0.75, 0.95), 4), "naive": round(rng.uniform(1.05, 1.3), 4)}
+
+
 @answers.asker
 def ask_sweep(
-    sweep_ratios: Callable[[Record, int], Any], buffers: int, scaled: int, record: Record | None = None
+    sweep_ratios: Callable[[Record, int], Any], buffers: int, scale: dict | None, record: Record | None = None
 ) -> Any:
-    """The student's sweep on a record (while grading the shipped profile), rescaled when `scaled`."""
+    """The student's sweep on a record (while grading the shipped profile), rescaled by `scale` when given."""
     record = shipped_profile() if record is None else record
-    return sweep_ratios(_scaled(record, SWEEP_RESCALED) if scaled else record, buffers)
+    return sweep_ratios(_scaled(record, scale) if scale else record, buffers)
 
 
 def check_worst_window(result: dict[int, float]) -> None:

@@ -25,6 +25,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,9 @@ def judge(job: dict[str, Any], ip: Any) -> dict[str, Any]:
 
 
 def plan(job: dict[str, Any], ip: Any) -> dict[str, Any]:
-    """The questions the test cells ask, by cell index, in order; nothing is answered or judged."""
+    """The questions the test cells ask, by cell index, in order; nothing is answered or judged. A question asked
+    only by a hidden-test region is marked `hidden` (the feedback scan looks for its inputs; the sandbox never
+    learns which are)."""
     with tempfile.TemporaryDirectory(prefix="grader-plan-") as folder:
         path = Path(folder) / "plan.jsonl"
         path.touch()
@@ -77,12 +80,81 @@ def plan(job: dict[str, Any], ip: Any) -> dict[str, Any]:
         cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)
         questions, seen = {}, 0
         for index, source, count in program["cells"]:
+            shown = visible_part(source)
+            visible: Counter[str] = Counter()
+            if shown is not None:  # the visible part alone first: what it asks is no hidden test's
+                cells.run_cell(ip, shown, count)
+                lines = path.read_text().splitlines()
+                visible.update(json.loads(line)["key"] for line in lines[seen:])
+                seen = len(lines)
             cells.run_cell(ip, source, count)  # a check stops after asking: its outputs say nothing here
             lines = path.read_text().splitlines()
-            questions[str(index)] = [json.loads(line) for line in lines[seen:]]
+            questions[str(index)] = [_marked(json.loads(line), visible, shown) for line in lines[seen:]]
             seen = len(lines)
         os.chdir("/")
     return {"questions": questions}
+
+
+HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"  # nbgrader's delimiters (the course's)
+
+
+def visible_part(source: str) -> str | None:
+    """A test cell's source with its hidden-test regions cut, as the release shows it; None when it has none."""
+    kept, inside, found = [], False, False
+    for line in source.split("\n"):
+        if HIDDEN_BEGIN in line and not inside:
+            inside = found = True
+        elif HIDDEN_END in line and inside:
+            inside = False
+        elif not inside:
+            kept.append(line)
+    return "\n".join(kept) if found else None
+
+
+def _marked(question: dict[str, Any], visible: Counter[str], shown: str | None) -> dict[str, Any]:
+    """The question, marked hidden when the cell's visible part did not ask it (as often)."""
+    if shown is not None and visible[question["key"]] > 0:
+        visible[question["key"]] -= 1
+    elif shown is not None:
+        question["hidden"] = True
+    return question
+
+
+MIN_DRAWN_DIGITS = 6  # a hidden question's inputs worth looking for on a page: this many digits in all
+
+
+def hidden_inputs(questions: dict[str, list]) -> list[list[float]]:
+    """The numbers each hidden question (one no visible part also asks) was asked with, in order: what the
+    feedback scan looks for on the student's pages (grader.feedback.quoted_values). Never sent to the sandbox."""
+    shown = {q["key"] for asked in questions.values() for q in asked if not q.get("hidden")}
+    found = []
+    for asked in questions.values():
+        for question in asked:
+            numbers = _numbers(question.get("args", []))
+            digits = sum(map(digits_of, numbers))
+            if question.get("hidden") and question["key"] not in shown and digits >= MIN_DRAWN_DIGITS:
+                if numbers not in found:
+                    found.append(numbers)
+    return found
+
+
+def digits_of(number: float) -> int:
+    """The digits a number is written with, but leading zeros: 10.0 has 2, 0.1547 has 4, 3001 has 4."""
+    text = repr(abs(number)).removesuffix(".0")
+    return len(text.replace(".", "").lstrip("0")) if "e" not in text else len(text)
+
+
+def _numbers(data: Any) -> list[float]:
+    """Every number in a planned argument (encoded data: lists, tuples, dicts), in order; a student's name has none."""
+    if isinstance(data, bool) or data is None or isinstance(data, str):
+        return []
+    if isinstance(data, (int, float)):
+        return [data]
+    if isinstance(data, dict):
+        return [n for value in data.values() for n in _numbers(value)]
+    if isinstance(data, list):
+        return [n for value in data for n in _numbers(value)]
+    return []
 
 
 def main(argv: list[str]) -> int:

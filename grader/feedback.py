@@ -7,7 +7,10 @@ HTML file as text and looks for each hidden-test line that does not also appear 
 notebook, verbatim or encoded (base64 of the line or of a whole region at any offset, standard or URL-safe, hex,
 zlib or gzip inside those, each also reversed or rot13; whitespace ignored): an HTML file that quotes one is
 deleted and reported. The sandbox never holds hidden test text (it asks planned questions), so this is defence in
-depth against a page that carries it anyway. nbgrader also copies the other files of each
+depth against a page that carries it anyway. A student's code does see the inputs a hidden question gives it, and may
+print them: the scan also looks, in the same encodings, for the inputs of the questions only hidden tests asked
+(grader.checker.hidden_inputs, stored with each result), a distinctive number alone or one question's numbers in a
+row, and deletes a page that shows them. nbgrader also copies the other files of each
 autograded folder into feedback/ (the student's run files and every non-notebook file of source/<a>/): hidden
 test data must never live in such a file.
 """
@@ -17,13 +20,15 @@ from __future__ import annotations
 import base64
 import codecs
 import html
+import json
 import re
 import zlib
 from pathlib import Path
 
+from grader.checker import digits_of
 from grader.feedback_page import finished
 from grader.grading import GradingDir
-from grader.layout import COURSE_ID
+from grader.layout import COURSE_ID, STORE
 from grader.report_data import pending_gpu, result_words, student_results
 from grader.runner import nbgrader_or_fail
 from grader.status import machine_paths, pending, strip_paths
@@ -117,17 +122,103 @@ def html_text(path: Path) -> str:
     return html.unescape(re.sub(r"<[^>]*>", "", path.read_text(errors="replace")))
 
 
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+MIN_ALONE_DIGITS = 4  # a hidden input found alone on a page: a float written with this many digits
+MIN_ALONE_INT_DIGITS = 6  # an integer (a seed, a count of ids) with this many, not a round size
+MIN_ROW_DIGITS = 8
+
+
+def _value_texts(text: str) -> list[str]:
+    """The page's text and what its base64 and hex runs decode (and inflate) to, each also reversed; whitespace
+    kept (it separates numbers)."""
+    squeezed = re.sub(r"\s+", "", text)
+    found = [text]
+    for run in set(B64_RUN.findall(squeezed)):
+        found += [t for blob in _base64(run) for t in _texts(blob)]
+    for run in set(HEX_RUN.findall(squeezed)):
+        found += [t for offset in (0, 1) for t in _texts(bytes.fromhex(run[offset:][: (len(run) - offset) // 2 * 2]))]
+    return [v for t in found for v in (t, t[::-1])]
+
+
+def _same(shown: str, drawn: float) -> bool:
+    """Whether a number written on a page is a drawn input: equal, or it rounded to the digits written."""
+    value = float(shown)
+    if value == abs(drawn):
+        return True
+    decimals = len(shown.partition(".")[2])
+    return decimals > 0 and digits_of(value) >= MIN_ALONE_DIGITS and round(abs(drawn), decimals) == value
+
+
+def _alone(number: float) -> bool:
+    """A drawn input distinctive enough to be looked for by itself."""
+    if float(number).is_integer():
+        return digits_of(number) >= MIN_ALONE_INT_DIGITS and int(number) % 1024 != 0
+    return digits_of(number) >= MIN_ALONE_DIGITS
+
+
+def _row(inputs: list[float]) -> bool:
+    """A question's inputs worth looking for together: three or more, or two written with 8 digits between them
+    (two plain numbers side by side, "100 / 100", say nothing)."""
+    return len(inputs) >= 3 or (len(inputs) == 2 and sum(map(digits_of, inputs)) >= MIN_ROW_DIGITS)
+
+
+def _in_row(numbers: list[str], inputs: list[float]) -> bool:
+    return any(
+        all(_same(numbers[at + i], value) for i, value in enumerate(inputs))
+        for at in range(len(numbers) - len(inputs) + 1)
+    )
+
+
+def quoted_values(text: str, drawn: list[list[float]], visible: str = "") -> list[str]:
+    """The hidden questions' inputs (grader.checker.hidden_inputs) a page shows, in any form `_value_texts` reads:
+    a distinctive one by itself, or all of one question's in a row; none that the notebook's visible text holds."""
+    streams = [NUMBER.findall(t) for t in _value_texts(text)]
+    public = NUMBER.findall(visible)
+    found = []
+    for inputs in drawn:
+        looked = [[n] for n in inputs if _alone(n)] + ([inputs] if _row(inputs) else [])
+        for wanted in looked:
+            if not _in_row(public, wanted) and any(_in_row(numbers, wanted) for numbers in streams):
+                found.append(", ".join(f"{n:g}" for n in wanted))
+    return sorted(set(found))
+
+
+def drawn_inputs(grading: GradingDir, assignment: str, student: str, notebook: str) -> list[list[float]]:
+    """The hidden questions' inputs the student's notebook was graded with, as grading stored them ([] if none)."""
+    try:
+        stored = json.loads((grading.root / STORE / assignment / student / f"{notebook}.json").read_text())
+        drawn = stored["result"]["extracted"].get("drawn", [])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+    return [[n for n in row if isinstance(n, (int, float))] for row in drawn if isinstance(row, list)]
+
+
+def visible_text(notebook: Path) -> str:
+    """Every cell's source as the release shows it: hidden-test regions cut."""
+    import nbformat
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    begin, end = ClearHiddenTests.begin_test_delimeter.default_value, ClearHiddenTests.end_test_delimeter.default_value
+    return "\n".join("\n".join(split_hidden(c.source, begin, end)[0]) for c in nbformat.read(notebook, 4).cells)
+
+
 def leaks(grading: GradingDir, assignment: str) -> list[str]:
-    """Feedback files quoting a hidden-test line; each is deleted and named with the line it quotes."""
+    """Feedback files quoting a hidden-test line or showing a hidden question's inputs; each is deleted and named
+    with what it showed."""
     found = []
     for page in sorted((grading.root / "feedback").glob(f"*/{assignment}/*.html")):
         student = page.parent.parent.name
         notebook = grading.root / "autograded" / student / assignment / f"{page.stem}.ipynb"
+        if not notebook.is_file():
+            continue
         text = html_text(page)
-        quoted = quoted_lines(text, leak_lines(notebook)) if notebook.is_file() else []
-        if quoted:
+        quoted = quoted_lines(text, leak_lines(notebook))
+        drawn = drawn_inputs(grading, assignment, student, page.stem)
+        shown = quoted_values(text, drawn, visible_text(notebook)) if drawn else []
+        if quoted or shown:
             page.unlink()
-            found.append(f"{page.relative_to(grading.root)} quoted a hidden test ({quoted[0]!r}); deleted it")
+            what = f"quoted a hidden test ({quoted[0]!r})" if quoted else f"showed a hidden test's inputs ({shown[0]})"
+            found.append(f"{page.relative_to(grading.root)} {what}; deleted it")
     return found
 
 

@@ -34,6 +34,7 @@ from typing import IO, Any
 
 from grader import sandbox
 from grader.bundle import sandbox_library
+from grader.checker import hidden_inputs
 from grader.runner import REPO, course_env, kill_tree
 from grader.zygote import GRACE_S, IMPORTS_ONLY, QUESTIONS_ENV, Answering
 from labcore import lessons
@@ -158,7 +159,8 @@ class _Questions:
     def started(self, cell: int) -> None:
         """The child started `cell`: a test cell's questions go now, and only now."""
         if cell in self.tests:
-            self.pending += (json.dumps(self.planned.get(str(cell), [])) + "\n").encode()
+            asked = [{k: v for k, v in q.items() if k != "hidden"} for q in self.planned.get(str(cell), [])]
+            self.pending += (json.dumps(asked) + "\n").encode()  # which are hidden tests is not the sandbox's to know
             self.flush()
 
     def flush(self) -> None:
@@ -672,7 +674,8 @@ def extract(job: Job) -> dict[str, Any]:
     except _Trouble as trouble:
         reason = f"the test cells' questions could not be planned: {trouble}"
         return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": reason, "sandbox_s": 0}
-    return _warm("sandbox", job, WarmSandbox).run(job, questions)
+    # the hidden questions' inputs go with the result (the instructors' store), for the feedback scan
+    return {**_warm("sandbox", job, WarmSandbox).run(job, questions), "drawn": hidden_inputs(questions)}
 
 
 def check(job: Job, extracted: dict[str, Any]) -> dict[str, Any]:

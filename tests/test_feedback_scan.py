@@ -1,4 +1,5 @@
-"""The feedback scan finds hidden-test lines encoded on a page, not only verbatim ones (grader.feedback)."""
+"""The feedback scan finds hidden-test lines encoded on a page, not only verbatim ones, and the inputs of questions only
+hidden tests ask (grader.feedback)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import base64
 import codecs
 import gzip
 import zlib
+from collections import Counter
 
 import pytest
 
-from grader.feedback import decodings, quoted_lines
+from grader import checker
+from grader.feedback import decodings, quoted_lines, quoted_values
 
 HIDDEN = {
     "checks.check_prediction(predict_pipelined_ms, cases=[(10.0, 30.0, 10.0, 8, 2, None)])",
@@ -62,3 +65,91 @@ def test_decodings_of_a_page_are_bounded_for_a_zip_bomb():
     """A deflate stream that inflates to a gigabyte is read only up to MAX_INFLATED."""
     bomb = b64(zlib.compress(b"\0" * (1 << 26), 9))
     assert max(len(t) for t in decodings(PAGE.format(bomb))) <= (1 << 21) + 10
+
+
+# -- the hidden questions' inputs (issue 40: printed by a student's cell, they reached the feedback pages) ---------
+
+DRAWN = [[3.942, 0.1547, 0.1791], [55.082394974445265, 4076.8400841968532], [10.0, 30.0, 10.0, 8, 2], [762246535]]
+SHOWN = {
+    "a drawn float alone": "your break-even got 175.3592 -> 3.942",
+    "a float rounded as printed": "reads: 55.08 per launch",
+    "a question's inputs in a row": "predict_pipelined_ms called with (10.0, 30.0, 10.0, 8, 2, None)",
+    "in a row, other separators": "args 10 | 30 | 10 | 8 | 2",
+    "a seed alone": "seed=762246535",
+    "base64 of printed inputs": b64(b"(3.942, 0.1547, 0.1791)"),
+    "hex of printed inputs": b"inputs 0.1547".hex(),
+    "reversed": "0.1547 1791.0"[::-1],
+    "zlib + base64": b64(zlib.compress(b"called with 4076.84")),
+}
+
+
+@pytest.mark.parametrize("how", sorted(SHOWN))
+def test_a_page_showing_a_hidden_questions_inputs_is_caught(how):
+    assert quoted_values(PAGE.format(SHOWN[how]), DRAWN), how
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pipelined/naive = 0.562 at 64 MiB with 2 buffers; 16 chunks; score 1 / 2",
+        "10.0 30.0 and later 8 2",  # the row broken up
+        "3.94 and 0.15",  # too few digits to be a drawn input rounded
+        "100 / 100 rows, 4194304 bytes",  # plain numbers, a round size
+        "A" * 400,
+    ],
+)
+def test_a_page_without_hidden_inputs_is_clean(text):
+    assert quoted_values(PAGE.format(text), [*DRAWN, [100.0, 100.0], [4194304]]) == []
+
+
+def test_inputs_the_notebook_shows_itself_are_not_hidden():
+    """A number the visible text holds (a visible test's case, the lesson's own) is nobody's secret."""
+    page = PAGE.format("break_even_launches(3.942, 0.1547, 0.1791) -> 17")
+    assert quoted_values(page, DRAWN) == ["0.1547", "0.1791", "3.942", "3.942, 0.1547, 0.1791"]
+    assert quoted_values(page, DRAWN, visible="cases = [(3.942, 0.1547, 0.1791)]") == []
+
+
+def test_the_plan_marks_what_only_hidden_tests_ask_and_their_inputs_are_what_the_scan_looks_for():
+    """grader.checker plans a test cell's visible part alone first: a question it asks is visible, the rest hidden;
+    hidden_inputs keeps the numbers of hidden questions no visible part asks, and none too plain to look for."""
+    source = "check(a)\n### BEGIN HIDDEN TESTS\ncheck(b)\n### END HIDDEN TESTS\ncheck(c)"
+    assert checker.visible_part(source) == "check(a)\ncheck(c)" and checker.visible_part("check(a)") is None
+    visible = Counter({"k1": 1})
+    asked = [checker._marked({"key": k, "args": a}, visible, "x") for k, a in QUESTIONS]
+    assert [q.get("hidden", False) for q in asked] == [False, True, True, True, True]
+    assert checker.hidden_inputs({"3": asked}) == [[3.942, 0.1547, 0.1791], [762246535]]
+
+
+QUESTIONS = [
+    ("k1", [{"student": "f"}, 19.56, 5.4]),  # the visible part asked it
+    ("k1", [{"student": "f"}, 19.56, 5.4]),  # asked again by the hidden part: the visible one's inputs, no secret
+    ("k2", [{"student": "f"}, 3.942, 0.1547, 0.1791]),
+    ("k3", [{"student": "f"}, 1.0, 2]),  # too plain to look for
+    ("k4", [{"student": "order"}, {"list": [762246535]}]),
+]
+
+
+def test_leaks_deletes_a_page_showing_a_hidden_input_and_keeps_a_clean_one(tmp_path):
+    """grader.feedback.leaks on a grading directory's layout: the stored result's drawn inputs, the page, the
+    autograded notebook's visible text."""
+    import json
+
+    import nbformat
+
+    from grader.feedback import leaks
+    from grader.grading import GradingDir
+    from grader.layout import STORE
+
+    for student, printed in (("ann", "175.3592 0.6663"), ("bob", "all good")):
+        page = tmp_path / "feedback" / student / "a1" / "a1.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(f"<html><body><pre>{printed}</pre></body></html>")
+        notebook = tmp_path / "autograded" / student / "a1" / "a1.ipynb"
+        notebook.parent.mkdir(parents=True)
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('hello')")]), notebook)
+        stored = tmp_path / STORE / "a1" / student / "a1.json"
+        stored.parent.mkdir(parents=True)
+        stored.write_text(json.dumps({"key": "k", "seed": 5, "result": {"extracted": {"drawn": [[175.3592, 0.6663]]}}}))
+    found = leaks(GradingDir(tmp_path, must_exist=False), "a1")
+    assert found == ["feedback/ann/a1/a1.html showed a hidden test's inputs (0.6663); deleted it"]
+    assert not (tmp_path / "feedback/ann/a1/a1.html").exists() and (tmp_path / "feedback/bob/a1/a1.html").exists()
