@@ -118,7 +118,11 @@ def live_timing(recorded: trace.Trace, rounds: int, decided: Callable[[Timing, i
         naive, mine = (statistics.median(medians[n]) for n in ("naive", "yours"))
         reference = statistics.median(medians["reference"]) if "reference" in medians else None
         rounds_text = f"{done} round{'s' if done > 1 else ''}"
-        timing = Timing(naive, reference, mine, f"live, medians of {rounds_text}, verified every round")
+        each = tuple(
+            (medians["naive"][i], medians["reference"][i] if "reference" in medians else None, medians["yours"][i])
+            for i in range(done)
+        )
+        timing = Timing(naive, reference, mine, f"live, medians of {rounds_text}, verified every round", rounds=each)
         if decided is not None and decided(timing, done):
             break
     return timing

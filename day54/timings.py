@@ -9,6 +9,8 @@ The sources are one module each: live on the GPU (day54.timing_live), simulated 
 from __future__ import annotations
 
 import dataclasses
+import math
+import statistics
 from collections.abc import Callable
 
 from day54.config import MiB
@@ -37,6 +39,7 @@ class Timing:
     mine_ms: float
     how: str
     source: str = "live"  # labcore.checking.SOURCES: live or simulated
+    rounds: tuple[tuple[float, float | None, float], ...] = ()  # live: each round's (naive, reference, yours) medians
 
     @property
     def ratio(self) -> float:
@@ -45,6 +48,16 @@ class Timing:
     @property
     def over_reference(self) -> float | None:
         return None if self.reference_ms is None else self.mine_ms / self.reference_ms
+
+    def noise(self, index: int) -> float | None:
+        """The standard error of the median over rounds of yours / naive (index 0) or yours / the reference (1),
+        relative: 1.25 x 1.48 x their median absolute deviation / sqrt(rounds); None with fewer than 3 rounds."""
+        values = [r[2] / r[index] for r in self.rounds if r[index]] if index in (0, 1) else []
+        if len(values) < 3:
+            return None
+        middle = statistics.median(values)
+        spread = statistics.median(abs(v - middle) for v in values)
+        return 1.2533 * 1.4826 * spread / math.sqrt(len(values)) / middle
 
 
 # The challenge is met at most this far above the course's best schedule measured in the same rounds. Its bar lies

@@ -234,18 +234,24 @@ def test_the_results_travel_as_data_and_the_sentence_is_theirs():
 
 
 @pytest.mark.parametrize(
-    ("worst", "done", "stops"),
+    ("worst", "stops"),
     [
-        (0.90, 1, True),  # a clear pass: one round
-        (0.99, 1, False),  # a pass inside the noise: three rounds
-        (0.99, 3, True),
-        (1.011, 3, False),  # 1.062x against the 1.05x bar (the live class's one false miss): measured again
-        (0.99, 5, False),  # a near miss turned a pass at round 5: no stop there, it runs all nine
-        (1.011, 8, False),
-        (1.011, 9, False),  # the rounds' own limit ends it, judged on the medians of all nine
-        (1.30, 3, True),  # a serialized schedule: three rounds, no more
-        (1.30, 2, False),
+        ([0.90], True),  # a clear pass: one round
+        ([0.99], False),  # a pass inside the noise: more rounds
+        ([0.99, 0.98], False),  # never before three
+        ([0.98, 0.985, 0.975], True),  # three rounds agreeing, 1.5% inside the bar: decided
+        ([0.995, 0.996, 0.994], False),  # 0.5% inside: within three times the least noise assumed, measured again
+        ([1.011, 1.03, 0.98], False),  # 1.062x against the 1.05x bar (the live class's one false miss), noisy
+        ([0.96, 1.04, 0.97, 1.03, 0.99], False),  # straddling the bar: more rounds, up to the limit
+        ([1.30, 1.28, 1.31], True),  # a serialized schedule: three rounds, no more
     ],
 )
-def test_the_ratio_check_measures_a_near_miss_again(worst, done, stops):
-    assert checks.ratio_decided(worst, done) is stops
+def test_the_ratio_check_stops_once_decided(worst, stops):
+    assert checks.ratio_decided(worst, len(worst)) is stops
+
+
+def test_the_noise_of_a_ratio_is_the_standard_error_of_its_median():
+    rounds = tuple((45.0, 25.0, mine) for mine in (25.0, 25.5, 24.5, 25.25, 24.75))
+    timing = checks.Timing(45.0, 25.0, 25.0, "live", rounds=rounds)
+    assert timing.noise(1) == pytest.approx(1.2533 * 1.4826 * 0.01 / 5**0.5, rel=1e-3)
+    assert checks.Timing(45.0, 25.0, 25.0, "live", rounds=rounds[:2]).noise(1) is None
