@@ -14,13 +14,12 @@ from day54 import LESSON, multi_gpu, report
 from day54.config import Config
 from day54.live import run_live
 from day54.plots import multi_gpus, traced_window, write_all
-from day54.replay import load_profile
-from labcore import nsys
+from day54.replay import REPLAYED_EXPORTS, load_profile
 from labcore.device import DEVICE_ENV, gpu_count
-from labcore.errors import UsageError, output_file, output_folder
+from labcore.errors import UsageError, gpu_index, output_file, output_folder
 from labcore.mode import FROM_PROFILE, NO_GPU, Mode, live_line, run_lesson
 from labcore.plots import save
-from labcore.profiles import describe
+from labcore.profiles import describe, require_exports
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
 
@@ -181,34 +180,15 @@ def gpus_main(argv: Sequence[str] | None, args: argparse.Namespace) -> int:
     return 0
 
 
-REPLAYED_EXPORTS = ("nvtx_pushpop_trace", "cuda_gpu_trace")  # what a replay from exports reads (day54.replay)
-
-
-def check_profile_folder(path: str | None) -> None:
-    """A --from-profile folder that holds nsys exports holds the ones a replay reads: else one line, not a quiet
-    fall-back to its results.json alone."""
-    if path is None or not Path(path).is_dir():
-        return
-    found = nsys.find_exports(path)
-    missing = [report for report in REPLAYED_EXPORTS if report not in found]
-    if found and missing:
-        some = next(iter(found.values()))
-        ends = [f"_{alias}.csv" for alias in nsys.REPORT_ALIASES]
-        prefix = next((some.name[: -len(end)] for end in ends if some.name.endswith(end)), "<prefix>")
-        files = " and ".join(f"{prefix}_{report}.csv" for report in missing)
-        raise UsageError(
-            f"--from-profile {path}: has nsys exports ({some.name}, ...) but no {files}; export "
-            f"{' and '.join(missing)} too (nsys stats --format csv), or name the run's results.json to replay it alone"
-        )
-
-
 def check_options(args: argparse.Namespace) -> None:
-    """What can be refused before any work: folders and files to write, a profile folder missing exports."""
+    """What can be refused before any work: folders and files to write, a profile folder missing exports, a GPU
+    that is no GPU's number."""
+    gpu_index(args.device)
     if args.plot:
         output_folder(args.plot, "--plot")
     if args.json:
         output_file(args.json, "--json")
-    check_profile_folder(args.from_profile)
+    require_exports(args.from_profile, REPLAYED_EXPORTS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

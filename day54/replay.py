@@ -28,11 +28,12 @@ from labcore import record as rec
 from labcore.device import DeviceFacts
 from labcore.errors import UsageError
 from labcore.exports import Exports, median_instance
-from labcore.profiles import RESULTS, load_results, profile_path
+from labcore.profiles import RESULTS, load_companion, load_results, profile_path, require_exports
 from labcore.sizes import format_size
 
 COPY_SLACK_BYTES = 1000  # exports print sizes in MB with 3 decimals
 COMPONENTS = {"h2d": {"h2d"}, "kernel": {"kernel"}, "d2h": {"d2h"}, "duplex": {"h2d", "d2h"}}
+REPLAYED_EXPORTS = ("nvtx_pushpop_trace", "cuda_gpu_trace")  # what a replay from exports reads
 
 
 def load_profile(path: str | Path | None = None) -> rec.Record:
@@ -40,10 +41,11 @@ def load_profile(path: str | Path | None = None) -> rec.Record:
     path = profile_path(LESSON, path)
     if path.is_file():
         return load_results(path, LESSON)
+    require_exports(path, REPLAYED_EXPORTS)
     companion = path / RESULTS
     if _has_exports(path):
-        return from_exports(path, companion if companion.is_file() else None)
-    if companion.is_file():
+        return from_exports(path, companion if companion.exists() else None)
+    if companion.exists():
         return load_results(companion, LESSON)
     raise UsageError(
         f"--from-profile {path}: neither nsys CSV exports (nvtx_pushpop_trace, cuda_gpu_trace) nor a results.json there"
@@ -74,7 +76,7 @@ def _has_exports(directory: Path) -> bool:
         raise
     except UsageError:
         return False
-    return {"nvtx_pushpop_trace", "cuda_gpu_trace"} <= set(found)
+    return set(REPLAYED_EXPORTS) <= set(found)
 
 
 def traced(key: PassKey) -> bool:
@@ -156,7 +158,7 @@ def from_exports(directory: Path, companion: Path | None = None, exports: Export
                 text, key.name, {"window_bytes": key.window_bytes, "buffers": key.buffers}, copy_bytes=key.window_bytes
             )
         )
-    base = rec.load(companion) if companion else None
+    base = load_companion(companion, LESSON) if companion else None
     config = dict(base.config) if base else {}
     depths = sorted({k.buffers for k in keys if k.name == "pipelined"})
     config.update(total_bytes=total, windows=windows, buffers=depths)

@@ -17,7 +17,7 @@ from day55.live import run_live
 from day55.plots import traced_window, write_all
 from day55.replay import load_profile
 from labcore.device import DEVICE_ENV
-from labcore.errors import UsageError, output_file, output_folder
+from labcore.errors import UsageError, gpu_index, output_file, output_folder
 from labcore.mode import FROM_PROFILE, Mode, live_line, run_lesson
 from labcore.profiles import describe
 from labcore.record import Record
@@ -84,6 +84,7 @@ def saved_and_correct(record: Record, json_path: str | None) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    gpu_index(args.device)
     if args.plot:
         output_folder(args.plot, "--plot")
     if args.json:

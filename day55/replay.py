@@ -23,7 +23,7 @@ from labcore import record as rec
 from labcore.device import DeviceFacts
 from labcore.errors import UsageError
 from labcore.exports import Exports, median_instance
-from labcore.profiles import RESULTS, default_profile, load_results, profile_path
+from labcore.profiles import RESULTS, default_profile, load_companion, load_results, profile_path, require_exports
 from labcore.sizes import format_size
 
 COPY_SLACK_BYTES = 1000  # exports print sizes in MB with 3 decimals
@@ -41,10 +41,11 @@ def load_profile(path: str | Path | None = None) -> rec.Record:
     path = profile_path(LESSON, path)
     if path.is_file():
         return load_results(path, LESSON)
+    require_exports(path, EXPORTS)
     companion = path / RESULTS
     if _has_exports(path):
-        return from_exports(path, companion if companion.is_file() else None)
-    if companion.is_file():
+        return from_exports(path, companion if companion.exists() else None)
+    if companion.exists():
         return load_results(companion, LESSON)
     raise UsageError(
         f"--from-profile {path}: neither nsys CSV exports (nvtx_pushpop_trace, cuda_gpu_trace) nor a results.json "
@@ -135,7 +136,7 @@ def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
         exports.check(text, _validator(key.name, key.window_bytes, total // key.window_bytes))
         params = {"window_bytes": key.window_bytes, "buffers": key.buffers}
         passes.append(exports.pass_times(text, key.name, params, copy_bytes=key.window_bytes))
-    base = rec.load(companion) if companion else None
+    base = load_companion(companion, LESSON) if companion else None
     config = dict(base.config) if base else {}
     config.update(total_bytes=total, windows=windows)
     if config.get("window_bytes") not in windows:

@@ -18,7 +18,7 @@ from day56.live import run_live
 from day56.plots import write_all
 from day56.replay import load_profile
 from labcore.device import DEVICE_ENV
-from labcore.errors import UsageError, output_file, output_folder
+from labcore.errors import UsageError, gpu_index, output_file, output_folder
 from labcore.mode import FROM_PROFILE, Mode, live_line, run_lesson
 from labcore.profiles import describe
 from labcore.record import Record
@@ -87,6 +87,7 @@ def replay_notes(argv: Sequence[str] | None, cfg: Config, record: Record) -> lis
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    gpu_index(args.device)
     if args.plot:
         output_folder(args.plot, "--plot")
     if args.json:

@@ -27,7 +27,7 @@ from labcore import record as rec
 from labcore.device import DeviceFacts
 from labcore.errors import UsageError
 from labcore.exports import Exports, median_instance
-from labcore.profiles import RESULTS, load_results, profile_path
+from labcore.profiles import RESULTS, load_companion, load_results, profile_path, require_exports
 from labcore.profiles import shipped_profile as shipped_folder
 
 COPY_SLACK_BYTES = 1000  # exports print sizes in MB with 3 decimals
@@ -42,10 +42,11 @@ def load_profile(path: str | Path | None = None) -> rec.Record:
     path = profile_path(LESSON, path)
     if path.is_file():
         return load_results(path, LESSON)
+    require_exports(path, REPLAYED_EXPORTS)
     companion = path / RESULTS
     if _has_exports(path):
-        return from_exports(path, companion if companion.is_file() else None)
-    if companion.is_file():
+        return from_exports(path, companion if companion.exists() else None)
+    if companion.exists():
         return load_results(companion, LESSON)
     if shipped:
         raise UsageError(missing_profile_line())
@@ -137,7 +138,7 @@ def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
         )
     if len(totals) != 1:
         raise nsys.NsysFormatError(exports.trace_path, None, f"passes cover different totals ({sorted(totals)} MiB)")
-    base = rec.load(companion) if companion else None
+    base = load_companion(companion, LESSON) if companion else None
     config = dict(base.config) if base else {}
     config["total_bytes"] = next(iter(totals)) << 20
     config["chunks"] = sorted({k.n_chunks for k in parsed.values() if k.name == "graph"})

@@ -49,11 +49,18 @@ def ops_by_instance(trace: pd.DataFrame, instances: pd.DataFrame) -> list[pd.Dat
 def summary_disagreement(report: str, summary: pd.DataFrame, pushpop: pd.DataFrame, trace: pd.DataFrame) -> str | None:
     """What a summary export says that the traces contradict (counts and total times are exact), or None."""
     if report in ("nvtx_sum", "nvtx_pushpop_sum"):
-        counted = pushpop.groupby([pushpop["domain"].fillna(""), "range"]).size()
+        grouped = pushpop.groupby([pushpop["domain"].fillna(""), "range"])["duration_ns"]
+        counted, totals = grouped.size(), grouped.sum()
         for row in summary.itertuples(index=False):
-            have = int(counted.get((row.domain or "", row.range), 0))
+            key = (row.domain or "", row.range)
+            have = int(counted.get(key, 0))
             if have != row.instances:
                 return f"range {row.range!r}: {row.instances} instances, the push/pop trace has {have}"
+            if have and int(totals[key]) != row.total_ns:  # nsys sums the same integer durations: exact
+                return (
+                    f"range {row.range!r}: {row.total_ns} ns in all, the push/pop trace's durations add up to "
+                    f"{int(totals[key])}"
+                )
         return None
     if report == "cuda_gpu_kern_sum":
         kernels = trace[trace["kind"] == "kernel"]
@@ -86,6 +93,24 @@ def summary_disagreement(report: str, summary: pd.DataFrame, pushpop: pd.DataFra
     if copy_calls < copies or launch_calls < kernels:
         return f"{copy_calls} copy and {launch_calls} launch calls cannot enqueue {copies} copies and {kernels} kernels"
     return None
+
+
+def stream_overlap(trace: pd.DataFrame) -> str | None:
+    """Where an operation of the trace runs into the next one of its stream (a stream runs its copies and kernels one
+    after another, so a real trace never does: a duration was edited), or None."""
+    ops = trace[trace["kind"].isin(OP_KINDS)].sort_values(["device", "context", "stream", "start_ns"], kind="stable")
+    lane = ops[["device", "context", "stream"]].to_numpy()
+    starts, ends = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
+    same = (lane[1:] == lane[:-1]).all(axis=1)
+    late = np.flatnonzero(same & (ends[:-1] > starts[1:]))
+    if not len(late):
+        return None
+    first = ops.iloc[late[0]]
+    return (
+        f"a {first['kind']} on stream {first['stream']} starting at {first['start_ns']} ns lasts "
+        f"{first['duration_ns']} ns, past the start of the stream's next operation at {starts[late[0] + 1]} ns; a "
+        "stream runs its operations one after another"
+    )
 
 
 def span_ms(ops: pd.DataFrame) -> float:
@@ -135,6 +160,9 @@ class Exports:
         if self.instances.empty:
             raise nsys.NsysFormatError(self.ranges_path, None, f"no timed NVTX ranges in domain {domain!r}")
         self.trace = frames["cuda_gpu_trace"]
+        overlap = stream_overlap(self.trace)
+        if overlap:
+            raise nsys.NsysFormatError(self.trace_path, None, f"{overlap}: was a duration edited?")
         for report in SUMMARIES:
             if report in files:
                 problem = summary_disagreement(

@@ -179,7 +179,8 @@ HEADER_SHAPES: dict[str, tuple[tuple[str, ...], ...]] = {
     "cuda_gpu_trace": ((*_TRACE_HEAD, "Strm", "Name"), (*_TRACE_HEAD, "GreenCtx", "Strm", "Name")),
 }
 
-_TIME_BASES = frozenset({*_STATS, "Start", "End", "Duration", "DurChild", "DurNonChild"})
+_INSTANTS = frozenset({"Start", "End"})  # the other time columns are durations, never negative
+_TIME_BASES = frozenset({*_STATS, *_INSTANTS, "Duration", "DurChild", "DurNonChild"})
 _MB_BASES = frozenset({"Bytes", "StcSMem", "DymSMem"})
 _UNIT_RE = re.compile(r"^(?P<base>.*?) \((?P<unit>[^()]*)\)$")
 _DEVICE_RE = re.compile(r"^(?P<name>.*)\((?P<id>-?\d+)\)\s*$")
@@ -261,9 +262,12 @@ class _Row:
         return None if self.blank(base) else self.integer(base)
 
     def time_ns(self, base: str) -> int:
-        """A time cell converted from its header's unit to integer ns."""
+        """A time cell converted from its header's unit to integer ns; a duration (not a Start or End) is 0 or more."""
         unit = self._at(base)[2]
-        return _round(self.number(base) * TIME_UNITS_NS[unit])
+        value = _round(self.number(base) * TIME_UNITS_NS[unit])
+        if value < 0 and base not in _INSTANTS:
+            raise self.fail(base, "a duration, 0 or more")
+        return value
 
     def bytes_from_mb(self, base: str) -> int:
         """A `(MB)` cell (decimal megabytes) as integer bytes."""
@@ -478,10 +482,13 @@ def _pushpop_trace_schema(header: _Header) -> list[tuple[str, str]]:
 def _pushpop_trace_row(row: _Row) -> dict[str, object]:
     """One nvtx_pushpop_trace row."""
     domain, name = split_range(row.text("Name"))
+    start, end, duration = row.time_ns("Start"), row.time_ns("End"), row.time_ns("Duration")
+    if end - start != duration:  # nsys writes all three: a range whose numbers disagree was edited
+        raise row.fail("Duration", f"End - Start ({end - start} ns)")
     return {
-        "start_ns": row.time_ns("Start"),
-        "end_ns": row.time_ns("End"),
-        "duration_ns": row.time_ns("Duration"),
+        "start_ns": start,
+        "end_ns": end,
+        "duration_ns": duration,
         "domain": domain,
         "range": name,
         "dur_child_ns": row.time_ns("DurChild"),
@@ -617,6 +624,7 @@ def _trace_row(row: _Row) -> dict[str, object]:
 # frame; anything else, malformed or merely unusual, goes to the row reader, which reads it or names the line.
 
 _INTEGER = r"-?\d+"
+_COUNT = r"\d+"  # a duration: a negative one goes to the row reader, which names it
 _MB_EXACT = r"\d+(?:\.\d{1,6})?"  # decimal megabytes that are a whole number of bytes
 _DECIMAL = r"\d+(?:\.\d*)?"
 
@@ -648,10 +656,12 @@ def _fast_trace(lines: Sequence[str], header: _Header) -> pd.DataFrame | None:
         return None
     columns = dict(zip(header.bases, zip(*rows, strict=True), strict=True)) if rows else dict.fromkeys(header.bases, ())
     units = dict(zip(header.bases, header.units, strict=True))
-    integers = ["Start", "Duration", "CorrId", "Ctx", "Strm"]
+    integers = ["Start", "CorrId", "Ctx", "Strm"]
     optional = ["GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ", *(["GreenCtx"] if header.has("GreenCtx") else [])]
-    if not all(_each(_INTEGER, columns[b]) for b in integers) or not all(
-        _each(_INTEGER, columns[b], blank=True) for b in optional
+    if (
+        not _each(_COUNT, columns["Duration"])
+        or not all(_each(_INTEGER, columns[b]) for b in integers)
+        or not all(_each(_INTEGER, columns[b], blank=True) for b in optional)
     ):
         return None
     names, sizes, rates = columns["Name"], columns["Bytes"], columns["Throughput"]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
-from labcore import lessons
+from labcore import lessons, nsys
 from labcore.errors import UsageError
 from labcore.record import Record, load
 
@@ -51,11 +52,36 @@ def results_path(lesson: str, path: str | Path | None = None) -> Path:
 def load_results(path: str | Path, lesson: str) -> Record:
     """A recorded run's results.json as a replay record; UsageError when it records another lesson."""
     path = Path(path)
+    record = load_companion(path, lesson)
+    record.mode, record.source = "replay", str(path)
+    return record
+
+
+def load_companion(path: str | Path, lesson: str) -> Record:
+    """The results.json beside a lesson's nsys exports, as the run wrote it; UsageError when it records another
+    lesson (its checks and device would be shown as this lesson's)."""
     record = load(path)
     if record.lesson != lesson:
         raise UsageError(f"{path} records the {record.lesson!r} lesson, not {lesson!r}")
-    record.mode, record.source = "replay", str(path)
     return record
+
+
+def require_exports(path: str | Path | None, reports: Sequence[str]) -> None:
+    """A profile folder that holds nsys exports holds every one of `reports` (what a replay from exports reads):
+    else UsageError naming the missing files, never a quiet fall-back to its results.json alone."""
+    if path is None or not Path(path).is_dir():
+        return
+    found = nsys.find_exports(path)
+    missing = [report for report in reports if report not in found]
+    if found and missing:
+        some = next(iter(found.values()))
+        ends = [f"_{alias}.csv" for alias in nsys.REPORT_ALIASES]
+        prefix = next((some.name[: -len(end)] for end in ends if some.name.endswith(end)), "<prefix>")
+        files = " and ".join(f"{prefix}_{report}.csv" for report in missing)
+        raise UsageError(
+            f"--from-profile {path}: has nsys exports ({some.name}, ...) but no {files}; export "
+            f"{' and '.join(missing)} too (nsys stats --format csv), or name the run's results.json to replay it alone"
+        )
 
 
 def describe(record: Record) -> str:

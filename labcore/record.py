@@ -120,20 +120,31 @@ class Record:
         path = Path(path)
         if path.is_dir():
             raise UsageError(f"--json {path} is a directory; give a file name such as {path / 'results.json'}")
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
-        tmp.replace(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+            tmp.replace(path)
+        except OSError as exc:  # a full disk, a folder gone read-only: no half-written record left behind
+            tmp.unlink(missing_ok=True)
+            raise UsageError(f"--json {path}: cannot write it ({exc.strerror or exc})") from None
+        except BaseException:  # Ctrl-C while writing
+            tmp.unlink(missing_ok=True)
+            raise
         return path
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "record") -> Record:
         validate(data, source=source)
+        try:
+            device = DeviceFacts.from_dict(data["device"])
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{source}: record.device is not a device's facts ({exc})") from None
         return cls(
             lesson=data["lesson"],
             mode=data["mode"],
             source=data["source"],
-            device=DeviceFacts.from_dict(data["device"]),
+            device=device,
             config=dict(data["config"]),
             passes=[PassTimes(**p) for p in data["passes"]],
             trace=[Op(**o) for o in data.get("trace", [])],
@@ -156,6 +167,16 @@ _REQUIRED = {
 }
 _PASS_REQUIRED = {"key": str, "name": str, "params": dict, "times_ms": list}
 _OP_REQUIRED = {"key": str, "op": str, "chunk": int, "stream": int, "start_ns": int, "duration_ns": int}
+_CHECK_REQUIRED = {"name": str, "ok": bool, "detail": str}
+_OPTIONAL = {"trace": list, "checks": list, "extra": dict}  # of these types when there
+
+
+def _known(obj: dict[str, Any], kind: type, where: str, source: str) -> None:
+    """No field the dataclass does not have (it would not load, and it is no record this code wrote)."""
+    fields = {f.name for f in dataclasses.fields(kind)}
+    unknown = sorted(set(obj) - fields)
+    if unknown:
+        raise UsageError(f"{source}: {where} has the unknown field {unknown[0]!r} (known: {', '.join(sorted(fields))})")
 
 
 def _need(obj: dict[str, Any], fields: dict[str, type], where: str, source: str) -> None:
@@ -171,16 +192,30 @@ def validate(data: Any, *, source: str = "record") -> None:
     if not isinstance(data, dict):
         raise UsageError(f"{source}: a results record is a JSON object, got {type(data).__name__}")
     _need(data, _REQUIRED, "record", source)
+    _need(data, {k: v for k, v in _OPTIONAL.items() if k in data}, "record", source)
     if data["schema"] != SCHEMA_VERSION:
         raise UsageError(f"{source}: schema {data['schema']} is not the supported {SCHEMA_VERSION}")
+    for field, kind, required in (("passes", PassTimes, _PASS_REQUIRED), ("trace", Op, _OP_REQUIRED)):
+        for i, entry in enumerate(data.get(field, [])):
+            where = f"{field}[{i}]"
+            if not isinstance(entry, dict):
+                raise UsageError(f"{source}: {where} should be an object, got {type(entry).__name__}")
+            _need(entry, required, where, source)
+            _known(entry, kind, where, source)
     for i, entry in enumerate(data["passes"]):
-        _need(entry, _PASS_REQUIRED, f"passes[{i}]", source)
-        if not entry["times_ms"] or not all(isinstance(t, (int, float)) and t > 0 for t in entry["times_ms"]):
+        times = entry["times_ms"]
+        if not times or not all(isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0 for t in times):
             raise UsageError(f"{source}: passes[{i}] ({entry['key']}) needs positive times_ms")
     for i, op in enumerate(data.get("trace", [])):
-        _need(op, _OP_REQUIRED, f"trace[{i}]", source)
         if op["op"] not in OPS:
             raise UsageError(f"{source}: trace[{i}].op is {op['op']!r}; expected one of {', '.join(OPS)}")
+        if op["duration_ns"] < 0:
+            raise UsageError(f"{source}: trace[{i}].duration_ns is {op['duration_ns']}; a duration is 0 or more")
+    for i, check in enumerate(data.get("checks", [])):
+        if not isinstance(check, dict):
+            raise UsageError(f"{source}: checks[{i}] should be an object, got {type(check).__name__}")
+        _need(check, _CHECK_REQUIRED, f"checks[{i}]", source)
+        _known(check, Check, f"checks[{i}]", source)
 
 
 def load(path: str | Path) -> Record:
@@ -190,6 +225,14 @@ def load(path: str | Path) -> Record:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise UsageError(f"{path}: no such results file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: a folder, not a results file (a run's results.json)") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not text (bytes that are not UTF-8), so not a results record") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deep to be a results record") from None
     return Record.from_dict(data, source=str(path))
