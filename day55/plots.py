@@ -18,7 +18,6 @@ from labcore.pipeline.simulate import simulate
 from labcore.record import Record
 from labcore.sizes import format_size
 
-DRAWN = ("once", "malloc", "async", "async-keep", "cupy", "async-sync", "async-sync-keep")
 STREAM_NAMES = {HOST: "host: cudaMalloc / cudaFree"}
 
 
@@ -33,11 +32,12 @@ def traced_window(record: Record, window: int | None = None) -> int:
 
 
 def timeline(record: Record, window: int | None = None) -> Figure:
-    """The measured GPU timelines, rows per stream, one time axis: cudaFree's waits leave the device idle between
-    chunks where the stream-ordered calls let the streams overlap."""
+    """The measured GPU timelines, rows per stream, one time axis, a panel for every way of allocating the record
+    traced (cupy-cold's too): cudaFree's waits leave the device idle between chunks where the stream-ordered calls
+    let the streams overlap."""
     window = traced_window(record, window)
     panels = []
-    for name in DRAWN:
+    for name in VARIANTS:
         key = _key(record, name, window)
         ops = record.ops(key)
         if ops:

@@ -7,13 +7,13 @@ import sys
 from collections.abc import Sequence
 
 from labcore.device import DEVICE_ENV
-from labcore.errors import UsageError, output_file, output_folder
+from labcore.errors import UsageError, gpu_index, output_file, output_folder
 from labcore.mode import Mode, live_line, run_lesson
 from labcore.record import Record
 from labcore.sizes import parse_size
 from zero_copy import LESSON, live, replay
 from zero_copy.config import EXPERIMENTS, Config
-from zero_copy.plots import write_all
+from zero_copy.plots import plot_help, write_all
 from zero_copy.report import report
 
 _SIZE_OPTIONS = {
@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--warmup", type=int, help=f"untimed runs before them (default {defaults.warmup})")
     add("--seed", type=int, help="random seed of the inputs (default 0)")
     add("--json", metavar="PATH", help="write the results record (labcore.record) here")
-    add("--plot", metavar="DIR", help="also write the break-even and gather plots here")
+    add("--plot", metavar="DIR", help=plot_help())
     add(
         "--from-profile",
         metavar="DIR",
@@ -151,6 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; 0 when every correctness check passed, 1 when one failed, 2 for bad input."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    gpu_index(args.device)
     cfg = config_from(args)
     if args.json:
         output_file(args.json, "--json")  # before a live run of minutes, not after it

@@ -113,11 +113,25 @@ def both_ways(record: Record) -> Figure:
     return fig
 
 
+# What `--plot DIR` draws: the experiment (a key of record.extra) -> its figure, and the words --help says
+FIGURES = {
+    "breakeven": (breakeven, "the break-even"),
+    "gather": (gather, "the gather"),
+    "both_ways": (both_ways, "both ways"),
+}
+
+
+def plot_help() -> str:
+    """--plot's help, naming every figure write_all draws."""
+    names = ", ".join(words for _, words in FIGURES.values())
+    return f"also write {len(FIGURES)} plots here ({LESSON}_<name>.png, for the experiments run): {names}"
+
+
 def write_all(record: Record, directory: str | Path) -> list[Path]:
-    """The PNGs `python -m zero_copy --plot DIR` writes: the break-even and the gather, for the experiments the
-    record holds."""
+    """The PNGs `python -m zero_copy --plot DIR` writes: one per experiment of FIGURES the record holds."""
     directory = Path(directory)
-    figures = {"breakeven": breakeven, "gather": gather, "both_ways": both_ways}
     return [
-        save(draw(record), directory / f"{LESSON}_{name}.png") for name, draw in figures.items() if name in record.extra
+        save(draw(record), directory / f"{LESSON}_{name}.png")
+        for name, (draw, _) in FIGURES.items()
+        if name in record.extra
     ]
