@@ -18,8 +18,9 @@ class UsageError(Exception):
 
 
 def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:
-    """Run a command's main; turn a UsageError into one line on stderr and exit 2. A command that fails removes the
-    output folders it made while they are still empty."""
+    """Run a command's main; turn a UsageError (or an OSError no check foresaw) into one line on stderr and exit 2,
+    Ctrl-C into 'error: interrupted' and 130. A command that fails removes the output folders it made while they are
+    still empty."""
     _MADE.clear()
     status = 1
     try:
@@ -31,7 +32,8 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     except OSError as exc:  # what no check foresaw: a disk that filled, a folder that turned read-only on the way
         if isinstance(exc, BrokenPipeError):
             sys.stdout = open(os.devnull, "w")  # `... | head` closed the pipe: not an error of ours
-            return 0
+            status = 0
+            return status
         print(f"error: {os_error_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
