@@ -155,7 +155,7 @@ def _nbgrader_html(nb: nbformat.NotebookNode) -> str:
     )
     for preprocessor in (CSSHTMLHeaderPreprocessor, HideHiddenTests):
         exporter.register_preprocessor(preprocessor, enabled=True)
-    resources = {"nbgrader": {"notebook": "day55", "score": 2.0, "max_score": 6.0, "late_penalty": 0}}
+    resources = {"nbgrader": {"notebook": "an_assignment", "score": 2.0, "max_score": 6.0, "late_penalty": 0}}
     return exporter.from_notebook_node(nb, resources=resources)[0]
 
 
@@ -205,15 +205,15 @@ def test_finish_pages_labels_the_cells_the_autograded_notebook_left_pending(tmp_
     from grader import feedback
     from grader.grading import GradingDir
 
-    folder = tmp_path / "autograded" / "ann" / "day55"
+    folder = tmp_path / "autograded" / "ann" / "an_assignment"
     folder.mkdir(parents=True)
-    nbformat.write(_notebook(), folder / "day55.ipynb")
-    page = tmp_path / "feedback" / "ann" / "day55" / "day55.html"
+    nbformat.write(_notebook(), folder / "an_assignment.ipynb")
+    page = tmp_path / "feedback" / "ann" / "an_assignment" / "an_assignment.html"
     page.parent.mkdir(parents=True)
     page.write_text(raw_page)
     monkeypatch.setattr(nbgrader.api, "Gradebook", lambda *args: contextlib.nullcontext(None))
     monkeypatch.setattr(feedback, "pending", lambda *args: {})
-    feedback.finish_pages(GradingDir(tmp_path, must_exist=False), "day55")
+    feedback.finish_pages(GradingDir(tmp_path, must_exist=False), "an_assignment")
     text = page.read_text()
     assert text.count('<span class="pending-gpu-label">pending a GPU</span>') == 2
     assert '<p class="pending-gpu" style="font-weight:bold">Pending a GPU: 1 cell (test_time; 2 points)' in text
