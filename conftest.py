@@ -38,6 +38,20 @@ def as_graded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def withhold(monkeypatch: pytest.MonkeyPatch):
+    """withhold(module, name): the module's reference `name` raises as the student bundle's withheld copy does."""
+    from labcore import answers
+
+    def replace(module: object, name: str) -> None:
+        def withheld(*args: object, **kwargs: object) -> None:
+            raise answers.ReferenceWithheld(f"{getattr(module, '__name__', module)}.{name}")
+
+        monkeypatch.setattr(module, name, withheld)
+
+    return replace
+
+
+@pytest.fixture
 def no_references(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every reference a lesson's public expectations come from raises, as in the student bundle (labcore.public):
     a check that still called one in the student's kernel would fail. A lesson's tests withhold its keys too."""

@@ -315,16 +315,26 @@ def _leave(path: Path, pid: int) -> None:
             os.unlink(path)
 
 
-def _acquire(gpu: GpuId, state: _State, file: TextIO) -> None:
-    """Queue with a ticket, say once if others are ahead, and return holding the GPU's flock."""
+def _lock_files(gpu: GpuId, file: TextIO, without: str) -> tuple[Path, int, int] | None:
+    """(the lock directory, <key>.lock and <key>.gate opened), joining the GPU's users; None (said once) where the
+    directory cannot be used, and the caller goes on `without` the lock."""
     try:
         directory = lock_dir()
         _join(directory, gpu.key)
         lock_fd = _open_lock_file(directory / f"{gpu.key}.lock")
         gate_fd = _open_lock_file(directory / f"{gpu.key}.gate")
     except OSError as exc:
-        _say_once(f"labcore: cannot take turns on {gpu.label} ({exc}); timing without the lock", file)
+        _say_once(f"labcore: cannot take turns on {gpu.label} ({exc}); {without} without the lock", file)
+        return None
+    return directory, lock_fd, gate_fd
+
+
+def _acquire(gpu: GpuId, state: _State, file: TextIO) -> None:
+    """Queue with a ticket, say once if others are ahead, and return holding the GPU's flock."""
+    opened = _lock_files(gpu, file, "timing")
+    if opened is None:
         return
+    directory, lock_fd, gate_fd = opened
     started = time.perf_counter()
     try:
         ticket = _Ticket(directory, gpu.key)
@@ -380,14 +390,10 @@ def _release(state: _State) -> None:
 
 def _enter_share(gpu: GpuId, state: _State, file: TextIO) -> None:
     """Pass the gate (waiting while a turn is timed) and hold the GPU's lock shared."""
-    try:
-        directory = lock_dir()
-        _join(directory, gpu.key)
-        gate_fd = _open_lock_file(directory / f"{gpu.key}.gate")
-        lock_fd = _open_lock_file(directory / f"{gpu.key}.lock")
-    except OSError as exc:
-        _say_once(f"labcore: cannot take turns on {gpu.label} ({exc}); sharing it without the lock", file)
+    opened = _lock_files(gpu, file, "sharing it")
+    if opened is None:
         return
+    _, lock_fd, gate_fd = opened
     try:
         fcntl.flock(gate_fd, fcntl.LOCK_SH)
         fcntl.flock(lock_fd, fcntl.LOCK_SH)

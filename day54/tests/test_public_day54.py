@@ -8,15 +8,12 @@ import json
 import pytest
 
 from day54 import checks, pitfalls
-from labcore import answers, public
+from labcore import public
 
 
 @pytest.fixture
-def no_key(monkeypatch, no_references):
-    def withheld():
-        raise answers.ReferenceWithheld("day54.pitfalls.pitfall_key")
-
-    monkeypatch.setattr(pitfalls, "pitfall_key", withheld)
+def no_key(withhold, no_references):
+    withhold(pitfalls, "pitfall_key")
 
 
 def test_a_right_prediction_passes_without_the_model(no_key, capsys):

@@ -1,14 +1,7 @@
 """Wrong answers to every exercise of day54 at once, as a student might write them: each graded cell must fail on
 them in the student's own kernel with a verdict that helps (tests/test_student_side.py reads WRONG)."""
 
-# Right data flow, but a pair's next chunk goes to another stream with nothing ordering it after the last.
-RACY_STREAMS = """def my_pipelined(ctx):
-    for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        stream = (k // ctx.n_buffers) % ctx.n_buffers
-        ctx.copy_in(k, pair, stream=stream)
-        ctx.launch(k, pair, stream=stream)
-        ctx.copy_out(k, pair, stream=stream)"""
+from corpus import RACY_STREAMS  # a pair's next chunk on another stream, nothing ordering it after the last
 
 WRONG = {
     "my_pipelined": RACY_STREAMS,

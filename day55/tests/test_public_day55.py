@@ -6,15 +6,11 @@ from __future__ import annotations
 import pytest
 
 from day55 import checks
-from labcore import answers
 
 
 @pytest.fixture
-def no_key(monkeypatch, no_references):
-    def withheld():
-        raise answers.ReferenceWithheld("day55.checks.pitfall_key")
-
-    monkeypatch.setattr(checks, "pitfall_key", withheld)
+def no_key(withhold, no_references):
+    withhold(checks, "pitfall_key")
 
 
 def test_a_wrong_malloc_prediction_fails_on_the_public_values(no_key):

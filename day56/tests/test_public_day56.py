@@ -8,15 +8,11 @@ import math
 import pytest
 
 from day56 import checks
-from labcore import answers
 
 
 @pytest.fixture
-def no_key(monkeypatch, no_references):
-    def withheld():
-        raise answers.ReferenceWithheld("day56.checks.pitfall_key")
-
-    monkeypatch.setattr(checks, "pitfall_key", withheld)
+def no_key(withhold, no_references):
+    withhold(checks, "pitfall_key")
 
 
 def test_the_break_even_passes_and_fails_on_the_public_values(no_key):
