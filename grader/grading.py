@@ -27,12 +27,15 @@ import fcntl
 import fnmatch
 import functools
 import json
+import multiprocessing
 import os
 import re
 import shutil
+import sqlite3
 import stat
 import subprocess
 from collections.abc import Callable, Iterator
+from multiprocessing.context import ForkServerProcess
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +49,19 @@ from grader.layout import (
     MAX_RUN_FILE_BYTES,
     MAX_RUN_FILES,
     MAX_RUN_FILES_BYTES,
+    RELEASE_DIR,
     SKIPPED_AT_COLLECT,
+    SOURCE_DIR,
     db_url,
     run_files_glob,
 )
 from grader.runner import REPO, nbgrader_or_fail
-from labcore.errors import UsageError
+from labcore import lessons
+from labcore.errors import UsageError, output_folder
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")  # no glob characters: nbgrader treats ids as globs
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+GRADEBOOK_TABLES = ("assignment", "student", "submitted_assignment", "grade")  # some of nbgrader's, none optional
 
 
 @functools.lru_cache(maxsize=32)
@@ -89,6 +97,55 @@ class GradingDir:
             raise UsageError(
                 f"{self.root} is not a grading directory (no {GRADING_CONFIG}); "
                 f"make one with: python -m grader setup {self.root}"
+            )
+
+    @classmethod
+    def opened(cls, root: str | Path) -> GradingDir:
+        """A grading directory a command reads or grades: made by setup, its gradebook an nbgrader gradebook that
+        SQLite reads, its source/ holding an assignment; UsageError naming what is wrong otherwise."""
+        grading = cls(root)
+        grading.check_gradebook()
+        if not grading.assignments():
+            source = grading.root / "source"
+            held = "is missing" if not source.is_dir() else "holds no assignment's notebook"
+            raise UsageError(
+                f"{source} {held}: it is setup's copy of the lessons' solutions, which grading needs (the tests the "
+                f"students' release was made from); restore it, or make a new grading directory with `python -m "
+                "grader setup` and collect again"
+            )
+        return grading
+
+    def check_gradebook(self) -> None:
+        """UsageError naming what is wrong with DIR/gradebook.db: missing, not a file, not SQLite, damaged, or not
+        nbgrader's (nbgrader would make a new, empty one in its place, and grades would be lost without a word)."""
+        book = self.root / GRADEBOOK
+        remedy = (
+            f"restore {GRADEBOOK} from a backup, or make a new grading directory with `python -m grader setup` and "
+            "collect again"
+        )
+        if not book.exists():
+            raise UsageError(f"{book} is missing (setup made it; it was deleted or moved): {remedy}")
+        if not book.is_file():
+            raise UsageError(f"{book} is not a file but a {'folder' if book.is_dir() else 'special file'}: {remedy}")
+        try:
+            with book.open("rb") as f:
+                head = f.read(len(SQLITE_HEADER))
+            if head != SQLITE_HEADER:
+                what = "an empty file" if not head else "not an SQLite database (corrupted or overwritten)"
+                raise UsageError(f"{book} is {what}: {remedy}")
+            with contextlib.closing(sqlite3.connect(f"{book.as_uri()}?mode=ro", uri=True)) as db:
+                state = db.execute("PRAGMA quick_check").fetchone()[0]
+                tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error as exc:
+            raise UsageError(f"{book} is a damaged SQLite database ({exc}): {remedy}") from None
+        except OSError as exc:
+            raise UsageError(f"{book} cannot be read ({exc.strerror or exc}): {remedy}") from None
+        if state != "ok":
+            raise UsageError(f"{book} is a damaged SQLite database ({state}): {remedy}")
+        missing = [table for table in GRADEBOOK_TABLES if table not in tables]
+        if missing:
+            raise UsageError(
+                f"{book} is an SQLite database but not nbgrader's gradebook (no {missing[0]} table): {remedy}"
             )
 
     @property
@@ -182,28 +239,58 @@ def new_grading_dir(course: Course, root: str | Path) -> GradingDir:
         raise UsageError(f"{grading.root} exists and is not an empty folder; setup wants a new or empty folder")
     for name in course.assignments():
         check_run_files_rule(course.source_of(name), name)
+    output_folder(grading.root, "setup DIR", given=root)  # made now: one that cannot be is refused before any work
     return grading
 
 
 def setup(
     course: Course, grading: GradingDir, assignments: list[str], progress: Callable[[str], None] | None = None
 ) -> list[str]:
-    """Fill a new grading directory; the returned lines name releases that differ from the checkout's course/."""
-    grading.root.mkdir(parents=True, exist_ok=True)
-    (grading.root / GRADING_CONFIG).write_text(grading_config_text(grading.root, REPO, _provenance(course)))
-    stale = []
-    for name in assignments:
-        shutil.copytree(
-            course.source_of(name),
-            grading.root / "source" / name,
-            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
-        )
-        nbgrader_or_fail(["generate_assignment", name, "--force"], cwd=grading.root)
-        tag_raising_cells(grading.root / "release" / name)  # as `generate` does: the release compared is the same
-        stale += tree_differences(course.release / name, grading.root / "release" / name, f"course/{name}")
-        if progress:
-            progress(name)
+    """Fill a new grading directory; the returned lines name releases that differ from the checkout's course/. A
+    setup that fails (nbgrader refusing a notebook, Ctrl-C) takes back what it made: the folder is new or empty
+    again, and the same command can be run once more."""
+    made = not grading.root.exists()
+    try:
+        grading.root.mkdir(parents=True, exist_ok=True)
+        (grading.root / GRADING_CONFIG).write_text(grading_config_text(grading.root, REPO, _provenance(course)))
+        stale = []
+        for name in assignments:
+            shutil.copytree(
+                course.source_of(name),
+                grading.root / "source" / name,
+                ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
+            )
+            nbgrader_or_fail(["generate_assignment", name, "--force"], cwd=grading.root)
+            tag_raising_cells(grading.root / "release" / name)  # as `generate` does: the release compared is the same
+            stale += tree_differences(course.release / name, grading.root / "release" / name, f"course/{name}")
+            if progress:
+                progress(name)
+    except BaseException:
+        _stop_nbgrader()
+        _take_back(grading.root, made)
+        raise
     return stale
+
+
+def _stop_nbgrader() -> None:
+    """Kill an nbgrader command still running for this process (Ctrl-C leaves it running: it ignores SIGINT), so
+    that it writes nothing into what is taken back."""
+    for child in multiprocessing.active_children():
+        if isinstance(child, ForkServerProcess):
+            child.kill()
+            child.join()
+
+
+def _take_back(root: Path, made: bool) -> None:
+    """Undo a setup that failed: remove the folder it made, or empty the empty folder it was given."""
+    if made:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    for path in root.iterdir() if root.is_dir() else ():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def check_run_files_rule(source: Path, assignment: str) -> None:
@@ -297,6 +384,7 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
     base = Path(submissions).expanduser().resolve()
     if not base.is_dir():
         raise UsageError(f"{base}: no such folder (expected SUBMISSIONS/<student>/<assignment>.ipynb)")
+    refuse_course_folders(grading, base)
     assignments = grading.assignments()
     for name in assignments:
         check_run_files_rule(grading.root / "source" / name, name)
@@ -340,6 +428,52 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
         add_students(grading, sorted({*taken, *empty}))
     record_skipped(grading, taken, empty)
     return taken, skipped
+
+
+def course_folder(path: Path) -> str:
+    """What course folder `path` is: 'a grading directory' (nbgrader_config.py beside a gradebook or source/), 'a
+    course checkout' (nbgrader_config.py beside lessons.txt), else ''."""
+    if not (path / GRADING_CONFIG).is_file():
+        return ""
+    if (path / lessons.LIST_NAME).is_file():
+        return "a course checkout"
+    return "a grading directory" if (path / GRADEBOOK).exists() or (path / "source").is_dir() else ""
+
+
+def _course_own(grading: GradingDir, base: Path) -> str:
+    """Why SUBMISSIONS is, or holds, the course's own folders rather than students': '' when it is not."""
+    if _inside(base, grading.root):
+        return f"{base} is {'this grading directory' if base == grading.root else 'inside this grading directory'}"
+    if _inside(grading.root, base):
+        return f"{base} holds this grading directory {grading.root}"
+    for place in (base, *base.parents):
+        kind = course_folder(place)
+        if not kind:
+            continue
+        if place == base:
+            return f"{base} is {kind}"
+        if kind == "a grading directory":
+            return f"{base} is inside {kind}, {place}"
+        part = base.relative_to(place).parts[0]
+        if part == RELEASE_DIR or (place / part / SOURCE_DIR).is_dir():  # the release, or a lesson's folder
+            return f"{base} is inside {kind}'s {part}/ ({place})"
+    for child in sorted(p for p in base.iterdir() if _plain(p, "dir")):
+        kind = course_folder(child)
+        if kind:
+            return f"{base} holds {kind}, {child.name}/"
+    return ""
+
+
+def refuse_course_folders(grading: GradingDir, base: Path) -> None:
+    """UsageError when SUBMISSIONS is the course's own: a grading directory (this one or another, or a folder in
+    one), a course checkout, its release or a lesson's folder, or a folder holding one of those; their folders
+    (release/, source/: the reference solutions) would be collected as students."""
+    why = _course_own(grading, base)
+    if why:
+        raise UsageError(
+            f"SUBMISSIONS {why}: its folders are the course's own (releases, the reference solutions), not "
+            "students'; give the folder that holds only the students' folders, <student>/<assignment>.ipynb"
+        )
 
 
 def _within(folder: Path, path: Path) -> str:
@@ -386,7 +520,6 @@ def export(grading: GradingDir, to: Path) -> Path:
     from nbgrader.api import Gradebook  # seconds to import: --help and bad options do not wait for it
     from nbgrader.plugins import CsvExportPlugin  # nbgrader too: loaded only to export
 
-    to.parent.mkdir(parents=True, exist_ok=True)
     with Gradebook(grading.db_url, COURSE_ID) as gb:
         CsvExportPlugin(to=str(to)).export(gb)
     return to

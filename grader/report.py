@@ -33,7 +33,7 @@ from grader.report_data import ClassData, Measured, failure_table, read_class, w
 from grader.report_html import render
 from grader.report_plots import ratio_figure, score_figure
 from grader.runner import REPO
-from labcore.errors import UsageError
+from labcore.errors import UsageError, output_file
 
 REPORT_DIR = "report"
 PAGE = "index.html"
@@ -50,7 +50,7 @@ def report_path(grading: GradingDir, out: str | None, repo: str | None) -> Path:
         raise UsageError(
             f"--out {path} is inside the course checkout {checkout}; the report names students: keep it outside"
         )
-    return path
+    return output_file(path, "--out")
 
 
 def write_report(grading: GradingDir, page: Path, *, anonymous: bool = False) -> tuple[ClassData, list[Path]]:
@@ -83,7 +83,7 @@ def write_report(grading: GradingDir, page: Path, *, anonymous: bool = False) ->
 
 def cmd_report(args: argparse.Namespace) -> int:
     """python -m grader report DIR [--out PATH] [--anonymous]: the class report, and its headline on stdout."""
-    grading = GradingDir(args.dir)
+    grading = GradingDir.opened(args.dir)
     page = report_path(grading, args.out, args.repo)
     print(f"grader report: {grading.root} -> {page}", flush=True)
     data, pngs = write_report(grading, page, anonymous=getattr(args, "anonymous", False))

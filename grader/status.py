@@ -20,6 +20,7 @@ from grader.grading import GradingDir, export, skipped_at_collect, source_notebo
 from grader.layout import COURSE_ID, unrecorded_note
 from grader.report_data import pending_gpu, pending_gpu_words, submission_state
 from grader.runner import REPO
+from labcore.errors import UsageError
 
 GRADED = "graded"
 PENDING = "graded, written answers pending"
@@ -84,25 +85,33 @@ def state(gb: Any, grading: GradingDir, assignment: str, student: str) -> str:
 
 
 def export_with_status(grading: GradingDir, to: Path) -> Path:
-    """nbgrader's CSV plus a `status` column; raw_score and score empty where nothing was graded."""
+    """nbgrader's CSV plus a `status` column; raw_score and score empty where nothing was graded. Written whole or
+    not at all: a file beside `to` until the last row is in (a failure or Ctrl-C leaves no half CSV)."""
     from nbgrader.api import Gradebook  # seconds to import: only once there is a gradebook to read
 
-    export(grading, to)
-    with to.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-        header = list(rows[0].keys()) if rows else []
-    if not header:
-        with to.open(newline="") as f:
-            header = next(csv.reader(f), [])
-    with Gradebook(grading.db_url, COURSE_ID) as gb:
-        for row in rows:
-            row["status"] = state(gb, grading, row["assignment"], row["student_id"])
-            if not row["status"].startswith(GRADED):
-                row["raw_score"] = row["score"] = ""
-    with to.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=[*header, "status"])
-        writer.writeheader()
-        writer.writerows(rows)
+    partial = to.with_name(f".{to.name}.partial")
+    try:
+        export(grading, partial)
+        with partial.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+            header = list(rows[0].keys()) if rows else []
+        if not header:
+            with partial.open(newline="") as f:
+                header = next(csv.reader(f), [])
+        with Gradebook(grading.db_url, COURSE_ID) as gb:
+            for row in rows:
+                row["status"] = state(gb, grading, row["assignment"], row["student_id"])
+                if not row["status"].startswith(GRADED):
+                    row["raw_score"] = row["score"] = ""
+        with partial.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=[*header, "status"])
+            writer.writeheader()
+            writer.writerows(rows)
+        partial.replace(to)
+    except OSError as exc:  # the folder went away or turned read-only, the disk filled
+        raise UsageError(f"--to {to}: cannot write the grades there ({exc.strerror or exc})") from None
+    finally:
+        partial.unlink(missing_ok=True)
     return to
 
 

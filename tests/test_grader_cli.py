@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import html
 import io
 import json
@@ -12,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,6 +24,7 @@ pytest.importorskip("nbgrader", reason="the course extra (nbgrader) is not insta
 
 from grader.cli import main  # noqa: E402
 from grader.feedback import html_text  # noqa: E402
+from grader.layout import COURSE_ID, GRADEBOOK  # noqa: E402
 from labcore.errors import UsageError, run_cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -259,10 +262,25 @@ def test_collect_copies_notebooks_and_run_files(graded):
     assert graded.collect.lines[-1].startswith(f"{len(EXPECTED)} student(s) collected")
 
 
+@functools.cache
+def empty_gradebook() -> bytes:
+    """An nbgrader gradebook with no one in it yet, made once: what setup leaves in a grading directory."""
+    from nbgrader.api import Gradebook
+
+    scripts = str(Path(sys.executable).parent)  # nbgrader runs this environment's `alembic` (as grader.cli says)
+    os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")])
+    with tempfile.TemporaryDirectory() as tmp:
+        book = Path(tmp) / GRADEBOOK
+        with Gradebook(f"sqlite:///{book}", COURSE_ID):
+            pass
+        return book.read_bytes()
+
+
 def grading_dir(path: Path) -> Path:
-    """A bare grading directory holding the toy's source: what collect reads."""
+    """A bare grading directory holding the toy's source and an empty gradebook: what collect reads."""
     (path / "source" / "toy").mkdir(parents=True)
     (path / "nbgrader_config.py").write_text("")
+    (path / GRADEBOOK).write_bytes(empty_gradebook())
     shutil.copy(TOY / "source" / "toy" / "toy.ipynb", path / "source" / "toy")
     return path
 
