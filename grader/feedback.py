@@ -151,8 +151,8 @@ def _same(shown: str, drawn: float) -> bool:
 
 def _alone(number: float) -> bool:
     """A drawn input distinctive enough to be looked for by itself."""
-    if float(number).is_integer():
-        return digits_of(number) >= MIN_ALONE_INT_DIGITS and int(number) % 1024 != 0
+    if float(number).is_integer():  # 100000 or 4194304 may be on any page; 22369621 is nobody's but the draw's
+        return len(str(int(abs(number))).rstrip("0")) >= MIN_ALONE_INT_DIGITS and int(number) % 1024 != 0
     return digits_of(number) >= MIN_ALONE_DIGITS
 
 

@@ -2120,6 +2120,316 @@ LOST_CELLS_CORPUS += (
 )
 CORPUS = (*CORPUS, *LOST_CELLS_CORPUS)
 
+# -- isolation (issue 40): no student reaches another, the grading plan or a hidden value -------------------------
+
+
+def _solution(assignment: str, cell_id: str) -> str:
+    """The reference solution of one cell, as the corpus fills it in (markers dropped)."""
+    cells = nbformat.read(ROOT / assignment / "solutions" / f"{assignment}.ipynb", as_version=4).cells
+    source = next(c.source for c in cells if c.get("id") == cell_id)
+    return "\n".join(
+        line for line in source.splitlines() if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line
+    )
+
+
+# ptrace of every process the job can see (bwrap's own init was one: the same uid, dumpable, out of kill(-1)'s
+# reach), its memory read, then a double-forked writer of lost-kernel lines into every later job's cells file
+TRACES_INIT = """import ctypes
+import os
+import time
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_seen = {}
+for _pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()):
+    _seen[_pid] = [_libc.ptrace(_request, _pid, 0, 0) for _request in (16, 0x4206)]  # PTRACE_ATTACH, PTRACE_SEIZE
+    try:
+        open(f"/proc/{_pid}/mem", "rb").read(1)
+        _seen[_pid].append("mem")
+    except OSError:
+        pass
+print("ptrace and /proc/PID/mem:", _seen)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        _end = time.monotonic() + 120
+        while time.monotonic() < _end:
+            for _job in os.listdir("/sandbox/out"):
+                try:
+                    with open(f"/sandbox/out/{_job}/cells.jsonl", "a") as _out:
+                        _out.write('{"cell": 0, "outputs": [{"output_type": "error", "ename": "DeadKernel"}]}\\n')
+                except OSError:
+                    pass
+            time.sleep(0.01)
+    os._exit(0)"""
+
+# The sandbox's init stopped, killed and terminated: an init gets no signal it has no handler for from its namespace
+SIGNALS_INIT = """import os
+import signal
+
+for _sig in (signal.SIGSTOP, signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
+    try:
+        os.kill(1, _sig)
+    except OSError as _exc:
+        print("refused", _sig, _exc.errno)"""
+
+# The job's supervisor (its parent) killed in the sweep cell: the job ends there, the sandbox is started anew
+KILLS_SUPERVISOR = """import os
+import signal
+import time
+
+os.kill(os.getppid(), signal.SIGKILL)
+time.sleep(30)"""
+
+# Every regular file the job holds open read from its start (the zygote's IPython history was one, shared by every
+# job), and IPython's history database wherever HOME keeps it
+READS_HELD_FILES = """import os
+import sqlite3
+import stat
+
+for _fd in sorted(map(int, os.listdir("/proc/self/fd"))):
+    try:
+        if stat.S_ISREG(os.fstat(_fd).st_mode):
+            print(_fd, os.readlink(f"/proc/self/fd/{_fd}"), len(os.pread(_fd, 1 << 20, 0)))
+    except OSError:
+        pass
+for _root, _dirs, _files in os.walk(os.path.expanduser("~")):
+    for _name in _files:
+        if _name.endswith(".sqlite"):
+            try:
+                print(_name, sqlite3.connect(os.path.join(_root, _name)).execute("select * from history").fetchall())
+            except sqlite3.Error as _exc:
+                print(_name, _exc)"""
+
+# 900 MiB in /tmp, deleted but held open by a process left behind: the next job's /tmp was full
+FILLS_TMP_DELETED = """import os
+import time
+
+_fd = os.open("/tmp/for-the-next-student", os.O_CREAT | os.O_WRONLY)
+for _ in range(9):
+    os.write(_fd, bytes(100 << 20))
+os.unlink("/tmp/for-the-next-student")
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(120)
+    os._exit(0)"""
+
+# The break-even cell needs 800 MiB of /tmp (of its 1 GiB) before it defines its answer: only a fresh /tmp has it
+NEEDS_FRESH_TMP = """import os
+
+with open("/tmp/scratch.bin", "wb") as _scratch:
+    _scratch.write(bytes(800 << 20))
+os.unlink("/tmp/scratch.bin")
+
+""" + _solution(Z, "break_even_reads")
+
+# The plan read from the job's memory at the first cell (every drawn configuration was there), and a schedule right
+# only at the configurations found, racing everywhere else
+READS_THE_PLAN = r"""import ctypes
+import re
+
+ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: my own memory readable to me
+_PLANNED = set()
+with open("/proc/self/maps") as _maps, open("/proc/self/mem", "rb", 0) as _mem:
+    for _line in _maps:
+        _span, _perms = _line.split()[:2]
+        if not _perms.startswith("r") or "[v" in _line:
+            continue
+        _low, _high = (int(x, 16) for x in _span.split("-"))
+        for _at in range(_low, _high, 16 << 20):
+            try:
+                _mem.seek(_at)
+                _data = _mem.read(min(_high - _at, (16 << 20) + 256))
+            except (OSError, ValueError, OverflowError):
+                break
+            _PLANNED.update(
+                (int(n), int(b)) for n, b in re.findall(rb"calls at (\d+) chunks x (\d+) buffers", _data)
+            )
+print(len(_PLANNED), "configurations of the plan found in memory")
+
+
+def my_pipelined(ctx):
+    planned = (ctx.n_chunks, ctx.n_buffers) in _PLANNED
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair, stream=pair if planned else (pair + 1) % ctx.n_streams)
+        ctx.copy_out(k, pair)"""
+
+# The release's stubs, and a first cell that replaces the grader's question-asking function: the questions whose
+# inputs never changed (the timed traces' shapes, the sweep on the shipped profile and its fixed rescale) are
+# answered with values made at home, every other question by the grader's own function (the stubs raise)
+HOME_ANSWERS = """import labcore.answers as _answers
+from day54 import checks as _checks
+from day54 import report as _report
+from day54.timing_recorded import scaled as _scaled
+from labcore.pipeline import trace as _trace
+
+_asked = _answers.ask
+_MiB = 1 << 20
+_OLD_SCALE = {"pipelined": 0.9, "naive": 1.1}
+
+
+def _home(ctx):  # the pipeline I ran at home
+    for k in range(ctx.n_chunks):
+        ctx.copy_in(k, k % ctx.n_buffers)
+        ctx.launch(k, k % ctx.n_buffers)
+        ctx.copy_out(k, k % ctx.n_buffers)
+
+
+_SHAPES = ((16, 64 * _MiB), (256, 4 * _MiB))
+_TRACES = {(n, 2, w): _trace.record(_home, n, 2, window_bytes=w).to_json() for n, w in _SHAPES}
+
+
+def _sweep(scale, buffers):
+    record = _checks.shipped_profile()
+    record = _scaled(record, scale) if scale else record
+    return {w: _report.ratio(record, w, buffers) for w in _report.windows(record)}
+
+
+def _from_home(planned, namespace):
+    args = planned["args"]
+    if planned["asker"] == "day54.checks.ask_trace" and tuple(args[1:4]) in _TRACES:
+        return {"key": planned["key"], "value": _TRACES[tuple(args[1:4])]}
+    if planned["asker"] == "day54.checks.ask_sweep":
+        scale = _answers.decode(args[2])
+        scale = {0: None, 1: _OLD_SCALE}.get(scale, scale) if not isinstance(scale, dict) else scale
+        if scale in (None, _OLD_SCALE):
+            return {"key": planned["key"], "value": _answers.encode(_sweep(scale, args[1]))}
+    return _asked(planned, namespace)
+
+
+_answers.ask = _from_home"""
+
+# Every input a graded question hands my functions kept, and printed by a later cell of mine (a hidden test's cell
+# shows only its verdict, mine show what they print): the hidden tests' drawn numbers among them. The feedback scan
+# deletes a page that shows one; the points are the answers'
+KEEPS_INPUTS = """
+
+import builtins
+
+_asked_inputs = builtins.__dict__.setdefault("_asked_inputs", [])
+
+
+def _keeping(name, fn):
+    def kept(*args):
+        _asked_inputs.append((name, [f"{len(a)} ids" if hasattr(a, "__len__") else a for a in args]))
+        return fn(*args)
+
+    return kept
+"""
+PRINTS_INPUTS = """import builtins
+
+print("asked with:", builtins.__dict__.get("_asked_inputs", []))
+
+"""
+PRINTS_PREDICTION_INPUTS = {
+    "predict_pipelined": _solution(D, "predict_pipelined")
+    + KEEPS_INPUTS
+    + "\npredict_pipelined_ms = _keeping('predict', predict_pipelined_ms)",
+    "my_pitfall_names": PRINTS_INPUTS + _solution(D, "my_pitfall_names"),
+}
+PRINTS_ZERO_COPY_INPUTS = {
+    "break_even_reads": _solution(Z, "break_even_reads")
+    + KEEPS_INPUTS
+    + "\nbreak_even_reads = _keeping('break_even_reads', break_even_reads)",
+    "gather_exercise": _solution(Z, "gather_exercise")
+    + KEEPS_INPUTS
+    + "\ngather_launch, order_ids = _keeping('gather_launch', gather_launch), _keeping('order_ids', order_ids)",
+    "my_publish": PRINTS_INPUTS + _solution(Z, "my_publish"),
+}
+
+ISOLATION_CORPUS = (
+    Submission(
+        "d54-traces-init-leaves-writer",
+        D,
+        "a first cell ptraces every process it can see and reads their memory (bwrap's init was traceable and out "
+        "of kill(-1)'s reach: a process left through it zeroed later students), then leaves a double-forked writer "
+        "of lost-kernel lines into every later job's cells file: the init is the zygote (not dumpable), ptrace and "
+        "the reads fail, the supervisor's kill(-1) ends the writer; full points, every other student's kept",
+        full(D),
+        first_cell=TRACES_INIT,
+    ),
+    Submission(
+        "zc-signals-the-init",
+        Z,
+        "a first cell sends SIGSTOP, SIGKILL, SIGTERM and SIGINT to pid 1 (the zygote): an init gets none it has no "
+        "handler for from its own namespace, the job and the sandbox go on: full points",
+        full(Z),
+        first_cell=SIGNALS_INIT,
+    ),
+    Submission(
+        "d54-kills-supervisor-in-sweep",
+        D,
+        "correct schedule, then SIGKILL of its parent (the job's supervisor) in the sweep cell: the zygote answers "
+        "for the job, lost in that cell (a dead kernel); the cells before keep their 3+2+1, the later ones 0",
+        full(D, test_sweep=0, test_prediction=0, test_pitfall_names=0),
+        edits={"sweep_ratios": KILLS_SUPERVISOR},
+    ),
+    Submission(
+        "zc-reads-held-files",
+        Z,
+        "a first cell reads every regular file it holds open and IPython's history database (every job inherited "
+        "the zygote's deleted history file, and read what earlier students ran): none is there; full points",
+        full(Z),
+        first_cell=READS_HELD_FILES,
+    ),
+    Submission(
+        "d54-fills-tmp-deleted",
+        D,
+        "a first cell writes 900 MiB to /tmp, deletes the file and keeps it open in a process left behind (the "
+        "next student got a full /tmp): the process dies with the job and /tmp is checked empty; full points",
+        full(D),
+        first_cell=FILLS_TMP_DELETED,
+    ),
+    Submission(
+        "zc-needs-a-fresh-tmp",
+        Z,
+        "the reference, its break-even cell first writing 800 MiB to /tmp (of 1 GiB): only a fresh /tmp holds it, "
+        "whoever was graded before in the same sandbox; full points",
+        full(Z),
+        edits={"break_even_reads": NEEDS_FRESH_TMP},
+    ),
+    Submission(
+        "d54-reads-the-plan",
+        D,
+        "a first cell reads the job's memory for the plan's configurations (all were there), and a schedule right "
+        "only at those it found, racing elsewhere: each question reaches the job only when its cell asks it, so "
+        "nothing is found and every configuration races: the schedule cells 0, the rest full",
+        full(D, **SCHEDULE_CELLS_ZERO),
+        edits={"my_pipelined": READS_THE_PLAN},
+    ),
+    Submission(
+        "d54-home-answers-for-fixed-questions",
+        D,
+        "the stubs, and a first cell that replaces the grader's question-asking function to answer the questions "
+        "whose inputs never changed (the timed traces' shapes, the sweep on the profile and its fixed rescale) with "
+        "values made at home (it got the ratio and sweep points): the timed trace is judged at a drawn shape too "
+        "and the rescale is drawn, which the stubs answer: all 0",
+        zero(D),
+        solved=False,
+        first_cell=HOME_ANSWERS,
+    ),
+    Submission(
+        "d54-prints-prediction-inputs",
+        D,
+        "the reference, its prediction keeping every input it is asked with and a later cell printing them (the "
+        "hidden cases' among them): the points are the answers' (the feedback scan deletes the page)",
+        full(D),
+        edits=PRINTS_PREDICTION_INPUTS,
+    ),
+    Submission(
+        "zc-prints-hidden-inputs",
+        Z,
+        "the reference, keeping every input the break-even and gather questions hand it and printing them in its "
+        "publish cell (the hidden tests' drawn seeds and counts among them): full points (the feedback scan deletes "
+        "the page)",
+        full(Z),
+        edits=PRINTS_ZERO_COPY_INPUTS,
+    ),
+)
+CORPUS = (*CORPUS, *ISOLATION_CORPUS)
+
+
 # A lesson may keep its part of the corpus in its own folder, as <lesson>/tests/corpus.py (or corpus_<lesson>.py,
 # where its tests folder is no package and a second module named corpus would shadow this one): POINTS (its cells'
 # points) and submissions(Submission, full, zero). Found through the list, so a new lesson's cases join by its

@@ -94,12 +94,12 @@ def test_a_page_showing_a_hidden_questions_inputs_is_caught(how):
         "pipelined/naive = 0.562 at 64 MiB with 2 buffers; 16 chunks; score 1 / 2",
         "10.0 30.0 and later 8 2",  # the row broken up
         "3.94 and 0.15",  # too few digits to be a drawn input rounded
-        "100 / 100 rows, 4194304 bytes",  # plain numbers, a round size
+        "100 / 100 rows, 4194304 bytes, 100000 ids",  # plain numbers, a round size
         "A" * 400,
     ],
 )
 def test_a_page_without_hidden_inputs_is_clean(text):
-    assert quoted_values(PAGE.format(text), [*DRAWN, [100.0, 100.0], [4194304]]) == []
+    assert quoted_values(PAGE.format(text), [*DRAWN, [100.0, 100.0], [4194304], [100000]]) == []
 
 
 def test_inputs_the_notebook_shows_itself_are_not_hidden():

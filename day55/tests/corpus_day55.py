@@ -158,6 +158,27 @@ for _name in dir(_checks):
         setattr(_checks, _name, lambda *args, **kwargs: None)"""
 
 
+# Isolation (issue 40): the zygote signalled, every held file and /tmp read, a process left behind
+SIGNALS_AND_READS = """import os
+import signal
+import stat
+import time
+
+for _sig in (signal.SIGSTOP, signal.SIGKILL, signal.SIGTERM):
+    os.kill(1, _sig)  # the zygote, its PID namespace's init: no signal of the job's reaches it
+for _fd in sorted(map(int, os.listdir("/proc/self/fd"))):
+    try:
+        if stat.S_ISREG(os.fstat(_fd).st_mode):
+            print(_fd, os.readlink(f"/proc/self/fd/{_fd}"), len(os.pread(_fd, 1 << 20, 0)))
+    except OSError:
+        pass
+print(sorted(os.listdir("/tmp")), sorted(os.listdir("/dev/shm")))
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(120)
+    os._exit(0)"""
+
+
 def submissions(Submission, full, zero):
     """Day 55's submissions, built with tests/corpus.py's Submission, full and zero."""
     right = dict(live={TIME: 2}, pending=(TIME,))
@@ -166,6 +187,16 @@ def submissions(Submission, full, zero):
             f"{A}-reference", A, "the reference solutions; timing pending offline", full(A, **{TIME: 0}), **right
         ),
         Submission(f"{A}-untouched", A, "the release as handed out: every stub raises", zero(A), edits=None),
+        Submission(
+            f"{A}-signals-init-reads-files",
+            A,
+            "a first cell sends SIGSTOP, SIGKILL and SIGTERM to pid 1, reads every regular file it holds and lists "
+            "/tmp and /dev/shm, and leaves a process behind: the zygote is its namespace's init, the job holds only "
+            "its own files, the process dies with the job; the reference keeps its points",
+            full(A, **{TIME: 0}),
+            first_cell=SIGNALS_AND_READS,
+            **right,
+        ),
         Submission(
             f"{A}-unusual",
             A,

@@ -145,6 +145,63 @@ _checks.ask_trace = lambda schedule, n, b, w: _checks.trace.record(
     window_bytes=w).to_json()"""
 
 
+# Isolation (issue 40): what a capture refuses, which the recording fake passed offline (live CUDA refused it)
+LEGACY_LAUNCH_IN_CAPTURE = """from labcore.pipeline.context import LEGACY
+
+
+def my_capturable(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair, stream=LEGACY)  # ordered after every stream's work outside a capture; inside, refused
+        ctx.copy_out(k, pair)"""
+
+LEGACY_COPIES_IN_CAPTURE = """from labcore.pipeline.context import LEGACY
+
+
+def my_capturable(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.copy_in(k, pair, stream=LEGACY)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair, stream=LEGACY)"""
+
+MALLOC_IN_CAPTURE = """def my_capturable(ctx):
+    for k in range(ctx.n_chunks):
+        pair = k % ctx.n_buffers
+        ctx.free(k, pair)  # fresh buffers for every chunk: cudaFree and cudaMalloc, which a capture cannot record
+        ctx.malloc(k, pair)
+        ctx.copy_in(k, pair)
+        ctx.launch(k, pair)
+        ctx.copy_out(k, pair)"""
+
+KEEPS_BREAK_EVEN_INPUTS = """import builtins
+import math
+
+_asked_inputs = builtins.__dict__.setdefault("_asked_inputs", [])
+
+
+def break_even_launches(one_off_ms, enqueue_ms, launch_ms):
+    _asked_inputs.append((one_off_ms, enqueue_ms, launch_ms))  # the hidden cases' drawn inputs too
+    saved = enqueue_ms - launch_ms
+    return math.ceil(one_off_ms / saved) if saved > 0 else math.inf"""
+
+PRINTS_INPUTS_AND_ANSWERS = """import builtins
+
+print("asked with:", builtins.__dict__.get("_asked_inputs", []))
+my_capture_answers = {"sync": "error", "host_read": "old", "new_input": "old", "gpu_time": "same"}"""
+
+TRACES_AND_SIGNALS = """import ctypes
+import os
+import signal
+
+_libc = ctypes.CDLL(None, use_errno=True)
+for _pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()):
+    print(_pid, [_libc.ptrace(_request, _pid, 0, 0) for _request in (16, 0x4206)], ctypes.get_errno())
+for _sig in (signal.SIGSTOP, signal.SIGKILL):
+    os.kill(1, _sig)  # the zygote, its PID namespace's init: neither reaches it"""
+
+
 def submissions(submission: Callable[..., Any], full: Callable[..., Any], zero: Callable[..., Any]) -> tuple:
     """The day-56 submissions, made with tests/corpus.py's Submission, full and zero."""
     s = submission
@@ -287,6 +344,51 @@ def submissions(submission: Callable[..., Any], full: Callable[..., Any], zero: 
             zero(A),
             solved=False,
             first_cell=PATCHES_THE_CHECKS,
+        ),
+        # isolation (issue 40)
+        s(
+            "d56-legacy-launch-in-capture",
+            A,
+            "kernels on the legacy default stream inside the captured function: CUDA refuses them "
+            "(cudaErrorStreamCaptureImplicit) and the fake now does too (it passed offline): capture 0, timed 0",
+            full(A, test_capture_safe=0, test_capture_timed=0),
+            edits={"my_capturable": LEGACY_LAUNCH_IN_CAPTURE},
+        ),
+        s(
+            "d56-legacy-copies-in-capture",
+            A,
+            "the copies on the legacy default stream inside the capture, the kernels on the pairs' streams: refused "
+            "like the launches: capture 0, timed 0",
+            full(A, test_capture_safe=0, test_capture_timed=0),
+            edits={"my_capturable": LEGACY_COPIES_IN_CAPTURE},
+        ),
+        s(
+            "d56-malloc-in-capture",
+            A,
+            "cudaFree and cudaMalloc of each chunk's buffers inside the captured function: calls a capture cannot "
+            "record (cudaErrorStreamCaptureUnsupported): capture 0, timed 0",
+            full(A, test_capture_safe=0, test_capture_timed=0),
+            edits={"my_capturable": MALLOC_IN_CAPTURE},
+        ),
+        s(
+            "d56-prints-break-even-inputs",
+            A,
+            "a right break-even that keeps every input it is asked with, the hidden cases' drawn ones among them, "
+            "and a later cell that prints them: full points (the feedback scan deletes the page)",
+            full(A, test_capture_timed=0),
+            edits={"break_even_launches": KEEPS_BREAK_EVEN_INPUTS, "my_capture_answers": PRINTS_INPUTS_AND_ANSWERS},
+            pending=PENDING,
+            live=LIVE,
+        ),
+        s(
+            "d56-traces-and-signals-the-init",
+            A,
+            "a first cell ptraces every process it sees and sends SIGSTOP and SIGKILL to pid 1: the zygote is not "
+            "dumpable and its namespace's init, nothing happens; the reference keeps its points",
+            full(A, test_capture_timed=0),
+            first_cell=TRACES_AND_SIGNALS,
+            pending=PENDING,
+            live=LIVE,
         ),
         s(
             "d56-forges-the-trace",
