@@ -76,6 +76,8 @@ class Config:
 
     def validate(self) -> None:
         """UsageError for a configuration no run can honour."""
+        if self.total_bytes <= 0:
+            raise UsageError(f"--total {format_size(self.total_bytes)}: the array needs a size, e.g. 1GiB")
         for window in self.all_windows:
             if window <= 0 or window % 4:
                 raise UsageError(f"--window {format_size(window)} must be a positive multiple of 4 bytes (float32)")

@@ -383,7 +383,8 @@ def collect(grading: GradingDir, submissions: str | Path) -> tuple[dict[str, lis
     """
     base = Path(submissions).expanduser().resolve()
     if not base.is_dir():
-        raise UsageError(f"{base}: no such folder (expected SUBMISSIONS/<student>/<assignment>.ipynb)")
+        what = "a file, not a folder" if base.exists() else "no such folder"
+        raise UsageError(f"{base}: {what} (expected SUBMISSIONS/<student>/<assignment>.ipynb)")
     refuse_course_folders(grading, base)
     assignments = grading.assignments()
     for name in assignments:
