@@ -1,4 +1,4 @@
-"""Bad input over every command (issue 41): each case gets one clear line on stderr naming the problem and a
+"""Bad input over every command: each case gets one clear line on stderr naming the problem and a
 non-zero exit status, never a traceback, leaves nothing half-made, and the course's own folders are never taken for
 students.
 

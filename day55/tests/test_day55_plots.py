@@ -1,5 +1,5 @@
-"""Day 55's figures: the timeline has a panel for every way of allocating the record traced (issue 41: cupy-cold
-had none)."""
+"""Day 55's figures: the timeline has a panel for every way of allocating the record traced (cupy-cold had
+none)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Day 56's figures as a reader sees them: the GPU bars' legend leaves every bar's value readable (issue 41)."""
+"""Day 56's figures as a reader sees them: the GPU bars' legend leaves every bar's value readable."""
 
 from __future__ import annotations
 

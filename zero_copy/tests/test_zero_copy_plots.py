@@ -1,4 +1,4 @@
-"""python -m zero_copy --plot: its help names the plots it writes (issue 41: it named two and wrote three)."""
+"""python -m zero_copy --plot: its help names the plots it writes (it named two and wrote three)."""
 
 from __future__ import annotations
 
