@@ -1542,8 +1542,9 @@ CORPUS: tuple[Submission, ...] = (
         "d54-todays-chunk-counts",
         D,
         "correct at exactly the chunk counts and buffers the checks used to record at, racing elsewhere: the drawn "
-        "ones catch it (correct 0, practice 0 at 20-64 chunks); the ratio's 16 and 256 chunks are among them (2)",
-        full(D, test_pipelined_correct=0, test_pipelined_practice=0),
+        "ones catch it (correct 0, practice 0 at 20-64 chunks); the ratio's timed 16 and 256 chunks are among them, "
+        "but its trace is also judged at two counts drawn for the run (issue 40): 0",
+        full(D, **SCHEDULE_CELLS_ZERO),
         edits={"my_pipelined": TODAYS_CHUNK_COUNTS},
     ),
     Submission(
