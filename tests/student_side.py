@@ -105,14 +105,20 @@ def _shown(outputs: list[dict]) -> str:
 
 
 def verdicts(lesson: str, executed: dict) -> list[Verdict]:
-    """The graded code cells' verdicts: failed where the cell ended in an error, pending where it said pending."""
+    """The graded code cells' verdicts: failed where the cell ended in an error, pending where it said pending; and
+    every lesson cell that raised, as "raised" (a lesson runs to its end; an exercise's stub may raise)."""
     found = []
-    for cell in executed["cells"]:
+    for index, cell in enumerate(executed["cells"]):
         meta = _nbgrader(cell)
-        if cell["cell_type"] != "code" or not meta.get("grade"):
+        if cell["cell_type"] != "code":
             continue
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         text = _shown(cell.get("outputs", []))
+        if not meta.get("grade"):
+            if errors and not meta.get("solution"):  # a lesson cell: an exercise's stub may raise, a lesson never
+                name = meta.get("grade_id") or cell.get("id") or f"#{index}"
+                found.append(Verdict(lesson, name, 0.0, "raised", text))
+            continue
         pending = any(o.get("ename") == "PendingGPU" for o in errors)
         state = "pending" if pending else "failed" if errors else "passed"
         found.append(Verdict(lesson, meta["grade_id"], float(meta.get("points", 0)), state, text))
