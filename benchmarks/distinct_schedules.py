@@ -1,4 +1,5 @@
-"""Many correct day-54 schedules, some of them slow: a class that tests "same work, same grade" (a timed verdict is measured once for each distinct piece of work).
+"""Many correct day-54 schedules, some of them slow: a class that tests "same work, same grade" (a timed verdict is
+measured once for each distinct piece of work).
 
     python benchmarks/distinct_schedules.py write DIR     # DIR/<name>/day54.ipynb for each schedule, and DIR/also.txt
     python benchmarks/distinct_schedules.py compare A.csv B.csv [C.csv ...]
