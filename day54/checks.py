@@ -27,7 +27,6 @@ import dataclasses
 import functools
 import math
 import random
-import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -65,7 +64,7 @@ from day54.timings import (
 from day54.timings import LINK_WINDOW as LINK_WINDOW
 from day54.timings import challenge_decided as challenge_decided
 from labcore import answers, checking, measured, public
-from labcore.checking import Result, assert_own_function, decided_when_graded, say, verdicts
+from labcore.checking import Result, assert_own_function, decided_when_graded, rounds_decided, say, verdicts
 from labcore.device import gpu_available
 from labcore.pipeline import trace
 from labcore.pipeline.context import LEGACY
@@ -418,14 +417,11 @@ def ratio_decided(worst: list[float], done: int) -> bool:
     rounds' own spread, at least MIN_NOISE) from the bar, on either side. At most MAX_RATIO_ROUNDS - RATIO_ROUNDS +
     1 looks at z = 3 each: a verdict the noise decided wrong at under 1% (Bonferroni). Undecided after
     MAX_RATIO_ROUNDS, the medians of all rounds judge."""
-    if done == 1:
-        return bool(worst) and worst[0] < 1 / CLEAR_MARGIN
-    if done < RATIO_ROUNDS or len(worst) < RATIO_ROUNDS:
+    if done != len(worst):
         return False
-    middle = statistics.median(worst)
-    spread = statistics.median(abs(w - middle) for w in worst)
-    noise = max(MIN_NOISE, 1.2533 * 1.4826 * spread / math.sqrt(len(worst)))
-    return abs(middle - 1.0) > DECIDED_Z * noise
+    return rounds_decided(
+        worst, first_margin=CLEAR_MARGIN, least_rounds=RATIO_ROUNDS, z=DECIDED_Z, least_noise=MIN_NOISE
+    )
 
 
 def ratio_results(timing: Timing, window: int, buffers: int, threshold: float) -> tuple[Result, Result | None]:

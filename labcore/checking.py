@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import linecache
 import math
+import statistics
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
@@ -182,6 +183,28 @@ def assert_own_function(
         assert ref.__code__ is not code, f"this is {owner}'s own {what}: write your own in the notebook"
     used = [name for name in forbidden if name in code.co_names or name in code.co_freevars]
     assert not used, f"your {what} calls {', '.join(used)} from the package; {hint}"
+
+
+def rounds_decided(
+    fractions: list[float],
+    *,
+    first_margin: float | None = None,
+    least_rounds: int = 3,
+    z: float = 3.0,
+    least_noise: float = 0.002,
+) -> bool:
+    """Whether alternating timed rounds may stop, a sequential test on each round's number as a fraction of its bar
+    (at most 1 passes): after one round, a pass `first_margin` inside the bar; from `least_rounds` on, once the
+    median lies more than `z` standard errors of a median (1.25 x 1.48 x the rounds' median absolute deviation /
+    sqrt(rounds), at least `least_noise`) from the bar, on either side. Undecided, the caller runs another round, up
+    to its own limit, and judges the median of all."""
+    if len(fractions) == 1 and first_margin is not None:
+        return fractions[0] < 1 / first_margin
+    if len(fractions) < least_rounds:
+        return False
+    middle = statistics.median(fractions)
+    spread = statistics.median(abs(f - middle) for f in fractions)
+    return abs(middle - 1.0) > z * max(least_noise, 1.2533 * 1.4826 * spread / math.sqrt(len(fractions)))
 
 
 def decided_when_graded(checked: str, rest: str = "whether each is right", withheld: str = "the key") -> None:
