@@ -67,7 +67,7 @@ def test_decodings_of_a_page_are_bounded_for_a_zip_bomb():
     assert max(len(t) for t in decodings(PAGE.format(bomb))) <= (1 << 21) + 10
 
 
-# -- the hidden questions' inputs (issue 40: printed by a student's cell, they reached the feedback pages) ---------
+# -- the hidden questions' inputs (printed by a student's cell, they reached the feedback pages) ---------
 
 DRAWN = [[3.942, 0.1547, 0.1791], [55.082394974445265, 4076.8400841968532], [10.0, 30.0, 10.0, 8, 2], [762246535]]
 SHOWN = {

@@ -63,6 +63,7 @@ STILL_NAMING = {
     "tests/test_course_e2e.py": "the day-54 hidden sweep check that a wrong answer fails",
     "tests/test_browser.py": "each lesson's first graded verdict shown in JupyterLab",
     "tests/test_labcore.py": "labcore's figures and records exercised on a lesson's shipped record",
+    "tests/test_bad_input.py": "the bad-input sweep: each lesson's own options and profile files, beside the grader's",
 }
 LESSON_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 

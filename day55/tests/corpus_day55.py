@@ -158,7 +158,7 @@ for _name in dir(_checks):
         setattr(_checks, _name, lambda *args, **kwargs: None)"""
 
 
-# Isolation (issue 40): the zygote signalled, every held file and /tmp read, a process left behind
+# Isolation : the zygote signalled, every held file and /tmp read, a process left behind
 SIGNALS_AND_READS = """import os
 import signal
 import stat

@@ -145,7 +145,7 @@ _checks.ask_trace = lambda schedule, n, b, w: _checks.trace.record(
     window_bytes=w).to_json()"""
 
 
-# Isolation (issue 40): what a capture refuses, which the recording fake passed offline (live CUDA refused it)
+# Isolation : what a capture refuses, which the recording fake passed offline (live CUDA refused it)
 LEGACY_LAUNCH_IN_CAPTURE = """from labcore.pipeline.context import LEGACY
 
 
@@ -345,7 +345,7 @@ def submissions(submission: Callable[..., Any], full: Callable[..., Any], zero: 
             solved=False,
             first_cell=PATCHES_THE_CHECKS,
         ),
-        # isolation (issue 40)
+        # isolation
         s(
             "d56-legacy-launch-in-capture",
             A,

@@ -86,7 +86,7 @@ def test_a_capturable_pipeline_passes_offline(capsys):
         (waits_mid, r"ctx\.stream_synchronize\(\d\) inside a stream capture"),
         (kernel_on_the_next_stream, "race on"),
         (nothing, "never copied out"),
-        # live, CUDA refuses both inside the capture; offline they passed (issue 40)
+        # live, CUDA refuses both inside the capture; offline they passed
         (kernels_on_the_legacy_stream, r"ctx\.launch of chunk \d+ on the legacy default stream.*StreamCaptureImplicit"),
         (allocates_in_the_loop, r"ctx\.malloc\(0, 0\) inside a stream capture.*StreamCaptureUnsupported"),
     ],
