@@ -1,4 +1,4 @@
-"""Every test cell that asks for a schedule's trace or the sweep asks something drawn for the grading run (issue 40):
+"""Every test cell that asks for a schedule's trace or the sweep asks something drawn for the grading run:
 a notebook of stubs whose cell replaces the grader's question-asking function cannot answer such a cell with values
 made at home, since no question of it is the same twice. Planned from day 54's solution at two seeds, as grading
 plans it (grader.warm's planner)."""
