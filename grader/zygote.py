@@ -525,7 +525,8 @@ def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(fd)) if fd else None
     _say(protocol, {"ready": True})
     while True:
-        select.select([0], [], [])  # a job's line (or the protocol's end) is there: a supervisor reads it
+        # forked ahead of its job (it waits for the job's line, or the protocol's end): the fork is not on the job's
+        # clock, and what the zygote holds is no job's
         supervisor = os.fork()
         if supervisor == 0:
             _supervise(ip, protocol, sock)
