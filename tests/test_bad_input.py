@@ -762,7 +762,16 @@ def _child(command: str, argv: list[str], how: str, places: dict[str, str]) -> R
     # its mode line is out, the replay loaded; setup: its first line is out, nbgrader generating the release;
     # autograde: a first student is graded, the rest being graded and recorded)
     child = subprocess.Popen(
-        line, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT, start_new_session=True
+        line,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+        start_new_session=True,
+        # as from a terminal: Ctrl-C's default action, whatever this process inherited (a shell's background job
+        # ignores SIGINT, and so would every child it starts)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     out = err = ""
     try:
