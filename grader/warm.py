@@ -23,7 +23,6 @@ import json
 import os
 import select
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -36,7 +35,7 @@ from grader import sandbox
 from grader.bundle import sandbox_library
 from grader.checker import hidden_inputs
 from grader.runner import REPO, course_env, kill_tree
-from grader.zygote import GRACE_S, IMPORTS_ONLY, QUESTIONS_ENV, Answering
+from grader.zygote import GRACE_S, IMPORTS_ONLY, Answering, framed
 from labcore import lessons
 from labcore.answers import MAX_FILE_BYTES as MAX_ANSWERS_BYTES
 from labcore.errors import UsageError
@@ -146,48 +145,6 @@ class _Trouble(Exception):
     pass
 
 
-class _Questions:
-    """A job's question pipe, written here: each test cell's questions once the child has started that cell, as one
-    JSON line (never blocking this process: what the pipe cannot take yet waits for select to say it can)."""
-
-    def __init__(self, planned: dict[str, list], tests: set[int]) -> None:
-        self.planned, self.tests = planned, tests
-        self.read, self.fd = os.pipe()
-        os.set_blocking(self.fd, False)
-        self.pending = b""
-
-    def started(self, cell: int) -> None:
-        """The child started `cell`: a test cell's questions go now, and only now."""
-        if cell in self.tests:
-            asked = [{k: v for k, v in q.items() if k != "hidden"} for q in self.planned.get(str(cell), [])]
-            self.pending += (json.dumps(asked) + "\n").encode()  # which are hidden tests is not the sandbox's to know
-            self.flush()
-
-    def flush(self) -> None:
-        while self.pending:
-            try:
-                self.pending = self.pending[os.write(self.fd, self.pending) :]
-            except BlockingIOError:
-                return
-            except BrokenPipeError:  # the child is gone: nobody reads them
-                self.pending = b""
-
-    def handed_over(self) -> None:
-        """The read end is the sandbox's now: this process keeps none (a child gone is then a broken pipe)."""
-        os.close(self.read)
-        self.read = -1
-
-    def waiting(self) -> list[int]:
-        """The pipe's descriptor while it has bytes to take, for select's write list."""
-        return [self.fd] if self.pending else []
-
-    def close(self) -> None:
-        for fd in (self.read, self.fd):
-            if fd >= 0:
-                os.close(fd)
-        self.read = self.fd = -1
-
-
 class WarmSandbox(_Warm):
     """grader.zygote in bwrap, with its library (references withheld), work and out folders in a scratch folder.
 
@@ -203,9 +160,8 @@ class WarmSandbox(_Warm):
         self.log = scratch / "zygote.log"
         self.count = 0
         self.buffer = b""
-        self.socket: socket.socket | None = None
-        self.asking: _Questions | None = None
         self.answering: Answering | None = None
+        self.planned: dict[str, list] = {}
 
     def _start(self) -> None:
         # root's own folders (the sandbox's user cannot swap a job's folder for a link); each job's is the sandbox's
@@ -215,18 +171,12 @@ class WarmSandbox(_Warm):
             folder.chmod(0o755)
         sandbox.readable(_library())
         argv = [sys.executable, "-m", "grader.zygote", *self.lessons]  # its children share the profiles it read
-        # each job's question pipe goes to the zygote's supervisor on a socket of its own (grader.zygote)
-        if self.socket is not None:
-            self.socket.close()
-        self.socket, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", QUESTIONS_ENV: str(inside.fileno())}
+        env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         line = sandbox.command(argv, library=_library(), work=self.work, out=self.out, env=env)
         self.buffer = b""
-        with open(self.log, "ab") as log, inside:
+        with open(self.log, "ab") as log:
             try:
-                self.child = sandbox.spawn(
-                    line, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, pass_fds=(inside.fileno(),)
-                )
+                self.child = sandbox.spawn(line, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
             except OSError as exc:
                 raise _Trouble(f"the {self.what} did not start ({exc})") from None
 
@@ -236,13 +186,8 @@ class WarmSandbox(_Warm):
         fd = self.child.stdout.fileno()
         deadline = time.monotonic() + budget_s
         while b"\n" not in self.buffer:
-            asking = self.asking.waiting() if self.asking is not None else []
-            ready, writable, _ = select.select([fd], asking, [], max(0.0, deadline - time.monotonic()))
-            if writable:
-                self.asking.flush()
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
-                if writable and time.monotonic() < deadline:
-                    continue
                 return None
             chunk = os.read(fd, 1 << 16)
             if not chunk:
@@ -285,10 +230,8 @@ class WarmSandbox(_Warm):
     def _watch(self, request: dict[str, Any], limit_s: float, budget_s: float) -> tuple[dict[str, Any], str]:
         """Send a job and keep the clock on it: (the zygote's answer, or one made here when it was lost; reason)."""
         assert self.child is not None and self.child.stdin is not None
-        try:
-            socket.send_fds(self.socket, [b"q"], [self.asking.read])
-            self.asking.handed_over()
-            self.child.stdin.write((json.dumps(request) + "\n").encode())
+        try:  # the job, then its plan: the supervisor reads the plan only once it has forked the child
+            self.child.stdin.write(framed(json.dumps(request).encode()) + framed(json.dumps(self.planned).encode()))
             self.child.stdin.flush()
         except OSError:
             self.stop()
@@ -328,7 +271,6 @@ class WarmSandbox(_Warm):
                 if current is None or cell > current:  # a cell's start: its clock starts here too
                     current, deadline = cell, time.monotonic() + limit_s + GRACE_S + SILENT_S
                     self.answering.cell = cell
-                    self.asking.started(cell)
                 continue
             if isinstance(told.get("lost"), dict) and told["lost"].get("cell") is None:
                 told["lost"]["cell"] = current  # the zygote answered for a supervisor killed in that cell
@@ -370,10 +312,10 @@ class WarmSandbox(_Warm):
             self.ensure()
         except _Trouble as trouble:
             return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": str(trouble), "sandbox_s": 0}
-        program = job.answers_program  # no question: each reaches the child when its cell has started
-        tests = {index for index, source, _ in program["cells"] if source is None}
-        self.answering = Answering({"program": {**program, "questions": questions or {}}}, self._taken)
-        self.asking = _Questions(questions or {}, tests)
+        program, questions = job.answers_program, questions or {}
+        self.answering = Answering({"program": {**program, "questions": questions}}, self._taken)
+        # the plan as the zygote's supervisor gets it, after it forked the child: which are hidden tests stays here
+        self.planned = {c: [{k: v for k, v in q.items() if k != "hidden"} for q in qs] for c, qs in questions.items()}
         self.count += 1
         name = f"job{self.count}"
         work, out = self.work / name, self.out / name
@@ -411,7 +353,6 @@ class WarmSandbox(_Warm):
                 "sandbox_s": took,
             }
         finally:
-            self.asking.close()
             for folder in (self.work, self.out):  # nothing of one job is there for the next
                 for entry in folder.iterdir():
                     shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)

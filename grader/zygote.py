@@ -3,16 +3,17 @@
 It starts once per grading worker (grader.warm.WarmSandbox runs it in grader.sandbox's bwrap, as the init of a new
 PID namespace), imports what the notebooks import and reads the shipped profiles once. It never reads a job: for
 each one it forks a supervisor, which reads the job from standard input (one JSON line: the job's folder name, the
-program of grader.program, the per-cell limit; no question, no seed) and the job's question pipe (a descriptor sent
-on QUESTIONS_FD), and forks the child that runs the student's cells. So nothing of one job (its program, answers,
-questions) is ever in the memory the next job is forked from, and the plan and the seed never are:
+program of grader.program, the per-cell limit; no question, no seed), forks the child that runs the student's
+cells, and only then reads the job's plan (the test cells' questions), framed messages read whole and no further.
+So nothing of one job (its program, answers, questions) is ever in the memory the next job is forked from, and the
+plan and the seed never are in a child's:
 
 - the child first closes every descriptor but its own (standard input from /dev/null, output and error to its log,
   its report pipe, its ack pipe and its question pipe), moves into /sandbox/work/JOB, sets LABCORE_ANSWERS=ask, and
   runs the program's cells in a fresh namespace, filing their outputs in /sandbox/out/JOB/cells.jsonl (data, read by
   the grader as such), and telling the supervisor on a pipe which cell it starts. The program holds no test cell:
-  in a test cell's place the child reads that cell's questions from its question pipe, which the trusted side
-  (grader.warm.WarmSandbox) writes only once the cell has started, answers them from the student's names
+  in a test cell's place the child reads that cell's questions from its question pipe, which the supervisor
+  writes only once the cell has started, answers them from the student's names
   (labcore.answers.ask) and sends each answer as a JSON line on the report pipe;
 - the supervisor passes each cell start (a later one than the last) and each answer line on at once, in the order
   they came, on its standard output, the protocol no process of the student's can write: the trusted side keeps an
@@ -42,7 +43,6 @@ import json
 import os
 import select
 import signal
-import socket
 import sys
 import time
 import traceback
@@ -364,75 +364,65 @@ class _Forwarding:
             self.forward(json.dumps({"refused": self.refused}).encode())
 
 
-def run_job(job: dict[str, Any], ip: Any, tell: Any = None, forward: Any = None, questions: int = -1) -> dict[str, Any]:
+class _Asking:
+    """The child's question pipe, written by the supervisor: a test cell's questions once the child has started
+    that cell, as one JSON line, never blocking (what the pipe cannot take yet waits for select). The plan arrives
+    after the child was forked, so the child's memory never held it."""
+
+    def __init__(self, program: dict[str, Any]) -> None:
+        self.tests = {index for index, source, _ in program["cells"] if source is None}
+        self.read, self.fd = os.pipe()
+        self.planned: dict[str, list] = {}
+        self.pending = b""
+
+    def forked(self, planned: dict[str, list]) -> None:
+        """In the supervisor, the child forked: the read end is the child's alone, the plan comes now."""
+        os.close(self.read)
+        os.set_blocking(self.fd, False)
+        self.planned = planned
+
+    def started(self, cell: int) -> None:
+        if cell in self.tests:
+            self.pending += (json.dumps(self.planned.get(str(cell), [])) + "\n").encode()
+            self.flush()
+
+    def flush(self) -> None:
+        while self.pending:
+            try:
+                self.pending = self.pending[os.write(self.fd, self.pending) :]
+            except BlockingIOError:
+                return
+            except BrokenPipeError:  # the child is gone: nobody reads them
+                self.pending = b""
+
+    def waiting(self) -> list[int]:
+        return [self.fd] if self.pending else []
+
+
+def run_job(job: dict[str, Any], ip: Any, tell: Any = None, forward: Any = None, planned: Any = None) -> dict[str, Any]:
     """Fork, run, watch the clock; what happened, as data. tell(cell) says each cell's start to the trusted side
     (grader.warm), whose own clock outlives a stopped supervisor; forward(line) passes each answer line on to it;
-    `questions` is the job's question pipe, the child's alone."""
+    planned() gives the test cells' questions, read only once the child is forked."""
     read, write = os.pipe()
     acked, ack = os.pipe()
-    answering = _Forwarding(forward)
+    asking = _Asking(job["program"])
     pid = os.fork()
     if pid == 0:
         os.close(read)
         os.close(ack)
-        _child(job, write, ip, acked, questions)
+        os.close(asking.fd)
+        _child(job, write, ip, acked, asking.read)
     os.close(write)
     os.close(acked)
-    if questions >= 0:
-        os.close(questions)
+    asking.forked(planned() if planned is not None else {})
     os.set_blocking(ack, False)  # a child that never reads its acks cannot stop the supervisor
-    # the child's end: its pidfd, not the pipe's EOF (a process it left behind may hold the pipe open)
-    gone = os.pidfd_open(pid)
-    os.set_blocking(read, False)
-    limit = float(job["timeout_s"])
-    current, deadline, interrupted, ended = None, None, False, False
-    timed_out: list[int] = []
-    lost: dict[str, Any] | None = None
-    buffer = b""
-    while not ended:
-        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select([read, gone], [], [], wait)
-        if ready:
-            chunk, at_end = _drain(read)
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                if line + b"\n" == END:
-                    ended = True
-                    continue
-                if line.startswith(b"{"):  # an answer, in order with the cell starts around it
-                    answering.line(line)
-                    continue
-                try:
-                    cell = int(line)
-                except ValueError:
-                    continue
-                _ack(ack)
-                # the pipe is the student's too: only a later cell restarts the clock, so no cell gets more time
-                if current is not None and cell <= current:
-                    continue
-                current, deadline, interrupted = cell, time.monotonic() + limit, False
-                if tell is not None:
-                    tell(current)
-            buffer = answering.bounded(buffer)
-            if gone in ready or at_end:
-                break
-            continue
-        if not interrupted:  # past the limit: interrupt the cell, as a notebook's kernel would be
-            timed_out.append(current)
-            os.kill(pid, signal.SIGINT)
-            deadline, interrupted = time.monotonic() + GRACE_S, True
-        else:
-            why = "stopped" if _stopped(pid) else "stuck"  # a stopped child never sees its interrupt
-            os.kill(pid, signal.SIGKILL)
-            lost = {"cell": current, "why": why}
-            break
-    os.close(gone)
+    timed_out, lost, answering = _watch(job, pid, read, ack, asking, tell, _Forwarding(forward))
     os.close(read)
     os.close(ack)
+    os.close(asking.fd)
     _, status = os.waitpid(pid, 0)
-    if lost is None and not ended:
-        lost = {"cell": current, "why": "died", "status": exit_status(status)}
+    if lost is not None and lost.get("why") == "died":
+        lost["status"] = exit_status(status)
     fresh = _clean_up()
     return {
         "job": job["job"],
@@ -443,27 +433,85 @@ def run_job(job: dict[str, Any], ip: Any, tell: Any = None, forward: Any = None,
     }
 
 
-QUESTIONS_ENV = "GRADER_QUESTIONS_FD"  # the descriptor (a Unix socket) each job's question pipe comes on
+def _watch(
+    job: dict[str, Any], pid: int, read: int, ack: int, asking: _Asking, tell: Any, answering: _Forwarding
+) -> tuple[list[int], dict[str, Any] | None, _Forwarding]:
+    """The child's report pipe and clock, until it has run every cell, died or been killed: (the cells that timed
+    out, where and why it was lost or None, the answers passed on)."""
+    gone = os.pidfd_open(pid)  # the child's end: not the pipe's EOF (a process it left may hold the pipe open)
+    os.set_blocking(read, False)
+    limit = float(job["timeout_s"])
+    current, deadline, interrupted, ended = None, None, False, False
+    timed_out: list[int] = []
+    lost: dict[str, Any] | None = None
+    buffer = b""
+    try:
+        while not ended:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, writable, _ = select.select([read, gone], asking.waiting(), [], wait)
+            if writable:
+                asking.flush()
+            if ready:
+                chunk, at_end = _drain(read)
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for line in lines:
+                    if line + b"\n" == END:
+                        ended = True
+                    elif line.startswith(b"{"):  # an answer, in order with the cell starts around it
+                        answering.line(line)
+                    elif line.strip().isdigit():
+                        cell = int(line)
+                        # the pipe is the student's too: only a later cell restarts the clock and asks its questions
+                        if current is None or cell > current:
+                            current, deadline, interrupted = cell, time.monotonic() + limit, False
+                            asking.started(cell)
+                            if tell is not None:
+                                tell(cell)
+                        _ack(ack)
+                buffer = answering.bounded(buffer)
+                if gone in ready or at_end:
+                    break
+            elif writable:
+                continue
+            elif not interrupted:  # past the limit: interrupt the cell, as a notebook's kernel would be
+                timed_out.append(current)
+                os.kill(pid, signal.SIGINT)
+                deadline, interrupted = time.monotonic() + GRACE_S, True
+            else:
+                lost = {"cell": current, "why": "stopped" if _stopped(pid) else "stuck"}  # a stopped child never
+                os.kill(pid, signal.SIGKILL)  # sees its interrupt
+                break
+    finally:
+        os.close(gone)
+    if lost is None and not ended:
+        lost = {"cell": current, "why": "died"}
+    return timed_out, lost, answering
+
+
 EOF_EXIT = 3  # a supervisor's exit status when the protocol has ended: the zygote ends too
 
 
-def _line(fd: int) -> bytes:
-    """One line of the protocol, read a byte at a time: nothing after it is taken from the pipe."""
-    got = bytearray()
-    while not got.endswith(b"\n"):
+def framed(data: bytes) -> bytes:
+    """One message of the protocol into the zygote: its length on a line, then its bytes."""
+    return b"%d\n" % len(data) + data
+
+
+def _message(fd: int) -> bytes | None:
+    """One framed message read whole, and nothing after it (the next is the child's to never hold): None at the
+    protocol's end."""
+    header = bytearray()
+    while not header.endswith(b"\n"):
         byte = os.read(fd, 1)
         if not byte:
-            break
-        got += byte
-    return bytes(got)
-
-
-def _received_fd(sock: socket.socket | None) -> int:
-    """The job's question pipe, sent on the socket with one byte; -1 without a socket (a job with no questions)."""
-    if sock is None:
-        return -1
-    _, fds, _, _ = socket.recv_fds(sock, 1, 1)
-    return fds[0] if fds else -1
+            return None
+        header += byte
+    size, data = int(header), bytearray()
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
 
 
 def _say(protocol: Any, data: dict[str, Any] | bytes) -> None:
@@ -471,22 +519,17 @@ def _say(protocol: Any, data: dict[str, Any] | bytes) -> None:
     protocol.flush()
 
 
-def _supervise(ip: Any, protocol: Any, sock: socket.socket | None) -> None:
-    """A forked supervisor: one job read, run and answered for. Never returns."""
+def _supervise(ip: Any, protocol: Any) -> None:
+    """A supervisor forked ahead of its job: the job read, its child forked, then the plan read, the job run and
+    answered for. Never returns."""
     status = 0
     try:
-        raw = _line(0)
-        if not raw:
+        raw = _message(0)
+        if raw is None:
             status = EOF_EXIT
             return
-        job = json.loads(raw)
-        questions = _received_fd(sock)
-        if sock is not None:
-            sock.close()  # the child never gets the next job's question pipe
-        result = run_job(
-            job, ip, lambda cell: _say(protocol, {"cell": cell}), lambda line: _say(protocol, line), questions
-        )
-        _say(protocol, result)
+        tell, forward = (lambda cell: _say(protocol, {"cell": cell})), (lambda line: _say(protocol, line))
+        _say(protocol, run_job(json.loads(raw), ip, tell, forward, lambda: json.loads(_message(0) or b"{}")))
     except BaseException:
         status = 1
         traceback.print_exc()  # to the zygote's log
@@ -498,7 +541,7 @@ def _answer_for(status: int, protocol: Any) -> None:
     """After a supervisor a student's process killed: everything else killed, the job's answer given for it."""
     _clean_up()
     lost = {"cell": None, "why": "sandbox", "status": f"the job's supervisor was {exit_status(status)}"}
-    # not fresh: the trusted side starts a new sandbox (a question pipe may be left unread on the socket)
+    # not fresh: the trusted side starts a new sandbox (a plan may be left unread on the protocol)
     _say(protocol, {"job": "", "timed_out": [], "lost": lost, "answers_refused": "", "fresh": False})
 
 
@@ -521,15 +564,13 @@ def main(argv: list[str]) -> int:
     ip = cells.shell()
     cells.keep_forever()
     _undumpable()
-    fd = os.environ.pop(QUESTIONS_ENV, "")
-    sock = socket.socket(fileno=int(fd)) if fd else None
     _say(protocol, {"ready": True})
     while True:
         # forked ahead of its job (it waits for the job's line, or the protocol's end): the fork is not on the job's
         # clock, and what the zygote holds is no job's
         supervisor = os.fork()
         if supervisor == 0:
-            _supervise(ip, protocol, sock)
+            _supervise(ip, protocol)
         status = _reaped(supervisor)
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == EOF_EXIT:
             return 0

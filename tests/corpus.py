@@ -1543,7 +1543,7 @@ CORPUS: tuple[Submission, ...] = (
         D,
         "correct at exactly the chunk counts and buffers the checks used to record at, racing elsewhere: the drawn "
         "ones catch it (correct 0, practice 0 at 20-64 chunks); the ratio's timed 16 and 256 chunks are among them, "
-        "but its trace is also judged at two counts drawn for the run : 0",
+        "but its trace is also judged at a count drawn for the run, 17-64: 0",
         full(D, **SCHEDULE_CELLS_ZERO),
         edits={"my_pipelined": TODAYS_CHUNK_COUNTS},
     ),
