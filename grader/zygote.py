@@ -2,9 +2,10 @@
 
 It starts once per grading worker (grader.warm.WarmSandbox runs it in grader.sandbox's bwrap, as the init of a new
 PID namespace), imports what the notebooks import and reads the shipped profiles once. It never reads a job: for
-each one it forks a supervisor, which reads the job from standard input (one JSON line: the job's folder name, the
-program of grader.program, the per-cell limit; no question, no seed), forks the child that runs the student's
-cells, and only then reads the job's plan (the test cells' questions), framed messages read whole and no further.
+each one it forks a supervisor ahead, which reads the job from standard input (a framed JSON message: the job's
+folder name, the program of grader.program, the per-cell limit; no question, no seed), forks the child that runs
+the student's cells, and only then reads the job's plan (the test cells' questions, the next message), each message
+read whole and no further.
 So nothing of one job (its program, answers, questions) is ever in the memory the next job is forked from, and the
 plan and the seed never are in a child's:
 
@@ -30,7 +31,8 @@ plan and the seed never are in a child's:
   kill the supervisor: the zygote then answers for it, the job lost in its last cell).
 
 The zygote is its PID namespace's init (bwrap --as-pid-1), not dumpable: no process of a job can trace it, read its
-memory, stop it or kill it; the supervisor and the child are not dumpable either (a fork keeps it).
+memory, stop it or kill it; the supervisor and the child are not dumpable either (a fork keeps it), so the plan in
+the supervisor's memory is out of the child's reach.
 """
 
 from __future__ import annotations
