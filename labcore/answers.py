@@ -273,7 +273,7 @@ def collecting() -> bool:
 
 
 def planning() -> bool:
-    """True in the trusted planner: questions are recorded, not answered (answer() gives PENDING)."""
+    """True in the trusted planner: questions are recorded, not answered (answer() gives UNANSWERED)."""
     return _role()[0] == "plan"
 
 
@@ -399,29 +399,19 @@ def ask_value(value: Any) -> Any:
     return value
 
 
-class Pending:
-    """What a question gives in the planner: no answer yet. It compares true with anything and any arithmetic on it
-    is Pending, so that a plain `assert call(...) == 5` goes on to the cell's next question."""
+class Unanswered:
+    """What a question gives in the planner: no answer yet, an object like any other (equal to itself only, with no
+    arithmetic and no truth value), so a check that used it instead of stopping after its questions fails loudly.
+    A check asks all its questions, then stops where `collecting()` is true, before it judges anything."""
 
     def __repr__(self) -> str:
         return "<an answer the sandbox has not given yet>"
 
-    def _pending(self, *args: Any) -> Pending:
-        return self
-
-    def _true(self, *args: Any) -> bool:
-        return True
-
-    __eq__ = __lt__ = __le__ = __gt__ = __ge__ = __contains__ = _true
-    __ne__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _pending
-    __abs__ = __neg__ = __getitem__ = __call__ = _pending
-    __hash__ = object.__hash__
-
     def __bool__(self) -> bool:
-        return True
+        raise TypeError("an answer the sandbox has not given yet has no truth value: the check judged while planning")
 
 
-PENDING = Pending()
+UNANSWERED = Unanswered()
 
 
 def _planned_arg(value: Any) -> Any:
@@ -449,7 +439,7 @@ def answer(question: str, inputs: Any, ask_with: Callable[..., Any], *args: Any)
         name = f"{ask_with.__module__}.{ask_with.__qualname__}"
         assert _ASKERS.get(name) is ask_with, f"{name} is not an @asker: a question must name one"
         _file(path, {"key": key, "question": question, "asker": name, "args": [_planned_arg(a) for a in args]})
-        return PENDING
+        return UNANSWERED
     if role == "ask":
         raise RuntimeError("the grading sandbox answers planned questions (labcore.answers.ask); it runs no check")
     line = _computed(key, lambda: ask_with(*args))

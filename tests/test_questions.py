@@ -27,11 +27,14 @@ MARKER = "HIDDEN_MARKER_q9z"  # a string only the hidden region holds
 
 
 def test_the_plan_records_questions_with_the_students_names_and_computes_nothing(tmp_path, monkeypatch):
-    """plan:FILE files key, asker and arguments ({"student": name} for a placeholder); the answer is PENDING."""
+    """plan:FILE files key, asker and arguments ({"student": name} for a placeholder); the answer is UNANSWERED,
+    which equals nothing but itself and has no truth value: a check that judged while planning would fail."""
     plan = tmp_path / "plan.jsonl"
     monkeypatch.setenv(answers.ENV, f"plan:{plan}")
     got = answers.call("clamp", answers.Answer("clamp"), 5, 0, 10)
-    assert got is answers.PENDING and got == 5 and answers.collecting()  # a plain assert on it goes on
+    assert got is answers.UNANSWERED and got != 5 and got != got.__class__() and answers.collecting()
+    with pytest.raises(TypeError, match="no truth value"):
+        assert got
     (line,) = [json.loads(x) for x in plan.read_text().splitlines()]
     assert line["asker"] == "labcore.answers.ask_call"
     assert line["args"] == [{"student": "clamp"}, 5, 0, 10]
