@@ -2431,6 +2431,81 @@ ISOLATION_CORPUS = (
 CORPUS = (*CORPUS, *ISOLATION_CORPUS)
 
 
+# The student's side: what a student's own kernel checks against (each lesson's public.json, yardsticks of the same
+# run) is no answer key. An answer that returns the shipped values at the visible cases, and anything elsewhere, passes
+# its cell while the student works and scores 0 when graded (the hidden cases and the drawn ones); a correct schedule
+# whose host issues all of one pair's chunks first loses the ratio at 4 MiB, offline (the simulator charges each call's
+# enqueue) as live (1.16x the reference on an H100).
+def public_only(lesson: str, table: str, signature: str, args: str, elsewhere: str = "1.0") -> str:
+    """An exercise answered from the lesson's public.json alone: its value at a visible case, `elsewhere` otherwise."""
+    return f"""import json
+import pathlib
+
+import {lesson}
+
+
+def _shipped(name):
+    try:
+        rows = json.loads((pathlib.Path({lesson}.__file__).parent / "public.json").read_text())[name]
+    except (OSError, KeyError, ValueError):
+        return {{}}
+    return {{json.dumps(case): value for case, value in rows}}
+
+
+_SHIPPED = _shipped({table!r})
+
+
+def {signature}:
+    return _SHIPPED.get(json.dumps([{args}]), {elsewhere})"""
+
+
+PAIR_BY_PAIR = """def my_pipelined(ctx):
+    for pair in range(ctx.n_buffers):
+        for k in range(pair, ctx.n_chunks, ctx.n_buffers):
+            ctx.copy_in(k, pair)
+            ctx.launch(k, pair)
+            ctx.copy_out(k, pair)"""
+
+STUDENT_SIDE_CORPUS = (
+    Submission(
+        "d54-prediction-from-public-values",
+        D,
+        "a prediction that returns day54/public.json's values at the three visible cases and 1.0 elsewhere: it passes "
+        "its cell in the student's kernel; graded, the hidden cases fail it: 0",
+        full(D, test_prediction=0),
+        edits={
+            "predict_pipelined": public_only(
+                "day54",
+                "prediction",
+                "predict_pipelined_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, n_buffers, link_floor_ms)",
+                "h2d_ms, kernel_ms, d2h_ms, n_chunks, n_buffers, link_floor_ms",
+            )
+        },
+    ),
+    Submission(
+        "zc-break-even-from-public-values",
+        Z,
+        "a break-even that returns zero_copy/public.json's r* at its four links and the shipped record's L and H, 2.0 "
+        "elsewhere: graded, the hidden links fail it: 0",
+        full(Z, test_break_even=0),
+        edits={
+            "break_even_reads": public_only(
+                "zero_copy", "break-even", "break_even_reads(link_gbps, hbm_gbps)", "link_gbps, hbm_gbps", "2.0"
+            )
+        },
+    ),
+    Submission(
+        "d54-pair-by-pair",
+        D,
+        "correct, every chunk of pair 0 issued before any of pair 1's: the 64 MiB ratio passes (16 chunks, the host "
+        "ahead), the hidden 4 MiB one fails offline (1.30x simulated with the host's enqueue) and live (1.16x): 0",
+        full(D, test_pipelined_ratio=0),
+        edits={"my_pipelined": PAIR_BY_PAIR},
+    ),
+)
+CORPUS = (*CORPUS, *STUDENT_SIDE_CORPUS)
+
+
 # A lesson may keep its part of the corpus in its own folder, as <lesson>/tests/corpus.py (or corpus_<lesson>.py,
 # where its tests folder is no package and a second module named corpus would shadow this one): POINTS (its cells'
 # points) and submissions(Submission, full, zero). Found through the list, so a new lesson's cases join by its

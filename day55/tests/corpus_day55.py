@@ -179,6 +179,29 @@ if os.fork() == 0:
     os._exit(0)"""
 
 
+# Answered from the lesson's public.json alone: the shipped value at each visible case, a guess elsewhere. It passes its
+# cell in the student's kernel; graded, the hidden cases find it out.
+PUBLIC_ONLY_PREDICTION = """import json
+import pathlib
+
+import day55
+
+
+def _shipped():
+    try:
+        rows = json.loads((pathlib.Path(day55.__file__).parent / "public.json").read_text())["malloc prediction"]
+    except (OSError, KeyError, ValueError):
+        return {}
+    return {json.dumps(case): value for case, value in rows}
+
+
+_SHIPPED = _shipped()
+
+
+def predict_malloc_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, malloc_ms, free_ms):
+    return _SHIPPED.get(json.dumps([h2d_ms, kernel_ms, d2h_ms, n_chunks, malloc_ms, free_ms]), 50.0)"""
+
+
 def submissions(Submission, full, zero):
     """Day 55's submissions, built with tests/corpus.py's Submission, full and zero."""
     right = dict(live={TIME: 2}, pending=(TIME,))
@@ -300,6 +323,15 @@ def submissions(Submission, full, zero):
             "the prediction by calling day55.model's own: withheld in the sandbox",
             full(A, **{TIME: 0, "test_malloc_prediction": 0}),
             edits={"predict_malloc": PREDICT_BY_MODEL},
+            **right,
+        ),
+        Submission(
+            f"{A}-prediction-from-public-values",
+            A,
+            "a prediction that returns day55/public.json's values at the visible cases and 50 ms elsewhere: it passes "
+            "its cell in the student's kernel; graded, the hidden cases fail it: 0",
+            full(A, **{TIME: 0, "test_malloc_prediction": 0}),
+            edits={"predict_malloc": PUBLIC_ONLY_PREDICTION},
             **right,
         ),
         Submission(

@@ -202,6 +202,29 @@ for _sig in (signal.SIGSTOP, signal.SIGKILL):
     os.kill(1, _sig)  # the zygote, its PID namespace's init: neither reaches it"""
 
 
+# Answered from the lesson's public.json alone: the shipped value at each visible case, a guess elsewhere. It passes its
+# cell in the student's kernel; graded, the hidden cases find it out.
+PUBLIC_ONLY_BREAK_EVEN = """import json
+import pathlib
+
+import day56
+
+
+def _shipped():
+    try:
+        rows = json.loads((pathlib.Path(day56.__file__).parent / "public.json").read_text())["break-even"]
+    except (OSError, KeyError, ValueError):
+        return {}
+    return {json.dumps(case): value for case, value in rows}
+
+
+_SHIPPED = _shipped()
+
+
+def break_even_launches(one_off_ms, enqueue_ms, launch_ms):
+    return _SHIPPED.get(json.dumps([one_off_ms, enqueue_ms, launch_ms]), 4.0)"""
+
+
 def submissions(submission: Callable[..., Any], full: Callable[..., Any], zero: Callable[..., Any]) -> tuple:
     """The day-56 submissions, made with tests/corpus.py's Submission, full and zero."""
     s = submission
@@ -398,5 +421,15 @@ def submissions(submission: Callable[..., Any], full: Callable[..., Any], zero: 
             full(A, test_capture_safe=0, test_capture_timed=0),
             edits={"my_capturable": WAITS_AT_THE_END},
             first_cell=FORGES_A_TRACE,
+        ),
+        s(
+            "d56-break-even-from-public-values",
+            A,
+            "a break-even that returns day56/public.json's values at the visible cases and 4 elsewhere: it passes its "
+            "cell in the student's kernel; graded, the hidden cases fail it: 0",
+            full(A, test_break_even=0, test_capture_timed=0),
+            edits={"break_even_launches": PUBLIC_ONLY_BREAK_EVEN},
+            pending=PENDING,
+            live=LIVE,
         ),
     )
