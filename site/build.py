@@ -6,6 +6,11 @@ shipped H200 profile, so the pages show the recorded tables and plots. The sourc
 folder (site/ and course/ side by side, so the pages' relative links to the notebooks work on GitHub and on the
 site alike); exercise cells are shown with their stubs and without outputs (the stubs only raise).
 OUT/index.html opens the front page.
+
+Sphinx writes into the temporary folder too, and OUT receives the finished pages: MyST-NB keeps its executed
+notebooks beside its output folder (`jupyter_execute/`), which would be the checkout for `site-html`, so the build
+leaves nothing behind but OUT. It measures itself (wall and CPU seconds, the pages' bytes and files) and writes
+those figures into the offline readers' page (`{course-build}`, site/_ext/course_lessons.py).
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ import argparse
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -90,22 +97,54 @@ def no_machine_paths(out: Path, places: list[Path]) -> None:
         page.write_text(text)
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (the notebooks' kernels among them)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def build_figures(html: Path, wall_s: float, cpu_s: float) -> str:
+    """What this build measured, as the offline page says it: the pages' size and files, its wall and CPU time."""
+    files = [p for p in html.rglob("*") if p.is_file()]
+    megabytes = sum(p.stat().st_size for p in files) / 1e6
+    return (
+        f"{megabytes:.1f} MB in {len(files)} files, built in {wall_s:.0f} s of wall time and {cpu_s:.0f} s of CPU "
+        f"on a machine of {os.cpu_count()} cores"
+    )
+
+
+def fill_build_figures(html: Path, figures: str) -> None:
+    """The `{course-build}` placeholder of the built pages replaced by this build's figures."""
+    from course_lessons import BUILD_FIGURES
+
+    for page in html.rglob("*.html"):
+        text = page.read_text()
+        if BUILD_FIGURES in text:
+            page.write_text(text.replace(BUILD_FIGURES, figures))
+
+
 def build(out: Path) -> int:
-    """Sphinx's html builder on the laid-out sources; its exit status."""
+    """Sphinx's html builder on the laid-out sources, into a temporary folder, then the pages to OUT; its exit
+    status."""
     from sphinx.cmd.build import build_main  # here, so that --help works without Sphinx installed
 
+    started, spent = time.monotonic(), cpu_seconds()
     # No display, no GPU: the notebooks' plots go to Agg, and their measurements replay the shipped profile even on
     # a GPU machine (CuPy sees no device), so the site shows the recorded run wherever it is built.
     os.environ.setdefault("MPLBACKEND", "Agg")
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    if str(HERE / "_ext") not in sys.path:
+        sys.path.insert(0, str(HERE / "_ext"))
     with tempfile.TemporaryDirectory(prefix="datamove-site-") as tmp:
-        src = Path(tmp) / "src"
+        src, html = Path(tmp) / "src", Path(tmp) / "html"
         lay_out(src)
-        rc = build_main(["-b", "html", "-q", "-c", str(HERE), "-d", str(Path(tmp) / "doctrees"), str(src), str(out)])
+        rc = build_main(["-b", "html", "-q", "-c", str(HERE), "-d", str(Path(tmp) / "doctrees"), str(src), str(html)])
         if rc == 0:
-            no_machine_paths(out, [src / "course" / lesson for lesson in lessons()] + [src, ROOT])
-            front_door(out)
+            no_machine_paths(html, [src / "course" / lesson for lesson in lessons()] + [src, ROOT])
+            front_door(html)
+            fill_build_figures(html, build_figures(html, time.monotonic() - started, cpu_seconds() - spent))
+            shutil.copytree(html, out, dirs_exist_ok=True)
     return rc
 
 

@@ -10,17 +10,17 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE / "_ext"), str(HERE.parent)]  # the figures extension; the course's own packages
+sys.path[:0] = [str(HERE / "_ext"), str(HERE.parent)]  # the site's extensions; the course's own packages
 
 project = "CUDA data movement, measured"
 author = "the course's authors"
 copyright = "the course's authors; text and figures CC BY 4.0, code MIT"
-extensions = ["myst_nb", "course_figures"]
+extensions = ["myst_nb", "course_figures", "course_lessons"]
 root_doc = "site/index"
 exclude_patterns = ["_build", "site/_static", "site/_ext", "**/.ipynb_checkpoints"]
 html_static_path = [str(HERE / "_static")]
 html_theme = "alabaster"
-html_theme_options = {"description": "double buffering and zero-copy memory, measured on a GPU"}
+html_theme_options = {"description": "moving data between host memory and a GPU, measured"}
 html_title = project
 html_show_sourcelink = False  # the notebooks' sources are the release; the site shows them executed
 html_copy_source = False

