@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-SHARED = ("labcore", "labcore.pipeline", "grader")
+SHARED = ("labcore", "labcore.kit", "labcore.pipeline", "grader")
 SHARED_DATA = {"labcore": ["pipeline/kernels/*.cu"]}
 LESSON_DATA = ["kernels/*.cu", "profiles/**/*", "public.json"]  # its kernels, recorded profiles, public expectations
 

@@ -15,35 +15,24 @@ from day54.config import Config
 from day54.live import run_live
 from day54.plots import multi_gpus, traced_window, write_all
 from day54.replay import REPLAYED_EXPORTS, load_profile
-from labcore.device import DEVICE_ENV, gpu_count
-from labcore.errors import UsageError, gpu_index, output_file, output_folder
-from labcore.mode import FROM_PROFILE, NO_GPU, Mode, live_line, run_lesson
+from labcore.device import gpu_count
+from labcore.errors import UsageError
+from labcore.kit.cli import check_options, lesson_parser, measured, say, traced_note, typed_options
+from labcore.kit.cli import saved_and_correct as kit_saved_and_correct
+from labcore.mode import NO_GPU, run_lesson
 from labcore.plots import save
-from labcore.profiles import describe, require_exports
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and exit 2, like every other bad input
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m day54", description=__doc__)
-    parser.add_argument("--window", default=None, help="chunk size of the main table (default 64MiB)")
-    parser.add_argument("--windows", default="4MiB,64MiB,256MiB", help="windows of the sweep")
-    parser.add_argument("--buffers", default="2,3", help="pipeline depths, buffer pairs (default 2,3)")
-    parser.add_argument("--fmas", type=int, default=512, help="chained FMAs per element (default 512)")
-    parser.add_argument("--total", default="1GiB", help="array size (default 1GiB)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per pass (default 5)")
-    parser.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
-    parser.add_argument("--no-pitfalls", action="store_true", help="skip the pitfall demonstrations")
-    parser.add_argument("--json", metavar="PATH", help="also write the results record here")
-    parser.add_argument("--plot", metavar="DIR", help="also write the timeline, sweep, stage and pitfall plots here")
-    parser.add_argument("--from-profile", metavar="DIR", help="replay this recorded profile instead of the GPU")
-    parser.add_argument(
-        "--device", metavar="N", default=None, help=f"the GPU to run on (default: ${DEVICE_ENV}, else 0)"
+    parser = lesson_parser(
+        LESSON,
+        __doc__,
+        windows="4MiB,64MiB,256MiB",
+        buffers="2,3",
+        plot="the timeline, sweep, stage and pitfall plots",
+        pitfalls=True,
     )
     parser.add_argument(
         "--gpus",
@@ -59,12 +48,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def given_options(argv: Sequence[str] | None) -> set[str]:
-    """The options typed on the command line (argparse leaves a value it was handed in place of a default)."""
-    unset = object()
-    parser = build_parser()
-    names = list(vars(parser.parse_args([])))
-    parsed = parser.parse_args(argv, argparse.Namespace(**dict.fromkeys(names, unset)))
-    return {name for name in names if getattr(parsed, name) is not unset}
+    """The options typed on the command line."""
+    return typed_options(build_parser(), argv)
 
 
 def config_from(args: argparse.Namespace) -> Config:
@@ -140,13 +125,7 @@ GPUS_LIVE_ONLY = ("total", "window", "buffers", "fmas", "repeats", "seed")
 
 def saved_and_correct(record: Record, json_path: str | None) -> bool:
     """Write the record where --json asks; False, with the checks printed, when one failed (timing skipped)."""
-    if json_path:
-        print(f"results record: {record.save(json_path)}", file=sys.stderr)
-    failed = [c for c in record.checks if not c.ok]
-    if failed:
-        print(report.checks_text(record))
-        print(f"\nerror: {failed[0].name} failed at chunk {failed[0].first_bad_chunk}; timing skipped", file=sys.stderr)
-    return not failed
+    return kit_saved_and_correct(record, json_path, report.checks_text, lambda c: f" at chunk {c.first_bad_chunk}")
 
 
 def gpus_main(argv: Sequence[str] | None, args: argparse.Namespace) -> int:
@@ -180,40 +159,19 @@ def gpus_main(argv: Sequence[str] | None, args: argparse.Namespace) -> int:
     return 0
 
 
-def check_options(args: argparse.Namespace) -> None:
-    """What can be refused before any work: folders and files to write, a profile folder missing exports, a GPU
-    that is no GPU's number."""
-    gpu_index(args.device)
-    if args.plot:
-        output_folder(args.plot, "--plot")
-    if args.json:
-        output_file(args.json, "--json")
-    require_exports(args.from_profile, REPLAYED_EXPORTS)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    check_options(args)
+    check_options(args, REPLAYED_EXPORTS)
     if args.gpus:
         return gpus_main(argv, args)
     cfg = config_from(args)
-    mode = Mode.decide(args.from_profile, args.device)
-    if mode.live:
-        print(live_line(LESSON), flush=True)
-        record = run_live(cfg)
-        window = cfg.window_bytes
-    else:
-        record = load_profile(mode.profile)
-        print(f"{LESSON}: {describe(record)}" + ("" if mode.reason == FROM_PROFILE else f"; {mode.reason}"), flush=True)
+    record, mode = measured(args.from_profile, args.device, LESSON, lambda: run_live(cfg), load_profile)
+    window = cfg.window_bytes
+    if not mode.live:
         window = report.main_window(record, cfg.window_bytes if args.window else None)
-        for note in replay_notes(argv, cfg, record):
-            print(note, file=sys.stderr)
-        if args.plot and (traced := traced_window(record, window)) != window:
-            print(
-                f"replay: --window {format_size(window)}: the recording traced its timelines at "
-                f"{format_size(traced)}; the timelines show {format_size(traced)}",
-                file=sys.stderr,
-            )
+        say(replay_notes(argv, cfg, record))
+        if args.plot:
+            say(traced_note(window, traced_window(record, window)))
     if not saved_and_correct(record, args.json):
         return 1
     print(report.render(record, window))

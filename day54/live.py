@@ -10,54 +10,29 @@ import numpy as np
 
 from day54 import DOMAIN, LESSON, pitfalls, schedules
 from day54.config import Config, MiB, PassKey
-from labcore.device import available_host_bytes, cupy_or_none, device_facts, free_device_bytes
-from labcore.errors import UsageError
-from labcore.gpulock import gpu_turn, warn_if_shared
+from labcore.device import cupy_or_none, device_facts
+from labcore.gpulock import warn_if_shared
+from labcore.kit.measure import first_reference, run_schedule, time_components, time_keyed, trace_pass
+from labcore.kit.memory import require_memory
 from labcore.nvrtc import require_nvrtc
 from labcore.pipeline.context import CupyContext, HostArrays
-from labcore.pipeline.verify import check_bit_exact, check_closed_form
+from labcore.pipeline.verify import check_bit_exact
 from labcore.progress import progress
 from labcore.record import Record
 from labcore.sizes import format_size
-from labcore.timing import OpTracer, time_pass
 
 
 def check_memory(cfg: Config) -> None:
     """Refuse, before allocating, a run that cannot fit in host or device memory."""
     # pinned input and output, the naive reference, and pageable input and output for that pitfall
-    host_need = (5 if cfg.pitfalls else 3) * cfg.total_bytes
-    host_free = available_host_bytes()
-    if host_free is not None and host_need > host_free:
-        raise UsageError(
-            f"--total {format_size(cfg.total_bytes)} needs {host_need / 2**30:.1f} GiB of host memory "
-            f"(input, output, reference, pitfalls); {host_free / 2**30:.1f} GiB is available"
-        )
-    device_need = 2 * max([*cfg.buffers, 2]) * max(cfg.all_windows) + 64 * MiB
-    device_free = free_device_bytes()
-    if device_need > device_free:
-        raise UsageError(
-            f"windows up to {format_size(max(cfg.all_windows))} with {max(cfg.buffers)} buffer pairs "
-            f"need {device_need / 2**30:.2f} GiB of device memory; {device_free / 2**30:.2f} GiB is free"
-        )
-
-
-def run_schedule(ctx: Any, schedule: Any) -> None:
-    """Run one schedule to completion, untimed (in a turn all the same: it would disturb a neighbour's timing)."""
-    with gpu_turn():
-        schedule(ctx)
-        ctx.synchronize()
-
-
-def trace_pass(ctx: Any, schedule: Any, key: PassKey) -> list:
-    """One extra run with events around every operation, for the timeline."""
-    ctx.tracer = OpTracer()
-    try:
-        with gpu_turn():
-            ctx.tracer.begin()
-            schedule(ctx)
-            return ctx.tracer.ops(str(key))
-    finally:
-        ctx.tracer = None
+    require_memory(
+        (5 if cfg.pitfalls else 3) * cfg.total_bytes,
+        2 * max([*cfg.buffers, 2]) * max(cfg.all_windows) + 64 * MiB,
+        host_what=f"--total {format_size(cfg.total_bytes)} needs {{need}} GiB of host memory "
+        "(input, output, reference, pitfalls)",
+        device_what=f"windows up to {format_size(max(cfg.all_windows))} with {max(cfg.buffers)} buffer pairs "
+        "need {need} GiB of device memory",
+    )
 
 
 def _steps(cfg: Config) -> int:
@@ -94,12 +69,7 @@ def _measure_window(
 ) -> Iterator[str]:
     """Correctness, then timings, for one window. Yields a label after each step."""
     host, chunk = ctx.host, ctx.chunk_elems
-    if not record.checks:  # the first window sets the reference every other output must match
-        host.poison()
-        run_schedule(ctx.with_buffers(1), schedules.naive)
-        record.checks.append(check_closed_form(host.h_in, host.h_out, cfg.fmas, chunk))
-        np.copyto(reference, host.h_out)
-        yield "closed form"
+    yield from first_reference(ctx.with_buffers(1), schedules.naive, cfg.fmas, record, reference)
     checked = [("pipelined", schedules.pipelined)] + ([("student", student)] if student else [])
     for b in cfg.buffers:
         for label, schedule in checked:
@@ -111,50 +81,20 @@ def _measure_window(
     if not all(c.ok for c in record.checks):
         return
     timed = dict(domain=DOMAIN, repeats=cfg.repeats, warmup=cfg.warmup)
-    one = ctx.with_buffers(1)
-    for name, schedule in schedules.COMPONENTS.items():
-        moved = None if name == "kernel" else cfg.total_bytes
-        record.passes.append(
-            time_pass(
-                lambda s=schedule: s(one),
-                key=PassKey(name, window, 1),
-                name=name,
-                params={"window_bytes": window, "buffers": 1},
-                bytes_moved=moved,
-                **timed,
-            )
-        )
-        yield f"{name} {format_size(window)}"
+    for times in time_components(ctx.with_buffers(1), cfg.total_bytes, timed, schedules.COMPONENTS):
+        record.passes.append(times)
+        yield f"{times.name} {format_size(window)}"
     runs = [("naive", schedules.naive, 1)] + [("pipelined", schedules.pipelined, b) for b in cfg.buffers]
     runs += [("student", student, b) for b in cfg.buffers] if student else []
     for name, schedule, b in runs:
-        view = ctx.with_buffers(b)
-        key = PassKey(name, window, b)
-        record.passes.append(
-            time_pass(
-                lambda s=schedule, v=view: s(v),
-                key=key,
-                name=name,
-                params={"window_bytes": window, "buffers": b},
-                bytes_moved=2 * cfg.total_bytes,
-                **timed,
-            )
-        )
+        view, key = ctx.with_buffers(b), PassKey(name, window, b)
+        record.passes.append(time_keyed(lambda s=schedule, v=view: s(v), key, 2 * cfg.total_bytes, timed))
         if window == cfg.window_bytes:
             record.trace.extend(trace_pass(view, schedule, key))
         yield f"{name} {format_size(window)} b={b}"
     if window == cfg.window_bytes:
-        two = ctx.with_buffers(2)
-        record.passes.append(
-            time_pass(
-                lambda: schedules.duplex(two),
-                key=PassKey("duplex", window, 2),
-                name="duplex",
-                params={"window_bytes": window, "buffers": 2},
-                bytes_moved=2 * cfg.total_bytes,
-                **timed,
-            )
-        )
+        two, duplex = ctx.with_buffers(2), PassKey("duplex", window, 2)
+        record.passes.append(time_keyed(lambda: schedules.duplex(two), duplex, 2 * cfg.total_bytes, timed))
         yield "duplex link"
         if cfg.pitfalls:
             yield from pitfalls.measure(cfg, ctx, reference, record, trace_pass)

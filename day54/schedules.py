@@ -12,17 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from labcore.answers import reference
+from labcore.kit.schedules import COMPONENTS as COMPONENTS
+from labcore.kit.schedules import duplex as duplex
+from labcore.kit.schedules import naive as naive
 from labcore.pipeline.context import LEGACY
 
 Schedule = Callable[[Any], None]
-
-
-def naive(ctx: Any) -> None:
-    """One stream, one buffer pair: copy in, kernel, copy out, chunk after chunk."""
-    for k in range(ctx.n_chunks):
-        ctx.copy_in(k, 0)
-        ctx.launch(k, 0)
-        ctx.copy_out(k, 0)
 
 
 @reference
@@ -33,38 +28,6 @@ def pipelined(ctx: Any) -> None:
         ctx.copy_in(k, pair)
         ctx.launch(k, pair)
         ctx.copy_out(k, pair)
-
-
-def h2d_only(ctx: Any) -> None:
-    """Component pass: every chunk's copy in, nothing else."""
-    for k in range(ctx.n_chunks):
-        ctx.copy_in(k, 0)
-
-
-def kernel_only(ctx: Any) -> None:
-    """Component pass: one kernel per chunk on resident data."""
-    for k in range(ctx.n_chunks):
-        ctx.launch(k, 0)
-
-
-def d2h_only(ctx: Any) -> None:
-    """Component pass: every chunk's copy out, nothing else."""
-    for k in range(ctx.n_chunks):
-        ctx.copy_out(k, 0)
-
-
-def duplex(ctx: Any) -> None:
-    """Link probe: all copies in on stream 0 while all copies out run on stream 1 (needs 2 pairs).
-
-    Its time is the link floor: the least time in which a pipeline can move the
-    input in and the output out together. Output content is meaningless here.
-    """
-    for k in range(ctx.n_chunks):
-        ctx.copy_in(k, 0, stream=0)
-        ctx.copy_out(k, 1, stream=1)
-
-
-COMPONENTS: dict[str, Schedule] = {"h2d": h2d_only, "kernel": kernel_only, "d2h": d2h_only}
 
 
 # Pitfalls, shown rather than told. Each one is the pipelined schedule with one mistake, so each is withheld

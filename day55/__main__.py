@@ -16,35 +16,23 @@ from day55.config import Config
 from day55.live import run_live
 from day55.plots import traced_window, write_all
 from day55.replay import load_profile
-from labcore.device import DEVICE_ENV
-from labcore.errors import UsageError, gpu_index, output_file, output_folder
-from labcore.mode import FROM_PROFILE, Mode, live_line, run_lesson
-from labcore.profiles import describe
-from labcore.record import Record
-from labcore.sizes import format_size, parse_size, parse_sizes
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and exit 2, like every other bad input
-        raise UsageError(message)
+from labcore.kit.cli import (
+    as_measured,
+    check_options,
+    lesson_parser,
+    measured,
+    saved_and_correct,
+    say,
+    traced_note,
+    typed_options,
+)
+from labcore.kit.replay import REPLAYED_EXPORTS
+from labcore.mode import run_lesson
+from labcore.sizes import parse_size, parse_sizes
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m day55", description=__doc__)
-    parser.add_argument("--window", default=None, help="chunk size of the main table and timelines (default 64MiB)")
-    parser.add_argument("--windows", default="4MiB,64MiB", help="windows of the sweep (default 4MiB,64MiB)")
-    parser.add_argument("--buffers", type=int, default=2, help="buffer pairs, one stream each (default 2)")
-    parser.add_argument("--fmas", type=int, default=512, help="chained FMAs per element (default 512)")
-    parser.add_argument("--total", default="1GiB", help="array size (default 1GiB)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per pass (default 5)")
-    parser.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
-    parser.add_argument("--json", metavar="PATH", help="also write the results record here")
-    parser.add_argument("--plot", metavar="DIR", help="also write the timelines and the medians here")
-    parser.add_argument("--from-profile", metavar="DIR", help="replay this recorded profile instead of the GPU")
-    parser.add_argument(
-        "--device", metavar="N", default=None, help=f"the GPU to run on (default: ${DEVICE_ENV}, else 0)"
-    )
-    return parser
+    return lesson_parser(LESSON, __doc__, windows="4MiB,64MiB", buffers=2, plot="the timelines and the medians")
 
 
 def config_from(args: argparse.Namespace) -> Config:
@@ -65,49 +53,20 @@ def config_from(args: argparse.Namespace) -> Config:
 LIVE_ONLY = ("windows", "buffers", "fmas", "total", "repeats", "seed", "device")
 
 
-def given(argv: Sequence[str] | None) -> list[str]:
-    """The live-only options typed on the command line."""
-    words = list(sys.argv[1:] if argv is None else argv)
-    return [name for name in LIVE_ONLY if any(w == f"--{name}" or w.startswith(f"--{name}=") for w in words)]
-
-
-def saved_and_correct(record: Record, json_path: str | None) -> bool:
-    """Write the record where --json asks; False, with the checks printed, when one failed (timing skipped)."""
-    if json_path:
-        print(f"results record: {record.save(json_path)}", file=sys.stderr)
-    failed = [c for c in record.checks if not c.ok]
-    if failed:
-        print(report.checks_text(record))
-        print(f"\nerror: {failed[0].name} failed ({failed[0].detail}); timing skipped", file=sys.stderr)
-    return not failed
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    gpu_index(args.device)
-    if args.plot:
-        output_folder(args.plot, "--plot")
-    if args.json:
-        output_file(args.json, "--json")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_options(args, REPLAYED_EXPORTS)
     cfg = config_from(args)
-    mode = Mode.decide(args.from_profile, args.device)
-    if mode.live:
-        print(live_line(LESSON), flush=True)
-        record = run_live(cfg)
-        window = cfg.window_bytes
-    else:
-        record = load_profile(mode.profile)
-        print(f"{LESSON}: {describe(record)}" + ("" if mode.reason == FROM_PROFILE else f"; {mode.reason}"), flush=True)
-        for option in given(argv):
-            print(f"replay: --{option}: a replay shows the recording as it was measured", file=sys.stderr)
+    record, mode = measured(args.from_profile, args.device, LESSON, lambda: run_live(cfg), load_profile)
+    window = cfg.window_bytes
+    if not mode.live:
+        typed = typed_options(parser, argv)
+        say(as_measured(option for option in LIVE_ONLY if option in typed))
         window = report.main_window(record, cfg.window_bytes if args.window else None)
-        if args.plot and (traced := traced_window(record, window)) != window:
-            print(
-                f"replay: --window {format_size(window)}: the recording traced its timelines at "
-                f"{format_size(traced)}; the timelines show {format_size(traced)}",
-                file=sys.stderr,
-            )
-    if not saved_and_correct(record, args.json):
+        if args.plot:
+            say(traced_note(window, traced_window(record, window)))
+    if not saved_and_correct(record, args.json, report.checks_text, lambda c: f" ({c.detail})"):
         return 1
     print(report.render(record, window))
     if args.plot:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import secrets
 from typing import Any
 
 from labcore.errors import UsageError
+from labcore.kit.cli import validate_counts, validate_windows
+from labcore.kit.keys import PassKey as PassKey
 from labcore.pipeline.kernel import DEFAULT_FMAS
-from labcore.sizes import format_size, parse_size
 
 MiB = 1 << 20
 UINT64_MAX = 2**64 - 1  # the release threshold that keeps every freed byte in the pool
@@ -26,32 +26,6 @@ VARIANTS = {
     "async-sync-keep": "stream-ordered per chunk, the host waiting after every round, threshold UINT64_MAX",
 }
 COMPONENTS = ("h2d", "kernel", "d2h")  # each stage alone, on buffers allocated once (the simulator's rates)
-
-
-@dataclasses.dataclass(frozen=True)
-class PassKey:
-    """One timed pass: its name (a VARIANTS key, a component, 'naive'), window and buffer pairs.
-
-    Its string form, 'async w=64MiB b=2', names the NVTX range in nsys exports and the pass in a results record;
-    `parse` is the one place that reads it back.
-    """
-
-    name: str
-    window_bytes: int
-    buffers: int
-
-    _FORM = re.compile(r"^(?P<name>\S+) w=(?P<window>\d+[KMG]iB|\d+B) b=(?P<buffers>\d+)$")
-
-    def __str__(self) -> str:
-        return f"{self.name} w={format_size(self.window_bytes)} b={self.buffers}"
-
-    @classmethod
-    def parse(cls, text: str) -> PassKey | None:
-        """'async w=64MiB b=2' -> PassKey('async', 67108864, 2); None if it is not a pass key."""
-        match = cls._FORM.match(text)
-        if not match:
-            return None
-        return cls(match["name"], parse_size(match["window"]), int(match["buffers"]))
 
 
 @dataclasses.dataclass
@@ -76,22 +50,10 @@ class Config:
 
     def validate(self) -> None:
         """UsageError for a configuration no run can honour."""
-        if self.total_bytes <= 0:
-            raise UsageError(f"--total {format_size(self.total_bytes)}: the array needs a size, e.g. 1GiB")
-        for window in self.all_windows:
-            if window <= 0 or window % 4:
-                raise UsageError(f"--window {format_size(window)} must be a positive multiple of 4 bytes (float32)")
-            if window > self.total_bytes or self.total_bytes % window:
-                raise UsageError(
-                    f"--window {format_size(window)} does not divide --total {format_size(self.total_bytes)}; "
-                    "pick a window that divides it, e.g. 64MiB"
-                )
+        validate_windows(self.total_bytes, self.all_windows)
         if self.buffers < 1:
             raise UsageError(f"--buffers {self.buffers}: at least 1 buffer pair")
-        if self.fmas < 0:
-            raise UsageError(f"--fmas {self.fmas} must be 0 or more")
-        if self.repeats < 1:
-            raise UsageError(f"--repeats {self.repeats} must be at least 1")
+        validate_counts(self.fmas, self.repeats)
         unknown = [name for name in self.variants if name not in VARIANTS]
         if unknown or "once" not in self.variants:
             raise UsageError(f"variants {unknown or self.variants}: choose from {', '.join(VARIANTS)}, 'once' included")

@@ -14,17 +14,18 @@ import numpy as np
 from day55 import DOMAIN, LESSON, pool, schedules
 from day55.config import COMPONENTS, UINT64_MAX, Config, MiB, PassKey
 from labcore import answers
-from labcore.device import available_host_bytes, cupy_or_none, device_facts, free_device_bytes
-from labcore.errors import UsageError
+from labcore.device import cupy_or_none, device_facts
 from labcore.gpulock import gpu_turn, warn_if_shared
+from labcore.kit.measure import first_reference, time_components, time_keyed, trace_pass
+from labcore.kit.measure import run_schedule as kit_run_schedule
+from labcore.kit.memory import require_memory
 from labcore.nvrtc import require_nvrtc
 from labcore.pipeline.context import CupyContext, HostArrays
 from labcore.pipeline.recording import RecordingContext
-from labcore.pipeline.verify import check_bit_exact, check_closed_form
+from labcore.pipeline.verify import check_bit_exact
 from labcore.progress import progress
 from labcore.record import Check, Record
 from labcore.sizes import format_size
-from labcore.timing import OpTracer, time_pass
 
 PROBE = "alloc_probe"  # record.extra: window -> the allocation calls' costs (model.CallCosts's fields)
 RESERVED = "pool_reserved"  # record.extra: pass key -> bytes the default pool held after the pass's last sync
@@ -35,21 +36,15 @@ RACE = "free_on_other_stream"  # record.extra: the recording fake's problems wit
 
 def check_memory(cfg: Config) -> None:
     """Refuse, before allocating, a run that cannot fit in host or device memory."""
-    host_need = 3 * cfg.total_bytes  # pinned input and output, the reference
-    host_free = available_host_bytes()
-    if host_free is not None and host_need > host_free:
-        raise UsageError(
-            f"--total {format_size(cfg.total_bytes)} needs {host_need / 2**30:.1f} GiB of host memory; "
-            f"{host_free / 2**30:.1f} GiB is available"
-        )
-    # buffers allocated once for the components, the schedules' own and CuPy's pool of them, the closed-form check
-    device_need = 2 * (max(cfg.buffers, 2) + 2 * cfg.buffers) * max(cfg.all_windows) + 2 * cfg.total_bytes + 64 * MiB
-    device_free = free_device_bytes()
-    if device_need > device_free:
-        raise UsageError(
-            f"windows up to {format_size(max(cfg.all_windows))} with {cfg.buffers} buffer pairs need "
-            f"{device_need / 2**30:.2f} GiB of device memory; {device_free / 2**30:.2f} GiB is free"
-        )
+    # pinned input and output, the reference; on the device the buffers allocated once for the components, the
+    # schedules' own and CuPy's pool of them, the closed-form check
+    require_memory(
+        3 * cfg.total_bytes,
+        2 * (max(cfg.buffers, 2) + 2 * cfg.buffers) * max(cfg.all_windows) + 2 * cfg.total_bytes + 64 * MiB,
+        host_what=f"--total {format_size(cfg.total_bytes)} needs {{need}} GiB of host memory",
+        device_what=f"windows up to {format_size(max(cfg.all_windows))} with {cfg.buffers} buffer pairs need "
+        "{need} GiB of device memory",
+    )
 
 
 def allocator(name: str) -> str:
@@ -65,22 +60,7 @@ def threshold_for(name: str) -> int:
 def run_schedule(ctx: CupyContext, schedule: Any) -> list[int]:
     """Run one schedule to completion on a context that starts without buffers, untimed; the pairs it left
     allocated (freed here)."""
-    with gpu_turn():
-        schedule(ctx)
-        ctx.synchronize()
-        return ctx.release_all()
-
-
-def trace_pass(ctx: Any, schedule: Any, key: PassKey) -> list:
-    """One extra run with events around every operation, for the timeline (allocation calls run untraced)."""
-    ctx.tracer = OpTracer()
-    try:
-        with gpu_turn():
-            ctx.tracer.begin()
-            schedule(ctx)
-            return ctx.tracer.ops(str(key))
-    finally:
-        ctx.tracer = None
+    return kit_run_schedule(ctx, schedule, then=ctx.release_all)
 
 
 def _median_ms(calls: Callable[[], float], count: int) -> float:
@@ -192,13 +172,7 @@ def _measure_window(
     """Correctness, then timings, for one window. Yields a label after each step."""
     cp = cupy_or_none()
     ctx = _contexts(cfg, host, window)
-    chunk = window // 4
-    if not record.checks:  # the first window sets the reference every other output must match
-        host.poison()
-        run_schedule(ctx["cuda"].with_buffers(1), schedules.naive)
-        record.checks.append(check_closed_form(host.h_in, host.h_out, cfg.fmas, chunk))
-        np.copyto(reference, host.h_out)
-        yield "closed form"
+    yield from first_reference(ctx["cuda"].with_buffers(1), schedules.naive, cfg.fmas, record, reference)
     b = cfg.buffers
     runs = [(name, schedules.for_variant(name)) for name in cfg.variants] + ([("student", student)] if student else [])
     for name, schedule in runs:
@@ -210,31 +184,12 @@ def _measure_window(
     if not all(c.ok for c in record.checks):
         return
     timed = dict(domain=DOMAIN, repeats=cfg.repeats, warmup=cfg.warmup)
-    one = ctx["allocated"].with_buffers(1)
-    for name in COMPONENTS:
-        moved = None if name == "kernel" else cfg.total_bytes
-        record.passes.append(
-            time_pass(
-                lambda s=schedules.COMPONENTS[name]: s(one),
-                key=PassKey(name, window, 1),
-                name=name,
-                params={"window_bytes": window, "buffers": 1},
-                bytes_moved=moved,
-                **timed,
-            )
-        )
-        yield f"{name} {format_size(window)}"
+    for times in time_components(ctx["allocated"].with_buffers(1), cfg.total_bytes, timed, schedules.COMPONENTS):
+        record.passes.append(times)
+        yield f"{times.name} {format_size(window)}"
     naive_ctx = ctx["cuda"].with_buffers(1)
-    record.passes.append(
-        time_pass(
-            lambda: schedules.naive(naive_ctx),
-            key=PassKey("naive", window, 1),
-            name="naive",
-            params={"window_bytes": window, "buffers": 1},
-            bytes_moved=2 * cfg.total_bytes,
-            **timed,
-        )
-    )
+    naive = PassKey("naive", window, 1)
+    record.passes.append(time_keyed(lambda: schedules.naive(naive_ctx), naive, 2 * cfg.total_bytes, timed))
     yield f"naive {format_size(window)}"
     cupy_pool = cp.get_default_memory_pool()
     for name, schedule in runs:
@@ -243,14 +198,13 @@ def _measure_window(
         baseline = cupy_pool.total_bytes()  # the buffers allocated once for the components, held throughout
         with pool.release_threshold(threshold):
             record.passes.append(
-                time_pass(
+                time_keyed(
                     lambda s=schedule, c=context: s(c),
-                    key=key,
-                    name=name,
-                    params={"window_bytes": window, "buffers": b, "threshold": threshold},
-                    bytes_moved=2 * cfg.total_bytes,
+                    key,
+                    2 * cfg.total_bytes,
+                    timed,
+                    params={"threshold": threshold},
                     before=cupy_pool.free_all_blocks if name == "cupy-cold" else None,
-                    **timed,
                 )
             )
             record.extra[RESERVED][str(key)] = pool.reserved_bytes()

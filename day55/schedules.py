@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from labcore.answers import reference
+from labcore.kit.schedules import COMPONENTS as COMPONENTS
 
 Schedule = Callable[[Any], None]
 
@@ -83,27 +84,6 @@ def pitfall_free_on_other_stream(ctx: Any) -> None:
         ctx.malloc_async(k, pair)
         _chunk(ctx, k, pair)
         ctx.free_async(k, pair, stream=(pair + 1) % ctx.n_streams)
-
-
-def h2d_only(ctx: Any) -> None:
-    """Component pass (buffers allocated beforehand): every chunk's copy in."""
-    for k in range(ctx.n_chunks):
-        ctx.copy_in(k, 0)
-
-
-def kernel_only(ctx: Any) -> None:
-    """Component pass: one kernel per chunk on resident data."""
-    for k in range(ctx.n_chunks):
-        ctx.launch(k, 0)
-
-
-def d2h_only(ctx: Any) -> None:
-    """Component pass: every chunk's copy out."""
-    for k in range(ctx.n_chunks):
-        ctx.copy_out(k, 0)
-
-
-COMPONENTS: dict[str, Schedule] = {"h2d": h2d_only, "kernel": kernel_only, "d2h": d2h_only}
 
 
 def for_variant(name: str) -> Schedule:

@@ -8,6 +8,8 @@ import secrets
 from typing import Any
 
 from labcore.errors import UsageError
+from labcore.kit.cli import validate_counts
+from labcore.kit.keys import ChunkKey
 from labcore.pipeline.kernel import DEFAULT_FMAS
 from labcore.sizes import format_size
 
@@ -15,26 +17,11 @@ MiB = 1 << 20
 NAMES = ("streams", "graph", "duplex")  # the pipeline stream by stream, the same captured as a graph, the link probe
 
 
-@dataclasses.dataclass(frozen=True)
-class PassKey:
+class PassKey(ChunkKey):
     """One timed pass: 'streams', 'graph' or 'duplex' at a chunk count. Its string form, 'graph n=16', names the
     NVTX range in nsys exports and the pass in a results record; `parse` is the one place that reads it back."""
 
-    name: str
-    n_chunks: int
-
-    _FORM = re.compile(r"^(?P<name>[a-z]+) n=(?P<n>\d+)$")
-
-    def __str__(self) -> str:
-        return f"{self.name} n={self.n_chunks}"
-
-    @classmethod
-    def parse(cls, text: str) -> PassKey | None:
-        """'graph n=16' -> PassKey('graph', 16); None if it is not a pass key of this lesson."""
-        match = cls._FORM.match(text)
-        if not match or match["name"] not in NAMES:
-            return None
-        return cls(match["name"], int(match["n"]))
+    NAMES = NAMES
 
 
 def host_range(what: str, key: PassKey, *, warmup: bool = False) -> str:
@@ -65,11 +52,14 @@ class Config:
     warmup: int = 1
     seed: int = dataclasses.field(default_factory=lambda: secrets.randbelow(2**31))
     pitfalls: bool = True
+    main: int | None = None  # the chunk count of --window, if given
 
     @property
     def main_chunks(self) -> int:
-        """The chunk count the timelines, the duplex floor and the pitfalls are measured at: 16 if asked, else the
-        fewest."""
+        """The chunk count the timelines, the duplex floor and the pitfalls are measured at: --window's if given,
+        else 16 if asked, else the fewest."""
+        if self.main in self.chunks:
+            return self.main
         return 16 if 16 in self.chunks else min(self.chunks)
 
     def window(self, n_chunks: int) -> int:
@@ -91,10 +81,7 @@ class Config:
                 )
         if self.buffers < 2:
             raise UsageError(f"--buffers {self.buffers}: a pipeline needs at least 2 buffer pairs")
-        if self.fmas < 0:
-            raise UsageError(f"--fmas {self.fmas} must be 0 or more")
-        if self.repeats < 1:
-            raise UsageError(f"--repeats {self.repeats} must be at least 1")
+        validate_counts(self.fmas, self.repeats)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

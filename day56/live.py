@@ -21,33 +21,27 @@ import nvtx
 from day56 import DOMAIN, HOST_DOMAIN, LESSON, graph, schedules
 from day56.config import Config, MiB, PassKey, host_range
 from day56.report import HOST, PITFALLS
-from labcore.device import available_host_bytes, cupy_or_none, device_facts, free_device_bytes
-from labcore.errors import UsageError
+from labcore.device import cupy_or_none, device_facts
 from labcore.gpulock import gpu_turn, warn_if_shared
+from labcore.kit.measure import trace_pass
+from labcore.kit.memory import require_memory
 from labcore.nvrtc import require_nvrtc
 from labcore.pipeline.context import CupyContext, HostArrays
 from labcore.pipeline.verify import bit_exact_check, check_closed_form
 from labcore.progress import progress
 from labcore.record import Record
-from labcore.timing import OpTracer, time_pass
+from labcore.timing import time_pass
 
 
 def check_memory(cfg: Config) -> None:
     """Refuse, before allocating, a run that cannot fit: two pinned inputs and outputs (the update's new input),
     the naive output of each on the device, and the buffer pairs."""
-    host_need = 4 * cfg.total_bytes + cfg.total_bytes  # and the closed form's copy of the reference
-    host_free = available_host_bytes()
-    if host_free is not None and host_need > host_free:
-        raise UsageError(
-            f"--total needs {host_need / 2**30:.1f} GiB of host memory (two inputs and outputs, a reference); "
-            f"{host_free / 2**30:.1f} GiB is available"
-        )
-    device_need = 3 * cfg.total_bytes + 4 * cfg.buffers * cfg.window(min(cfg.chunks)) + 64 * MiB
-    device_free = free_device_bytes()
-    if device_need > device_free:
-        raise UsageError(
-            f"the run needs {device_need / 2**30:.2f} GiB of device memory; {device_free / 2**30:.2f} free"
-        )
+    require_memory(
+        4 * cfg.total_bytes + cfg.total_bytes,  # and the closed form's copy of the reference
+        3 * cfg.total_bytes + 4 * cfg.buffers * cfg.window(min(cfg.chunks)) + 64 * MiB,
+        host_what="--total needs {need} GiB of host memory (two inputs and outputs, a reference)",
+        device_what="the run needs {need} GiB of device memory",
+    )
 
 
 def _verified(name: str, host: HostArrays, expected: Any, ctx: Any, record: Record) -> bool:
@@ -81,19 +75,6 @@ def _once(what: str, key: PassKey, fn: Callable[[], Any]) -> tuple[Any, float]:
         t0 = time.perf_counter()
         value = fn()
         return value, (time.perf_counter() - t0) * 1e3
-
-
-def trace_streams(ctx: Any, key: PassKey) -> list:
-    """One extra run of the pipeline with events around every operation, for the timeline (a graph's nodes carry
-    no events: its timeline comes from a profile's node-level trace)."""
-    ctx.tracer = OpTracer()
-    try:
-        with gpu_turn():
-            ctx.tracer.begin()
-            schedules.pipelined(ctx)
-            return ctx.tracer.ops(str(key))
-    finally:
-        ctx.tracer = None
 
 
 def run_live(cfg: Config) -> Record:
@@ -198,7 +179,7 @@ def _measure(
     facts.update(updated)  # from here on exec_ runs on fresh's buffers and other's arrays: fresh stays alive
     record.extra[HOST][str(n)] = facts
     if n == cfg.main_chunks:
-        record.trace.extend(trace_streams(ctx, streams))
+        record.trace.extend(trace_pass(ctx, schedules.pipelined, streams))  # a graph's nodes carry no events
         two = ctx.with_buffers(2)
         record.passes.append(
             time_pass(

@@ -12,8 +12,6 @@ A folder with only results.json, or a results.json named directly, replays the r
 
 from __future__ import annotations
 
-import copy
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -24,75 +22,20 @@ from day56.config import PassKey, parse_host_range
 from day56.report import HOST, TRACE_REPEAT
 from labcore import nsys
 from labcore import record as rec
-from labcore.device import DeviceFacts
-from labcore.errors import UsageError
-from labcore.exports import Exports, median_instance
-from labcore.profiles import RESULTS, load_companion, load_results, profile_path, require_exports
+from labcore.exports import Exports
+from labcore.kit import replay
 from labcore.profiles import shipped_profile as shipped_folder
 
-COPY_SLACK_BYTES = 1000  # exports print sizes in MB with 3 decimals
-REPLAYED_EXPORTS = ("nvtx_pushpop_trace", "cuda_gpu_trace")
 SERIES = {"enqueue": "enqueue_ms", "launch": "launch_ms"}  # host ranges repeated once per timed repeat
 ONE_OFF = {"capture": "capture_ms", "instantiate": "instantiate_ms", "update": "update_ms", "recapture": "recapture_ms"}
 
 
 def load_profile(path: str | Path | None = None) -> rec.Record:
     """Read a profile folder (nsys exports, else results.json) or a results.json into a replay record."""
-    shipped = path is None
-    path = profile_path(LESSON, path)
-    if path.is_file():
-        return load_results(path, LESSON)
-    require_exports(path, REPLAYED_EXPORTS)
-    companion = path / RESULTS
-    if _has_exports(path):
-        return from_exports(path, companion if companion.exists() else None)
-    if companion.exists():
-        return load_results(companion, LESSON)
-    if shipped:
-        raise UsageError(missing_profile_line())
-    raise UsageError(
-        f"--from-profile {path}: neither nsys CSV exports (nvtx_pushpop_trace, cuda_gpu_trace) nor a results.json there"
-    )
+    return replay.load(LESSON, path, from_exports, missing=missing_profile_line)
 
 
-@functools.cache
-def _shipped() -> rec.Record:
-    return load_profile()
-
-
-def shipped_profile() -> rec.Record:
-    """The shipped profile's record, parsed once per process: a copy the caller may change."""
-    return copy.deepcopy(_shipped())
-
-
-def _has_exports(directory: Path) -> bool:
-    try:
-        found = nsys.find_exports(directory)
-    except nsys.NsysFormatError:
-        raise
-    except UsageError:
-        return False
-    return set(REPLAYED_EXPORTS) <= set(found)
-
-
-def _validator(key: PassKey, window: int):
-    """One instance's operations: n copies in, n kernels and n copies out (the duplex probe: no kernels), each copy
-    one window."""
-    kinds = {"h2d", "d2h"} if key.name == "duplex" else {"h2d", "kernel", "d2h"}
-
-    def validate(ops: pd.DataFrame) -> str | None:
-        counts = ops["kind"].value_counts().to_dict()
-        for kind in ("h2d", "kernel", "d2h"):
-            want = key.n_chunks if kind in kinds else 0
-            if counts.get(kind, 0) != want:
-                return f"{counts.get(kind, 0)} {kind} operations, expected {want} ({key.n_chunks} chunks)"
-        sizes = ops.loc[ops["kind"] != "kernel", "bytes"]
-        off = sizes[(sizes - window).abs() > COPY_SLACK_BYTES]
-        if len(off):
-            return f"a copy of {int(off.iloc[0])} bytes, expected {window} (the window)"
-        return None
-
-    return validate
+shipped_profile = replay.shipped(load_profile)
 
 
 def host_times(pushpop: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -113,34 +56,33 @@ def host_times(pushpop: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return found
 
 
-def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
-    """Build the results record from a folder's nsys exports (and the run's results.json if given)."""
-    exports = Exports(directory, DOMAIN)
-    parsed: dict[str, PassKey] = {}
-    for text in exports.by_key:
-        key = PassKey.parse(text)
-        if key is None:
-            raise nsys.NsysFormatError(
-                exports.ranges_path, None, f"range {text!r} is not a day56 pass (expected 'streams n=16', 'graph n=16')"
-            )
-        parsed[text] = key
+def _passes(exports: Exports, parsed: dict[str, PassKey]) -> tuple[list[rec.PassTimes], int]:
+    """Every pass, checked (n copies in, n kernels and n copies out, the duplex probe no kernels; each copy one
+    window), with its chunk count and window; and the total they all cover."""
     totals = set()
     passes = []
     for text, key in parsed.items():
         first = exports.by_key[text][0]
         copies = first[first["kind"] == "h2d"]
         window = round(float(copies["bytes"].median())) if len(copies) else 0
-        total = key.n_chunks * window
-        totals.add(round(total / (1 << 20)))
-        exports.check(text, _validator(key, window))
-        passes.append(
-            exports.pass_times(text, key.name, {"n_chunks": key.n_chunks, "window_bytes": window}, copy_bytes=window)
-        )
+        totals.add(round(key.n_chunks * window / (1 << 20)))
+        kinds = {"h2d", "d2h"} if key.name == "duplex" else set(replay.STAGES)
+        exports.check(text, replay.ops_validator(kinds, key.n_chunks, window, f"{key.n_chunks} chunks"))
+        params = {"n_chunks": key.n_chunks, "window_bytes": window}
+        passes.append(exports.pass_times(text, key.name, params, copy_bytes=window))
     if len(totals) != 1:
         raise nsys.NsysFormatError(exports.trace_path, None, f"passes cover different totals ({sorted(totals)} MiB)")
-    base = load_companion(companion, LESSON) if companion else None
+    return passes, next(iter(totals)) << 20
+
+
+def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
+    """Build the results record from a folder's nsys exports (and the run's results.json if given)."""
+    exports = Exports(directory, DOMAIN)
+    parsed = replay.keys(exports, PassKey.parse, LESSON, "'streams n=16', 'graph n=16'")
+    passes, total = _passes(exports, parsed)
+    base = replay.companion_of(companion, LESSON)
     config = dict(base.config) if base else {}
-    config["total_bytes"] = next(iter(totals)) << 20
+    config["total_bytes"] = total
     config["chunks"] = sorted({k.n_chunks for k in parsed.values() if k.name == "graph"})
     for p in passes:  # the exact window, now that the total is known
         p.params["window_bytes"] = config["total_bytes"] // p.params["n_chunks"]
@@ -151,25 +93,10 @@ def from_exports(directory: Path, companion: Path | None = None) -> rec.Record:
     merged = {n: {**extra.get(HOST, {}).get(n, {}), **facts} for n, facts in measured.items()}
     extra[HOST] = {**extra.get(HOST, {}), **merged}
     main = min((k.n_chunks for k in parsed.values() if k.name == "duplex"), default=min(config["chunks"]))
-    drawn = {
-        text: median_instance(exports.elapsed_ms[text])
-        for text, key in parsed.items()
-        if key.n_chunks == main and key.name in ("streams", "graph")
-    }
-    trace = [op for text, instance in drawn.items() for op in exports.ops(text, instance)]
-    extra[TRACE_REPEAT] = drawn
-    source = f"nsys exports in {directory}" + (f" with {companion.name}" if companion else "")
-    return rec.Record(
-        lesson=LESSON,
-        mode="replay",
-        source=source,
-        device=base.device if base else DeviceFacts(name=exports.device_name),
-        config=config,
-        passes=passes,
-        trace=trace,
-        checks=base.checks if base else [],
-        extra=extra,
-        recorded_at=base.recorded_at if base else "unknown",
+    drawn = [t for t, k in parsed.items() if k.n_chunks == main and k.name in ("streams", "graph")]
+    extra[TRACE_REPEAT], trace = replay.median_repeats(exports, drawn)
+    return replay.replay_record(
+        LESSON, directory, companion, exports, base, config=config, passes=passes, trace=trace, extra=extra
     )
 
 

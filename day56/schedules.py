@@ -1,10 +1,10 @@
 """The schedules day 56 captures: plain functions of a context (labcore.pipeline's CupyContext or the recording fake).
 
-Day 54 builds the pipelined schedule by hand; a lesson imports no other lesson, so the pipeline day 56 captures is
-written here again against labcore.pipeline's context. It is also the answer to day 56's exercise 2 (a schedule a
-capture can hold), so it is withheld from students' code like day 54's (labcore.answers.reference), and so are the
-pitfalls, which are it with one mistake: in the student edition the live run captures the student's own schedule
-(day56.notebook.measure).
+Naive and the duplex probe are the kit's (labcore.kit.schedules). The pipeline day 56 captures is its own: it is the
+answer to day 56's exercise 2 (a schedule a capture can hold), so it is withheld from students' code like day 54's
+(labcore.answers.reference: a lesson package's reference bodies are replaced in the bundle, the kit's would not be),
+and so are the pitfalls, which are it with one mistake: in the student edition the live run captures the student's
+own schedule (day56.notebook.measure).
 """
 
 from __future__ import annotations
@@ -13,16 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from labcore.answers import reference
+from labcore.kit.schedules import duplex as duplex
+from labcore.kit.schedules import naive as naive
 
 Schedule = Callable[[Any], None]
-
-
-def naive(ctx: Any) -> None:
-    """One stream, one buffer pair: copy in, kernel, copy out, chunk after chunk (the reference output)."""
-    for k in range(ctx.n_chunks):
-        ctx.copy_in(k, 0)
-        ctx.launch(k, 0)
-        ctx.copy_out(k, 0)
 
 
 @reference
@@ -34,13 +28,6 @@ def pipelined(ctx: Any) -> None:
         ctx.copy_in(k, pair)
         ctx.launch(k, pair)
         ctx.copy_out(k, pair)
-
-
-def duplex(ctx: Any) -> None:
-    """The link probe: every copy in on stream 0 while every copy out runs on stream 1 (needs 2 pairs)."""
-    for k in range(ctx.n_chunks):
-        ctx.copy_in(k, 0, stream=0)
-        ctx.copy_out(k, 1, stream=1)
 
 
 # The two pitfalls of capture, shown live (day56.live) and judged on the recording fake (day56.checks).

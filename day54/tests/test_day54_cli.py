@@ -16,6 +16,7 @@ from day54.__main__ import main
 from day54.config import Config
 from labcore.device import gpu_available
 from labcore.errors import UsageError, run_cli
+from labcore.kit import memory
 from labcore.record import validate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,12 +163,12 @@ def test_malformed_results_json(tmp_path, capsys):
 def test_memory_check_refuses_before_allocating(monkeypatch):
     """A total beyond available host memory, or windows beyond free device memory, is refused with numbers."""
     cfg = Config(total_bytes=8 << 30, windows=[64 << 20])
-    monkeypatch.setattr(live, "available_host_bytes", lambda: 16 << 30)
-    monkeypatch.setattr(live, "free_device_bytes", lambda: 80 << 30)
+    monkeypatch.setattr(memory, "available_host_bytes", lambda: 16 << 30)
+    monkeypatch.setattr(memory, "free_device_bytes", lambda: 80 << 30)
     with pytest.raises(UsageError, match=r"needs 40\.0 GiB of host memory.*16\.0 GiB is available"):
         live.check_memory(cfg)
     cfg = Config(total_bytes=1 << 30, windows=[256 << 20])
-    monkeypatch.setattr(live, "free_device_bytes", lambda: 1 << 30)
+    monkeypatch.setattr(memory, "free_device_bytes", lambda: 1 << 30)
     with pytest.raises(UsageError, match=r"need 1\.56 GiB of device memory; 1\.00 GiB is free"):
         live.check_memory(cfg)
 

@@ -110,7 +110,7 @@ def test_python_m_day56_live_writes_its_record_and_plots(tmp_path, capsys):
             [
                 "--total",
                 "256MiB",
-                "--window",
+                "--windows",
                 "16MiB",
                 "--repeats",
                 "2",

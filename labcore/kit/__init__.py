@@ -1,0 +1,13 @@
+"""The lesson kit: what every lesson shares, written once and called (a lesson holds only what is its own).
+
+- `keys`: typed pass keys ('pipelined w=64MiB b=2', 'graph n=16'), each with one `format`/`parse`.
+- `cli`: the command line: one parser with options that mean one thing in every lesson, the checks made before any
+  work, the mode line, the replay's notes, the record written and its correctness verdicts.
+- `replay`: loading a recorded profile (nsys exports, else results.json), the shipped one parsed once, the
+  consistency check of each pass's operations, a window sweep's totals, the replay record.
+- `measure`: the measure loop's steps: a schedule run untimed, a traced run for the timeline, the component passes.
+- `memory`: the memory check made before allocating anything.
+- `schedules`: the schedules every pipeline lesson measures as yardsticks (naive, the components, the duplex probe).
+
+Predictions and their verdicts are `labcore.predictions`; timing a pass is `labcore.timing`.
+"""

@@ -1,0 +1,215 @@
+"""Replays: a lesson's results record from a recorded profile instead of the GPU.
+
+A profile folder holds the nsys CSV exports of a profiled run and the results.json that run wrote. A replay reads
+the passes and their timelines from the exports (the NVTX ranges of the lesson's domain and cuda_gpu_trace, checked
+for consistency on the way in) and takes from results.json what nsys cannot know: the device, the configuration,
+the correctness verdicts and the lesson's extras. A folder with only results.json, or a results.json named
+directly, replays the record. A lesson's replay module writes only `from_exports` (what its ranges mean):
+
+    def load_profile(path=None):
+        return load(LESSON, path, from_exports, hint=f"; the shipped profile is recorded by `bash {LESSON}/record.sh`")
+
+    shipped_profile = shipped(load_profile)       # parsed once a process; each call a copy the caller may change
+
+and in from_exports: `keys(exports, PassKey.parse, ...)`, `exports.check(text, ops_validator(...))`,
+`sweep_total(exports, keys, needed)`, `median_repeats(exports, keys, drawn)`, then `replay_record(...)`.
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+from collections.abc import Callable, Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from labcore import nsys
+from labcore import record as rec
+from labcore.device import DeviceFacts
+from labcore.errors import UsageError
+from labcore.exports import Exports, median_instance
+from labcore.kit.keys import PassKey
+from labcore.profiles import RESULTS, load_companion, load_results, profile_path, require_exports
+from labcore.sizes import format_size
+
+COPY_SLACK_BYTES = 1000  # exports print sizes in MB with 3 decimals
+REPLAYED_EXPORTS = ("nvtx_pushpop_trace", "cuda_gpu_trace")  # what a replay from exports reads
+STAGES = ("h2d", "kernel", "d2h")
+TRACE_REPEAT = "trace_repeat"  # record.extra: pass key -> the timed repeat whose timeline the trace holds
+
+FromExports = Callable[[Path, "Path | None"], rec.Record]
+
+
+def load(
+    lesson: str,
+    path: str | Path | None,
+    from_exports: FromExports,
+    *,
+    hint: str = "",
+    missing: Callable[[], str] | None = None,
+) -> rec.Record:
+    """Read a profile folder (nsys exports, else results.json) or a results.json into a replay record; `hint`
+    ends the line that refuses a folder with neither, `missing()` is the line for a shipped folder with neither."""
+    shipped = path is None
+    path = profile_path(lesson, path)
+    if path.is_file():
+        return load_results(path, lesson)
+    require_exports(path, REPLAYED_EXPORTS)
+    companion = path / RESULTS
+    if has_exports(path):
+        return from_exports(path, companion if companion.exists() else None)
+    if companion.exists():
+        return load_results(companion, lesson)
+    if shipped and missing:
+        raise UsageError(missing())
+    raise UsageError(
+        f"--from-profile {path}: neither nsys CSV exports (nvtx_pushpop_trace, cuda_gpu_trace) nor a results.json "
+        f"there{hint}"
+    )
+
+
+def has_exports(directory: Path) -> bool:
+    """Whether a folder holds every export a replay reads (a malformed export is an error, not a no)."""
+    try:
+        found = nsys.find_exports(directory)
+    except nsys.NsysFormatError:
+        raise
+    except UsageError:
+        return False
+    return set(REPLAYED_EXPORTS) <= set(found)
+
+
+def shipped(load_profile: Callable[[], rec.Record]) -> Callable[[], rec.Record]:
+    """A function giving the shipped profile's record, parsed once per process (its exports take a second or more
+    to read): each call a copy the caller may change, unpickled from the parsed record's bytes (1 ms; a deepcopy
+    took 10). Checks read it while grading, for every submission a warm worker grades."""
+
+    @functools.cache
+    def parsed_bytes() -> bytes:
+        return pickle.dumps(load_profile())
+
+    def shipped_profile() -> rec.Record:
+        return pickle.loads(parsed_bytes())
+
+    shipped_profile.__doc__ = "The shipped profile's record, parsed once per process: a copy the caller may change."
+    return shipped_profile
+
+
+def keys(exports: Exports, parse: Callable[[str], Any], lesson: str, form: str) -> dict[str, Any]:
+    """Each timed range's text and its parsed key; a range that is not one of the lesson's keys is an error naming
+    the export and the expected `form`."""
+    parsed = {}
+    for text in exports.by_key:
+        key = parse(text)
+        if key is None:
+            raise nsys.NsysFormatError(
+                exports.ranges_path, None, f"range {text!r} is not a {lesson} pass (expected {form})"
+            )
+        parsed[text] = key
+    return parsed
+
+
+def ops_validator(
+    kinds: Collection[str], n_chunks: int, window: int, chunks: str, serial_span: bool = False
+) -> Callable[[pd.DataFrame], str | None]:
+    """Consistency of one instance: n_chunks operations of each kind in `kinds` (none of the others), each copy one
+    window; with `serial_span`, one stream's operations adding up to no more than its span. `chunks` describes the
+    chunks in the error ('16 chunks of 64MiB')."""
+
+    def validate(ops: pd.DataFrame) -> str | None:
+        counts = ops["kind"].value_counts().to_dict()
+        for kind in STAGES:
+            want = n_chunks if kind in kinds else 0
+            if counts.get(kind, 0) != want:
+                return f"{counts.get(kind, 0)} {kind} operations, expected {want} ({chunks})"
+        sizes = ops.loc[ops["kind"] != "kernel", "bytes"]
+        off = sizes[(sizes - window).abs() > COPY_SLACK_BYTES]
+        if len(off):
+            return f"a copy of {int(off.iloc[0])} bytes, expected {window} (the window)"
+        if serial_span and ops["stream"].nunique() == 1:  # one stream runs its operations one after another
+            busy = int(ops["duration_ns"].sum())
+            span = int(ops["end_ns"].max() - ops["start_ns"].min())
+            if busy > span * 1.001:
+                return f"one stream's operations add up to {busy / 1e6:.3f} ms, more than its span {span / 1e6:.3f} ms"
+        return None
+
+    return validate
+
+
+def check_window_passes(
+    exports: Exports,
+    parsed: Mapping[str, PassKey],
+    kinds: Callable[[str], Collection[str]],
+    total: int,
+    serial_span: bool = False,
+) -> None:
+    """Every pass of a window sweep checked by ops_validator (its kinds by name) at its window of `total`."""
+    for text, key in parsed.items():
+        n_chunks = total // key.window_bytes
+        chunks = f"{n_chunks} chunks of {format_size(key.window_bytes)}"
+        exports.check(text, ops_validator(kinds(key.name), n_chunks, key.window_bytes, chunks, serial_span))
+
+
+def sweep_total(exports: Exports, keys: Iterable[PassKey], needed: Iterable[str]) -> tuple[list[int], int]:
+    """A window sweep's windows (those with an 'h2d' component) and the array they all cover; an error names a
+    window missing one of the `needed` one-pair passes, or windows that cover different totals."""
+    keys = set(keys)
+    windows = sorted({k.window_bytes for k in keys if k.name == "h2d"})
+    if not windows:
+        raise nsys.NsysFormatError(exports.ranges_path, None, "no 'h2d w=... b=1' component ranges")
+    for window in windows:
+        for name in needed:
+            if PassKey(name, window, 1) not in keys:
+                raise nsys.NsysFormatError(
+                    exports.ranges_path, None, f"no {name!r} range for window {format_size(window)}"
+                )
+    totals = {w: len(exports.by_key[str(PassKey("h2d", w, 1))][0]) * w for w in windows}
+    if len(set(totals.values())) != 1:
+        sizes = ", ".join(f"{format_size(w)}: {format_size(t)}" for w, t in totals.items())
+        raise nsys.NsysFormatError(exports.trace_path, None, f"windows cover different totals ({sizes})")
+    return windows, next(iter(totals.values()))
+
+
+def window_passes(exports: Exports, parsed: Mapping[str, PassKey]) -> list[rec.PassTimes]:
+    """Every pass of a window sweep, its params its window and depth."""
+    return [
+        exports.pass_times(
+            text, key.name, {"window_bytes": key.window_bytes, "buffers": key.buffers}, copy_bytes=key.window_bytes
+        )
+        for text, key in parsed.items()
+    ]
+
+
+def median_repeats(exports: Exports, drawn: Iterable[str]) -> tuple[dict[str, int], list[rec.Op]]:
+    """For each pass drawn on a timeline, the timed repeat whose time is the median, and those repeats' operations
+    (timed from their range's start: each timeline ends at the table's median)."""
+    repeats = {text: median_instance(exports.elapsed_ms[text]) for text in drawn}
+    return repeats, [op for text, instance in repeats.items() for op in exports.ops(text, instance)]
+
+
+def replay_record(
+    lesson: str,
+    directory: Path,
+    companion: Path | None,
+    exports: Exports,
+    base: rec.Record | None,
+    **fields: Any,
+) -> rec.Record:
+    """The replay record: `fields` (config, passes, trace, extra) from the exports; the device (else the exports'
+    GPU name), the checks and when it was recorded from the run's results.json (`base`) when there is one."""
+    return rec.Record(
+        lesson=lesson,
+        mode="replay",
+        source=f"nsys exports in {directory}" + (f" with {companion.name}" if companion else ""),
+        device=base.device if base else DeviceFacts(name=exports.device_name),
+        checks=base.checks if base else [],
+        recorded_at=base.recorded_at if base else "unknown",
+        **fields,
+    )
+
+
+def companion_of(companion: Path | None, lesson: str) -> rec.Record | None:
+    """The run's results.json beside the exports, if any (UsageError when it records another lesson)."""
+    return load_companion(companion, lesson) if companion else None
