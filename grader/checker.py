@@ -19,6 +19,7 @@ cells run under cProfile and the statistics go to DIR/checker-PID-N.prof: where 
 
 from __future__ import annotations
 
+import ast
 import cProfile
 import json
 import os
@@ -29,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from grader import cells
+from grader import cells, hops
 from grader.zygote import warm
 from labcore import answers, reuse
 
@@ -37,7 +38,7 @@ PROFILE_ENV = "GRADER_CHECKER_PROFILE"
 _profiled = 0  # jobs profiled by this process
 
 
-def judge(job: dict[str, Any], ip: Any) -> dict[str, Any]:
+def judge(job: dict[str, Any], ip: Any) -> hops.Judged:
     folder = Path(job["dir"])
     os.chdir(folder)
     os.environ["LABCORE_ANSWERS"] = f"judge:{folder / 'answers.jsonl'}"
@@ -62,10 +63,10 @@ def judge(job: dict[str, Any], ip: Any) -> dict[str, Any]:
         global _profiled
         _profiled += 1
         profile.dump_stats(Path(profiles) / f"checker-{os.getpid()}-{_profiled}.prof")
-    return {"cells": judged, "cells_s": seconds, "checker_s": round(time.perf_counter() - began, 3)}
+    return hops.Judged(cells=judged, cells_s=seconds, checker_s=round(time.perf_counter() - began, 3))
 
 
-def plan(job: dict[str, Any], ip: Any) -> dict[str, Any]:
+def plan(job: dict[str, Any], ip: Any) -> hops.Planned:
     """The questions the test cells ask, by cell index, in order; nothing is answered or judged. A question asked
     only by a hidden-test region is marked `hidden` (the feedback scan looks for its inputs; the sandbox never
     learns which are)."""
@@ -83,16 +84,41 @@ def plan(job: dict[str, Any], ip: Any) -> dict[str, Any]:
             shown = visible_part(source)
             visible: Counter[str] = Counter()
             if shown is not None:  # the visible part alone first: what it asks is no hidden test's
-                cells.run_cell(ip, shown, count)
+                _ask_each(ip, shown, count)
                 lines = path.read_text().splitlines()
                 visible.update(json.loads(line)["key"] for line in lines[seen:])
                 seen = len(lines)
-            cells.run_cell(ip, source, count)  # a check stops after asking: its outputs say nothing here
+            _ask_each(ip, source, count)  # a check stops after asking: its outputs say nothing here
             lines = path.read_text().splitlines()
             questions[str(index)] = [_marked(json.loads(line), visible, shown) for line in lines[seen:]]
             seen = len(lines)
         os.chdir("/")
-    return {"questions": questions}
+    return hops.Planned(questions=questions)
+
+
+def _ask_each(ip: Any, source: str, count: int) -> None:
+    """Run a test cell in the planner one top-level statement at a time: a plain `assert call(...) == 5` fails there
+    for want of an answer (labcore.answers.UNANSWERED equals nothing but itself), and the statements after it still
+    ask their questions. A check function asks all of its questions before it judges anything, so one statement
+    asks them all; a question asked only past a failing test in the same statement is not planned (and, unanswered,
+    fails that test's cell when judged)."""
+    for statement in statements(source):
+        cells.run_cell(ip, statement, count)
+
+
+def statements(source: str) -> list[str]:
+    """A cell's top-level statements, each as its own source (decorators with what they decorate, statements that
+    share a line together); the whole cell where it is not plain Python (a syntax error, an IPython magic)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return [source]
+    starts = sorted({min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", []))]) for n in tree.body})
+    if not starts:
+        return [source]
+    lines = source.split("\n")
+    ends = [*starts[1:], len(lines) + 1]
+    return ["\n".join(lines[start - 1 : end - 1]) for start, end in zip(starts, ends, strict=True)]
 
 
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"  # nbgrader's delimiters (the course's)

@@ -8,7 +8,8 @@ later` the sandbox runs only the answer cells; with `--feedback now` it runs the
 figures, for feedback that shows them; the questions, the answers channel and the checker are the same, and so
 are the points. As each submission's results come back they are written to
 
-    DIR/.grading/<assignment>/<student>/<notebook>.json     {"key", "seed", "result"} or {"key", "error"}
+    DIR/.grading/<assignment>/<student>/<notebook>.json     {"version", "key", "seed", "result"} or
+                                                            {"version", "key", "error"} (grader.hops.Stored)
 
 before anything else happens, so a coordinator killed mid-class loses nothing: the next run finds each result
 whose key (a digest of the sanitized notebook, the run files, the course code and the feedback asked for) still
@@ -35,7 +36,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader import cluster, warm
+from grader import cluster, hops, warm
 from grader.autograde import Outcome, absent, outcome, record_all
 from grader.grading import GradingDir, past_run_files, too_large
 from grader.layout import (
@@ -99,21 +100,22 @@ def _stored(grading: GradingDir, job_name: str, notebook: str) -> Path:
     return grading.root / STORE / job_name / f"{notebook}.json"
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> hops.Stored:
     try:
-        return json.loads(path.read_text())
+        found = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+    return found if isinstance(found, dict) else {}
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
+def _write(path: Path, data: hops.Stored) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     part = path.with_suffix(".part")
     part.write_text(json.dumps(data))
     part.replace(path)  # whole or not at all: a coordinator killed while writing leaves the old file
 
 
-def safe_result(result: dict[str, Any]) -> dict[str, Any]:
+def safe_result(result: hops.Outcome) -> hops.Outcome:
     """A submission's result safe to store and record: every string valid Unicode, each cell's outputs capped
     (grader.outputs), whatever the student printed."""
     result = clean_data(result)
@@ -129,18 +131,18 @@ def store(where: Path, key: str, one: cluster.Done) -> None:
     submission (same key) is already filed: a failed retry never replaces a grade that was recorded."""
     if one.result is not None:
         whole = bool(one.job.answers_program.get("whole"))
-        result = {**safe_result(one.result), "timeout_s": one.job.timeout_s, "whole": whole}
-        _write(where, {"key": key, "seed": one.job.seed, "result": result})
+        result = hops.Outcome(**safe_result(one.result), timeout_s=one.job.timeout_s, whole=whole)
+        _write(where, hops.Stored(version=hops.HOPS_VERSION, key=key, seed=one.job.seed, result=result))
         return
     before = _read(where)
-    if not ("result" in before and before.get("key") == key):
-        _write(where, {"key": key, "error": one.error})
+    if not (hops.current(before) and before.get("key") == key):
+        _write(where, hops.Stored(version=hops.HOPS_VERSION, key=key, error=one.error))
 
 
 # -- the autograded notebook from the two results ---------------------------------------------------------------
 
 
-def _sandbox_lost(nb: NotebookNode, extracted: dict[str, Any], whole: bool) -> dict[str, Any] | None:
+def _sandbox_lost(nb: NotebookNode, extracted: hops.Extracted, whole: bool) -> hops.Lost | None:
     """Where a run whose sandbox itself was lost (killed, or past its budget: `reason`, no `lost` cell) stopped:
     the first cell of the program that filed no outputs; the cells before it keep what they answered. None when
     no cell filed any (the sandbox never ran the notebook: it is not graded, and says why)."""
@@ -152,10 +154,10 @@ def _sandbox_lost(nb: NotebookNode, extracted: dict[str, Any], whole: bool) -> d
     missing = [index for index in program if str(index) not in filed]
     if not missing or missing[0] == program[0]:
         return None
-    return {"cell": missing[0], "why": "sandbox", "status": trouble}
+    return hops.Lost(cell=missing[0], why="sandbox", status=trouble)
 
 
-def _lost_error(lost: dict[str, Any], name: str, limit: Any) -> tuple[str, str]:
+def _lost_error(lost: hops.Lost, name: str, limit: Any) -> tuple[str, str]:
     """(error name, reason) of the cell a run was lost in, in the words of grader.layout's errors."""
     why = lost.get("why")
     if why == "sandbox":
@@ -169,7 +171,7 @@ def _lost_error(lost: dict[str, Any], name: str, limit: Any) -> tuple[str, str]:
     return KERNEL_DIED, f"the kernel died ({lost.get('status', 'exit status unknown')}) in cell {name}"
 
 
-def _ran(nb: NotebookNode, extracted: dict[str, Any], limit: Any, whole: bool) -> dict[int, list[NotebookNode]]:
+def _ran(nb: NotebookNode, extracted: hops.Extracted, limit: Any, whole: bool) -> dict[int, list[NotebookNode]]:
     """Each code cell's outputs from the sandbox, by index: what it filed, then the error that lost the run in it
     or its timeout; every later cell NotRun with that reason. A lesson cell the sandbox did not run: a note."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
@@ -198,7 +200,7 @@ def _ran(nb: NotebookNode, extracted: dict[str, Any], limit: Any, whole: bool) -
     return ran
 
 
-def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
+def filled(nb: NotebookNode, result: hops.Outcome) -> NotebookNode:
     """The autograded notebook: the sandbox's outputs for the cells it ran, the checker's verdicts for test cells;
     safe to record (grader.outputs), every test cell without a verdict saying why."""
     import nbformat  # seconds to import (jsonschema's format checks): `python -m grader --help` does not wait for it
@@ -232,13 +234,13 @@ def filled(nb: NotebookNode, result: dict[str, Any]) -> NotebookNode:
             cell.outputs = [*(o for o in outputs if o.output_type == "stream"), *verdict]
     safe_cells(nb)  # whatever the student printed can be written, recorded and shown (grader.outputs)
     seconds = checked.get("cells_s") or {}
-    nb.metadata[TIMES_KEY] = {
-        "sandbox_s": extracted.get("sandbox_s"),
-        "checker_s": checked.get("checker_s"),
-        "waited_s": 0.0,
-        "checker_cold": bool(checked.get("checker_cold")),
-        "checker_cells_s": {grade_id(c): seconds[str(i)] for i, c in enumerate(nb.cells) if str(i) in seconds},
-    }
+    nb.metadata[TIMES_KEY] = hops.Times(
+        sandbox_s=extracted.get("sandbox_s"),
+        checker_s=checked.get("checker_s"),
+        waited_s=0.0,
+        checker_cold=bool(checked.get("checker_cold")),
+        checker_cells_s={grade_id(c): seconds[str(i)] for i, c in enumerate(nb.cells) if str(i) in seconds},
+    )
     return nb
 
 
@@ -353,7 +355,7 @@ def grade_answers(
                 key = _key(json.dumps(nb, sort_keys=True), files, code, whole)  # the sanitized notebook, as data
                 graded.sources[(student, path.stem)] = (nb, key)
                 stored = _read(_stored(grading, f"{assignment}/{student}", path.stem))
-                if not regrade and stored.get("key") == key and "result" in stored:
+                if not regrade and stored.get("key") == key and hops.current(stored):
                     kept += 1
                     continue
                 waiting[student] += 1
@@ -405,7 +407,7 @@ def _lay_out(grading: GradingDir, scratch: Path, item: Ready) -> str:
         stored = _read(_stored(grading, f"{item.assignment}/{item.student}", notebook))
         out = scratch / item.student / "autograded" / item.student / item.assignment / f"{notebook}.ipynb"
         out.parent.mkdir(parents=True, exist_ok=True)
-        if "result" in stored and stored.get("key") == key:
+        if hops.current(stored) and stored.get("key") == key:
             nbformat.write(filled(nb, stored["result"]), out)
         else:
             reason = reason or (stored.get("error") if stored.get("key") == key else "") or "it was not graded"

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from grader import sandbox
+from grader import hops, sandbox
 from grader.bundle import sandbox_library
 from grader.checker import hidden_inputs
 from grader.runner import REPO, course_env, kill_tree
@@ -306,12 +306,12 @@ class WarmSandbox(_Warm):
             return json.dumps({"refused": self.refused}) + "\n"
         return "".join(line + "\n" for line in self.answers)
 
-    def run(self, job: Job, questions: dict[str, list] | None = None) -> dict[str, Any]:
+    def run(self, job: Job, questions: dict[str, list] | None = None) -> hops.Extracted:
         self.answers, self.answered_bytes, self.refused = [], 0, ""
         try:
             self.ensure()
         except _Trouble as trouble:
-            return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": str(trouble), "sandbox_s": 0}
+            return hops.unextracted(str(trouble))
         program, questions = job.answers_program, questions or {}
         self.answering = Answering({"program": {**program, "questions": questions}}, self._taken)
         # the plan as the zygote's supervisor gets it, after it forked the child: which are hidden tests stays here
@@ -343,15 +343,15 @@ class WarmSandbox(_Warm):
                 lost["status"] = f"{lost.get('status') or 'killed'}: out of memory, past the sandbox's {limit} GiB"
             if told.get("killed"):  # a stopped zygote may not have read the start of the cell it was lost in
                 lost["cell"] = next((i for i in order if str(i) not in filed and i >= (lost["cell"] or 0)), None)
-            return {
-                "cells": filed,
-                "answers": self._answers_text(),
-                "timed_out": [i for i in told.get("timed_out", []) if isinstance(i, int)],
-                "lost": lost if isinstance(lost, dict) else None,
-                "reason": reason,
-                "answers_refused": self.refused,
-                "sandbox_s": took,
-            }
+            return hops.extracted(
+                filed,
+                self._answers_text(),
+                timed_out=[i for i in told.get("timed_out", []) if isinstance(i, int)],
+                lost=lost if isinstance(lost, dict) else None,
+                reason=reason,
+                answers_refused=self.refused,
+                sandbox_s=took,
+            )
         finally:
             for folder in (self.work, self.out):  # nothing of one job is there for the next
                 for entry in folder.iterdir():
@@ -515,7 +515,7 @@ class WarmChecker(_Warm):
                 start_new_session=True,
             )
 
-    def run(self, job: Job, extracted: dict[str, Any]) -> dict[str, Any]:
+    def run(self, job: Job, extracted: hops.Extracted) -> hops.Checked:
         self.count += 1
         folder = self.scratch / f"job{self.count}"
         folder.mkdir()
@@ -527,15 +527,9 @@ class WarmChecker(_Warm):
             budget = job.timeout_s * (cells + 1)
             try:
                 told = self.ask({"dir": str(folder), "program": job.checker_program, "seed": job.seed}, budget)
-                return {
-                    "verdicts": told["cells"],
-                    "trouble": "",
-                    "checker_s": told["checker_s"],
-                    "cells_s": told.get("cells_s", {}),
-                    "checker_cold": self.started,
-                }
+                return hops.checked(hops.Judged(**told), cold=self.started)
             except _Trouble as trouble:
-                return {"verdicts": {}, "trouble": str(trouble), "checker_s": None}
+                return hops.checked(None, trouble=str(trouble))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -602,33 +596,30 @@ def _warm(kind: str, job: Job, make: Any) -> Any:
     return _WARM[key]
 
 
-def extract(job: Job) -> dict[str, Any]:
+def extract(job: Job) -> hops.Extracted:
     """Step 1 of grading a submission, on any worker: the test cells' questions planned, then the student's cells and
     those questions in the warm sandbox."""
     _refuse_other_code(job)
     refused = _sandbox_refused()
     if refused:  # this worker's host (a cluster's node) does not give what the sandbox needs: no one graded here
-        return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": refused, "sandbox_s": 0}
+        return hops.unextracted(refused)
     planner = _warm("planner", job, lambda lessons, scratch: WarmChecker(lessons, scratch, planner=True))
     try:
         questions = planner.plan(job)
     except _Trouble as trouble:
-        reason = f"the test cells' questions could not be planned: {trouble}"
-        return {"cells": {}, "answers": "", "timed_out": [], "lost": None, "reason": reason, "sandbox_s": 0}
+        return hops.unextracted(f"the test cells' questions could not be planned: {trouble}")
     # the hidden questions' inputs go with the result (the instructors' store), for the feedback scan
-    return {**_warm("sandbox", job, WarmSandbox).run(job, questions), "drawn": hidden_inputs(questions)}
+    return hops.Extracted(**_warm("sandbox", job, WarmSandbox).run(job, questions), drawn=hidden_inputs(questions))
 
 
-def check(job: Job, extracted: dict[str, Any]) -> dict[str, Any]:
+def check(job: Job, extracted: hops.Extracted) -> hops.Outcome:
     """Step 2, on a worker holding a GPU when grading live: the test cells in the warm checker. The submission's
-    result: {"extracted": what the sandbox said of each cell, "checked": the verdicts}. The answers are left out:
-    the verdicts are what they came to, and the coordinator neither needs nor stores them."""
+    result: what the sandbox said of each cell and the verdicts, less the answers (grader.hops.outcome)."""
     _refuse_other_code(job)
-    checked = _warm("checker", job, WarmChecker).run(job, extracted)
-    return {"extracted": {k: v for k, v in extracted.items() if k != "answers"}, "checked": checked}
+    return hops.outcome(extracted, _warm("checker", job, WarmChecker).run(job, extracted))
 
 
-def grade(job: Job) -> dict[str, Any]:
+def grade(job: Job) -> hops.Outcome:
     """Both steps in this process, one after the other."""
     return check(job, extract(job))
 

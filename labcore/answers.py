@@ -47,7 +47,7 @@ import secrets
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 import numpy as np
 
@@ -414,6 +414,25 @@ class Unanswered:
 UNANSWERED = Unanswered()
 
 
+class PlannedQuestion(TypedDict):
+    """One question as the planner files it and the sandbox gets it (grader.hops: what crosses each hop)."""
+
+    key: str  # key_of(question, inputs)
+    question: str  # what is asked, in words
+    asker: str  # an @asker's qualified name
+    args: list[Any]  # each encoded, or {"student": name} for a student's name
+    hidden: NotRequired[bool]  # asked only by a hidden test (grader.checker); never sent to the sandbox
+
+
+class AnswerLine(TypedDict):
+    """One answer as the sandbox sends it and the checker reads it: the question's key and the encoded value, or
+    what the student's code raised instead."""
+
+    key: str
+    value: NotRequired[Any]
+    raised: NotRequired[str]
+
+
 def _planned_arg(value: Any) -> Any:
     """A question's argument as the plan holds it: a student's name by name, data encoded."""
     if isinstance(value, Answer):
@@ -438,7 +457,7 @@ def answer(question: str, inputs: Any, ask_with: Callable[..., Any], *args: Any)
     if role == "plan":
         name = f"{ask_with.__module__}.{ask_with.__qualname__}"
         assert _ASKERS.get(name) is ask_with, f"{name} is not an @asker: a question must name one"
-        _file(path, {"key": key, "question": question, "asker": name, "args": [_planned_arg(a) for a in args]})
+        _file(path, PlannedQuestion(key=key, question=question, asker=name, args=[_planned_arg(a) for a in args]))
         return UNANSWERED
     if role == "ask":
         raise RuntimeError("the grading sandbox answers planned questions (labcore.answers.ask); it runs no check")
@@ -448,7 +467,7 @@ def answer(question: str, inputs: Any, ask_with: Callable[..., Any], *args: Any)
     return _value_of(line, question)
 
 
-def _computed(key: str, compute: Callable[[], Any]) -> dict[str, Any]:
+def _computed(key: str, compute: Callable[[], Any]) -> AnswerLine:
     """{"key", "value"} (encoded as filed), or {"key", "raised": what the student's code raised}."""
     try:
         return {"key": key, "value": json.loads(json.dumps(encode(compute())))}
@@ -456,13 +475,13 @@ def _computed(key: str, compute: Callable[[], Any]) -> dict[str, Any]:
         return {"key": key, "raised": f"{type(exc).__name__}: {exc}"}
 
 
-def _value_of(line: dict[str, Any], question: str) -> Any:
+def _value_of(line: AnswerLine, question: str) -> Any:
     if "raised" in line:
         raise AnswerRaised(f"{question}: {_raised(str(line['raised'])[:500])}")
     return decode(line["value"])
 
 
-def ask(planned: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
+def ask(planned: PlannedQuestion, namespace: dict[str, Any]) -> AnswerLine:
     """One planned question answered in the grading sandbox: the line to send ({"key", "value"} or {"key", "raised"}).
 
     The student's names in its arguments are looked up in the namespace their cells ran in (a name their cells did
@@ -500,7 +519,7 @@ def call(name: str, fn: Callable[..., Any], *args: Any) -> Any:
     return answer(f"{name}{args!r}", ("call", name, args), ask_call, fn, *args)
 
 
-def _file(path: Path | None, line: dict[str, Any]) -> None:
+def _file(path: Path | None, line: AnswerLine | PlannedQuestion) -> None:
     assert path is not None
     with open(path, "a") as out:
         out.write(json.dumps(line, separators=(",", ":")) + "\n")

@@ -30,6 +30,7 @@ from test_grader_cli import EXPECTED, TOY, grader, make_checkout  # noqa: E402
 from grader.classgrade import STORE, Recorder, grade_answers, grade_class, store  # noqa: E402
 from grader.cluster import Done, open_cluster, visible_device  # noqa: E402
 from grader.grading import GradingDir  # noqa: E402
+from grader.hops import HOPS_VERSION  # noqa: E402
 from grader.warm import Job  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -375,12 +376,13 @@ def test_a_failed_try_never_replaces_a_recorded_result(tmp_path):
     store(where, "k1", Done(_job("ann"), result))
     store(where, "k1", Done(_job("ann"), None, "its grading worker died on every try"))
     assert json.loads(where.read_text()) == {
+        "version": HOPS_VERSION,
         "key": "k1",
         "seed": 7,
         "result": {**result, "timeout_s": 5, "whole": False},
     }
     store(where, "k2", Done(_job("ann"), None, "KilledWorker"))  # the submission changed: its old grade is stale
-    assert json.loads(where.read_text()) == {"key": "k2", "error": "KilledWorker"}
+    assert json.loads(where.read_text()) == {"version": HOPS_VERSION, "key": "k2", "error": "KilledWorker"}
     store(where, "k2", Done(_job("ann"), result))
     assert json.loads(where.read_text())["result"]["extracted"] == {"cells": {}}
 

@@ -16,6 +16,7 @@ import nbformat
 import pytest
 
 from grader import warm
+from grader.checker import statements
 from grader.program import answers_program, checker_program
 from grader.zygote import Answering
 from labcore import answers
@@ -39,6 +40,20 @@ def test_the_plan_records_questions_with_the_students_names_and_computes_nothing
     assert line["asker"] == "labcore.answers.ask_call"
     assert line["args"] == [{"student": "clamp"}, 5, 0, 10]
     assert line["key"] == answers.key_of("clamp(5, 0, 10)", ("call", "clamp", (5, 0, 10)))
+
+
+def test_the_planner_runs_a_test_cell_one_statement_at_a_time():
+    """Each top-level statement its own source (decorators with their function, a shared line together), so a plain
+    assert that fails on an unanswered question keeps no later statement's question unasked; not Python: whole."""
+    cell = "a = 1; b = 2\n@dec\ndef f():\n    return 1\nassert call('f', f, 5) == 5\nassert call('f', f, 6) == 6"
+    assert statements(cell) == [
+        "a = 1; b = 2",
+        "@dec\ndef f():\n    return 1",
+        "assert call('f', f, 5) == 5",
+        "assert call('f', f, 6) == 6",
+    ]
+    assert statements("%time x = 1\ny = 2") == ["%time x = 1\ny = 2"]
+    assert statements("# nothing to run") == ["# nothing to run"]
 
 
 def test_ask_answers_a_planned_question_from_the_students_namespace(monkeypatch):
