@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 
 from day54 import schedules
@@ -10,6 +9,7 @@ from day54.config import PassKey
 from day54.model import Prediction, Stages, predict
 from labcore.answers import ReferenceWithheld
 from labcore.errors import UsageError
+from labcore.kit.verdicts import Verdict, checks_text, held
 from labcore.pipeline.recording import RecordingContext
 from labcore.record import Record
 from labcore.sizes import format_size
@@ -18,20 +18,6 @@ TRACE_REPEAT = "trace_repeat"  # record.extra: {pass key: which timed repeat (fr
 SEVERAL = 3.0  # "several times the kernel pass": at least this many
 SPEEDUP_BAR = 1.6
 NAIVE_TOLERANCE = 0.10
-
-
-@dataclasses.dataclass(frozen=True)
-class Verdict:
-    """One prediction judged on one run's numbers."""
-
-    number: int
-    claim: str
-    outcome: str  # "held", "failed" or "half held"
-    numbers: str
-    reason: str
-
-    def line(self) -> str:
-        return f"  {self.number}. {self.outcome.upper()}: {self.claim}\n     {self.numbers}. {self.reason}"
 
 
 def windows(record: Record) -> list[int]:
@@ -161,86 +147,83 @@ def sweep_table(record: Record) -> str:
     return "\n".join(lines)
 
 
-def predictions(record: Record, window: int) -> list[Verdict]:
-    """The lesson's four predictions, judged on this record's numbers at one window."""
-    st = stages(record, window)
-    naive = measured(record, "naive", window, 1)
-    depth = 2 if 2 in buffers(record) else buffers(record)[0]
-    pipe = measured(record, "pipelined", window, depth)
-    h_c, _, d_c = st.per_chunk()
-    verdicts = []
-
+def _naive_claim(record: Record, window: int) -> Verdict:
+    st, naive = stages(record, window), measured(record, "naive", window, 1)
     off = naive / st.sum_ms - 1
-    verdicts.append(
-        Verdict(
-            1,
-            "measured naive lands within 10% of the sum of the three components",
-            "held" if abs(off) <= NAIVE_TOLERANCE else "failed",
-            f"naive {naive:.3f} ms vs sum {st.sum_ms:.3f} ms ({off * 100:+.1f}%)",
-            "one stream serializes its copies and kernels exactly"
-            if abs(off) <= NAIVE_TOLERANCE
-            else "something in the naive pass overlapped or stalled; capture a timeline",
-        )
+    return Verdict(
+        1,
+        "measured naive lands within 10% of the sum of the three components",
+        held(abs(off) <= NAIVE_TOLERANCE),
+        f"naive {naive:.3f} ms vs sum {st.sum_ms:.3f} ms ({off * 100:+.1f}%)",
+        "one stream serializes its copies and kernels exactly"
+        if abs(off) <= NAIVE_TOLERANCE
+        else "something in the naive pass overlapped or stalled; capture a timeline",
     )
 
+
+def _bounds_claim(record: Record, window: int, depth: int) -> Verdict:
+    st, pipe = stages(record, window), measured(record, "pipelined", window, depth)
+    h_c, _, d_c = st.per_chunk()
     ceiling = st.max_ms + h_c + d_c
     model = model_for(record, window, depth)
     inside = st.max_ms <= pipe <= ceiling
-    verdicts.append(
-        Verdict(
-            2,
-            f"pipelined ({depth} buffers) lands between the slowest stage and it plus one chunk in and one out",
-            "held" if inside else "failed",
-            f"pipelined {pipe:.3f} ms; window [{st.max_ms:.3f}, {ceiling:.3f}] ms; {model.explain()}",
-            "the edges are the only serial residue"
-            if inside
-            else f"the max-plus-edges model misses what {depth} buffers cannot hide: the {model.binding} "
-            f"({model.bound_ms:.3f} ms) sits above the max floor",
-        )
+    return Verdict(
+        2,
+        f"pipelined ({depth} buffers) lands between the slowest stage and it plus one chunk in and one out",
+        held(inside),
+        f"pipelined {pipe:.3f} ms; window [{st.max_ms:.3f}, {ceiling:.3f}] ms; {model.explain()}",
+        "the edges are the only serial residue"
+        if inside
+        else f"the max-plus-edges model misses what {depth} buffers cannot hide: the {model.binding} "
+        f"({model.bound_ms:.3f} ms) sits above the max floor",
     )
 
+
+def _copies_claim(record: Record, window: int) -> Verdict:
+    st = stages(record, window)
     copies_slowest = min(st.h2d_ms, st.d2h_ms) > st.kernel_ms
     times = min(st.h2d_ms, st.d2h_ms) / st.kernel_ms if st.kernel_ms else float("inf")
     outcome = "held" if copies_slowest and times >= SEVERAL else "half held" if copies_slowest else "failed"
-    verdicts.append(
-        Verdict(
-            3,
-            f"the copies are the two slowest stages, each several (>= {SEVERAL:g}x) times the kernel pass",
-            outcome,
-            f"h2d {st.h2d_ms:.3f}, d2h {st.d2h_ms:.3f}, kernel {st.kernel_ms:.3f} ms (copies {times:.1f}x the kernel)",
-            {
-                "held": "this link is slow next to this kernel",
-                "half held": "the copies are slowest but the kernel is heavier relative to this link",
-                "failed": "the kernel is a slowest stage here; overlap hides copies behind it",
-            }[outcome],
-        )
+    return Verdict(
+        3,
+        f"the copies are the two slowest stages, each several (>= {SEVERAL:g}x) times the kernel pass",
+        outcome,
+        f"h2d {st.h2d_ms:.3f}, d2h {st.d2h_ms:.3f}, kernel {st.kernel_ms:.3f} ms (copies {times:.1f}x the kernel)",
+        {
+            "held": "this link is slow next to this kernel",
+            "half held": "the copies are slowest but the kernel is heavier relative to this link",
+            "failed": "the kernel is a slowest stage here; overlap hides copies behind it",
+        }[outcome],
     )
 
-    speedup = naive / pipe
+
+def _speedup_claim(record: Record, window: int, depth: int) -> Verdict:
+    speedup = measured(record, "naive", window, 1) / measured(record, "pipelined", window, depth)
     engines = record.device.async_engine_count
-    verdicts.append(
-        Verdict(
-            4,
-            f"pipelined ({depth} buffers) beats naive by at least {SPEEDUP_BAR}x (needs 2+ copy engines)",
-            "held" if speedup >= SPEEDUP_BAR else "failed",
-            f"speed-up {speedup:.2f}x; asyncEngineCount {engines}",
-            "copy in of one chunk overlaps copy out of another"
-            if speedup >= SPEEDUP_BAR
-            else (
-                "one copy engine: both directions share a lane"
-                if engines < 2
-                else "the overlap is smaller than the bet; see prediction 2's bounds"
-            ),
-        )
+    return Verdict(
+        4,
+        f"pipelined ({depth} buffers) beats naive by at least {SPEEDUP_BAR}x (needs 2+ copy engines)",
+        held(speedup >= SPEEDUP_BAR),
+        f"speed-up {speedup:.2f}x; asyncEngineCount {engines}",
+        "copy in of one chunk overlaps copy out of another"
+        if speedup >= SPEEDUP_BAR
+        else (
+            "one copy engine: both directions share a lane"
+            if engines < 2
+            else "the overlap is smaller than the bet; see prediction 2's bounds"
+        ),
     )
-    return verdicts
 
 
-def checks_text(record: Record) -> str:
-    lines = ["Correctness (before any timing)"]
-    for check in record.checks:
-        lines.append(f"  {'PASS' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
-    return "\n".join(lines)
+def predictions(record: Record, window: int) -> list[Verdict]:
+    """The lesson's four predictions, judged on this record's numbers at one window."""
+    depth = 2 if 2 in buffers(record) else buffers(record)[0]
+    return [
+        _naive_claim(record, window),
+        _bounds_claim(record, window, depth),
+        _copies_claim(record, window),
+        _speedup_claim(record, window, depth),
+    ]
 
 
 def ordering_verdict(name: str, n_chunks: int, depth: int) -> str:

@@ -113,23 +113,17 @@ def run_live(cfg: Config) -> Record:
     return record
 
 
-def _measure(
-    cfg: Config,
-    n: int,
-    ctx: CupyContext,
-    host: HostArrays,
-    other: HostArrays,
-    expected: Any,
-    expected_other: Any,
-    record: Record,
-) -> Iterator[str]:
-    """Correctness, then timings, then the update, at n chunks. Yields a label after each step."""
+def _captured(
+    ctx: CupyContext, host: HostArrays, expected: Any, record: Record, n: int
+) -> tuple[Any, int, dict] | None:
+    """The pipeline run stream by stream, then captured, instantiated and launched once, each output checked
+    against naive's: the captured graph, its executable and the one-off host times (ms); None when a check failed."""
     streams, graphed = PassKey("streams", n), PassKey("graph", n)
     with gpu_turn():
         schedules.pipelined(ctx)
         ctx.synchronize()
     if not _verified(f"{streams} vs naive", host, expected, ctx, record):
-        return
+        return None
     gctx = graph.capturable(ctx)
     with gpu_turn():
         captured, _ = _once("capture", graphed, lambda: graph.capture(gctx, schedules.pipelined))
@@ -141,44 +135,56 @@ def _measure(
         cp = cupy_or_none()
         cp.cuda.Device().synchronize()
     if not _verified(f"{graphed} vs naive", host, expected, ctx, record):
-        return
-    yield f"check n={n}"
-    timed = dict(domain=DOMAIN, repeats=cfg.repeats, warmup=cfg.warmup, bytes_moved=2 * cfg.total_bytes)
-    enqueue_ms: list[float] = []
-    launch_ms: list[float] = []
-    params = {"n_chunks": n, "window_bytes": ctx.window_bytes, "buffers": cfg.buffers}
-    record.passes.append(
-        time_pass(
-            _host_timed("enqueue", streams, enqueue_ms, cfg.warmup, lambda: schedules.pipelined(ctx)),
-            key=streams,
-            name="streams",
-            params=params,
-            **timed,
-        )
-    )
-    yield f"streams n={n}"
-    record.passes.append(
-        time_pass(
-            _host_timed("launch", graphed, launch_ms, cfg.warmup, lambda: graph.launch(exec_)),
-            key=graphed,
-            name="graph",
-            params=params,
-            **timed,
-        )
-    )
-    yield f"graph n={n}"
-    facts: dict[str, Any] = {
-        "enqueue_ms": enqueue_ms,
-        "launch_ms": launch_ms,
+        return None
+    once = {
         "capture_ms": captured.capture_ms,
         "instantiate_ms": instantiate_ms,
         "first_launch_ms": first_launch_ms,
         "nodes": captured.nodes,
     }
-    updated, fresh = _update(cfg, n, exec_, other, expected_other, record, graphed)
+    return captured, exec_, once
+
+
+def _time_both(cfg: Config, n: int, ctx: CupyContext, exec_: int, record: Record, timed: dict) -> Iterator[str]:
+    """The GPU time of the pipeline stream by stream and as one graph launch, and the host's time of each (into
+    record.extra[HOST][n]'s enqueue_ms and launch_ms)."""
+    streams, graphed = PassKey("streams", n), PassKey("graph", n)
+    facts = record.extra[HOST].setdefault(str(n), {})
+    enqueue_ms, launch_ms = facts.setdefault("enqueue_ms", []), facts.setdefault("launch_ms", [])
+    params = {"n_chunks": n, "window_bytes": ctx.window_bytes, "buffers": cfg.buffers}
+    enqueue = _host_timed("enqueue", streams, enqueue_ms, cfg.warmup, lambda: schedules.pipelined(ctx))
+    record.passes.append(time_pass(enqueue, key=streams, name="streams", params=params, **timed))
+    yield f"streams n={n}"
+    launch = _host_timed("launch", graphed, launch_ms, cfg.warmup, lambda: graph.launch(exec_))
+    record.passes.append(time_pass(launch, key=graphed, name="graph", params=params, **timed))
+    yield f"graph n={n}"
+
+
+def _measure(
+    cfg: Config,
+    n: int,
+    ctx: CupyContext,
+    host: HostArrays,
+    other: HostArrays,
+    expected: Any,
+    expected_other: Any,
+    record: Record,
+) -> Iterator[str]:
+    """Correctness, then timings, then the update, at n chunks. Yields a label after each step."""
+    made = _captured(ctx, host, expected, record, n)
+    if made is None:
+        return
+    captured, exec_, once = made
+    yield f"check n={n}"
+    timed = dict(domain=DOMAIN, repeats=cfg.repeats, warmup=cfg.warmup, bytes_moved=2 * cfg.total_bytes)
+    record.extra[HOST][str(n)] = {}
+    yield from _time_both(cfg, n, ctx, exec_, record, timed)
+    facts = record.extra[HOST][str(n)]
+    facts.update(once)
+    updated, fresh = _update(cfg, n, exec_, other, expected_other, record, PassKey("graph", n))
     facts.update(updated)  # from here on exec_ runs on fresh's buffers and other's arrays: fresh stays alive
-    record.extra[HOST][str(n)] = facts
     if n == cfg.main_chunks:
+        streams = PassKey("streams", n)
         record.trace.extend(trace_pass(ctx, schedules.pipelined, streams))  # a graph's nodes carry no events
         two = ctx.with_buffers(2)
         record.passes.append(

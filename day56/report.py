@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import statistics
 from typing import Any
@@ -11,6 +10,7 @@ from day56 import model
 from day56.config import PassKey
 from labcore.answers import ReferenceWithheld
 from labcore.errors import UsageError
+from labcore.kit.verdicts import Verdict, checks_text, held
 from labcore.record import Record
 from labcore.sizes import format_size
 
@@ -22,19 +22,6 @@ HOST_RATIO_BAR = 3.0  # 1: a graph launch costs the host this many times less th
 GPU_BAND = 0.05  # 2: the graph's GPU time within 5% of the streams' (measured 0.961-0.992, repeats of 5)
 FLOOR_BAND = (1.0, 1.15)  # 3: the pipeline, either way, at 1.00-1.15x the duplex floor (measured 1.04-1.10x)
 BREAK_EVEN_BAR = 20  # prediction 5: the one-off cost pays back within this many launches at every chunk count
-
-
-@dataclasses.dataclass(frozen=True)
-class Verdict:
-    """One prediction judged on one run's numbers."""
-
-    number: int
-    claim: str
-    outcome: str  # "held" or "failed"
-    numbers: str
-
-    def line(self) -> str:
-        return f"  {self.number}. {self.outcome.upper()}: {self.claim}\n     {self.numbers}"
 
 
 def chunk_counts(record: Record) -> list[int]:
@@ -191,81 +178,89 @@ def pitfalls_text(record: Record) -> str | None:
     return "\n".join(lines)
 
 
-def checks_text(record: Record) -> str:
-    lines = ["Correctness (before any timing)"]
-    for check in record.checks:
-        lines.append(f"  {'PASS' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
-    return "\n".join(lines)
-
-
-def predictions(record: Record) -> list[Verdict]:
-    """The lesson's five claims, each judged on this record's numbers."""
-    counts = chunk_counts(record)
-    verdicts = []
+def _host_claim(record: Record, counts: list[int]) -> Verdict | None:
     per_chunk = {
         n: (enqueue_ms(record, n), launch_ms(record, n))
         for n in counts
         if None not in (enqueue_ms(record, n), launch_ms(record, n))
     }
-    if per_chunk:
-        ratios = {n: enq / lau for n, (enq, lau) in per_chunk.items()}
-        worst = min(ratios, key=ratios.__getitem__)
-        verdicts.append(
-            Verdict(
-                1,
-                f"per pass, one graph launch costs the host at least {HOST_RATIO_BAR:.0f}x less than the enqueue loop",
-                "held" if ratios[worst] >= HOST_RATIO_BAR else "failed",
-                ", ".join(f"{n} chunks: {ratios[n]:.1f}x" for n in per_chunk) + f"; least at {worst} chunks",
-            )
-        )
+    if not per_chunk:
+        return None
+    ratios = {n: enq / lau for n, (enq, lau) in per_chunk.items()}
+    worst = min(ratios, key=ratios.__getitem__)
+    return Verdict(
+        1,
+        f"per pass, one graph launch costs the host at least {HOST_RATIO_BAR:.0f}x less than the enqueue loop",
+        held(ratios[worst] >= HOST_RATIO_BAR),
+        ", ".join(f"{n} chunks: {ratios[n]:.1f}x" for n in per_chunk) + f"; least at {worst} chunks",
+    )
+
+
+def _gpu_claim(record: Record, counts: list[int]) -> Verdict:
     gaps = {n: gpu_ms(record, "graph", n) / gpu_ms(record, "streams", n) for n in counts}
     far = max(gaps, key=lambda n: abs(gaps[n] - 1))
-    verdicts.append(
-        Verdict(
-            2,
-            f"the GPU time barely moves: the graph within {GPU_BAND:.0%} of the streams at every chunk count",
-            "held" if abs(gaps[far] - 1) <= GPU_BAND else "failed",
-            ", ".join(f"{n} chunks: graph/streams {gaps[n]:.3f}" for n in counts),
-        )
+    return Verdict(
+        2,
+        f"the GPU time barely moves: the graph within {GPU_BAND:.0%} of the streams at every chunk count",
+        held(abs(gaps[far] - 1) <= GPU_BAND),
+        ", ".join(f"{n} chunks: graph/streams {gaps[n]:.3f}" for n in counts),
     )
+
+
+def _floor_claim(record: Record) -> Verdict | None:
     floor, main = floor_ms(record), main_chunks(record)
-    if floor:
-        both = {name: gpu_ms(record, name, main) / floor for name in ("streams", "graph")}
-        low, high = FLOOR_BAND
-        verdicts.append(
-            Verdict(
-                3,
-                f"at {main} chunks both sit near the duplex floor ({low:.2f}-{high:.2f}x): the link binds",
-                "held" if all(low <= r <= high for r in both.values()) else "failed",
-                f"streams {both['streams']:.3f}x, graph {both['graph']:.3f}x the floor ({floor:.3f} ms)",
-            )
-        )
+    if not floor:
+        return None
+    both = {name: gpu_ms(record, name, main) / floor for name in ("streams", "graph")}
+    low, high = FLOOR_BAND
+    return Verdict(
+        3,
+        f"at {main} chunks both sit near the duplex floor ({low:.2f}-{high:.2f}x): the link binds",
+        held(all(low <= r <= high for r in both.values())),
+        f"streams {both['streams']:.3f}x, graph {both['graph']:.3f}x the floor ({floor:.3f} ms)",
+    )
+
+
+def _update_claim(record: Record, counts: list[int]) -> Verdict | None:
     updates = {n: host(record, n) for n in counts}
     updates = {n: f for n, f in updates.items() if f.get("update_ms") is not None and f.get("reinstantiate_ms")}
-    if updates:
-        verdicts.append(
-            Verdict(
-                4,
-                "updating the executable graph for new pointers costs less than instantiating it again",
-                "held" if all(f["update_ms"] < f["reinstantiate_ms"] for f in updates.values()) else "failed",
-                ", ".join(
-                    f"{n} chunks: update {f['update_ms']:.3f} ms, instantiate {f['reinstantiate_ms']:.3f} ms"
-                    for n, f in updates.items()
-                ),
-            )
-        )
+    if not updates:
+        return None
+    return Verdict(
+        4,
+        "updating the executable graph for new pointers costs less than instantiating it again",
+        held(all(f["update_ms"] < f["reinstantiate_ms"] for f in updates.values())),
+        ", ".join(
+            f"{n} chunks: update {f['update_ms']:.3f} ms, instantiate {f['reinstantiate_ms']:.3f} ms"
+            for n, f in updates.items()
+        ),
+    )
+
+
+def _break_even_claim(record: Record, counts: list[int]) -> Verdict | None:
     evens = {n: break_even(record, n) for n in counts}
     evens = {n: v for n, v in evens.items() if v is not None}
-    if evens:
-        verdicts.append(
-            Verdict(
-                5,
-                f"the graph's one-off cost pays back within {BREAK_EVEN_BAR} launches at every chunk count",
-                "held" if all(v <= BREAK_EVEN_BAR for v in evens.values()) else "failed",
-                ", ".join(f"{n} chunks: {_fmt(v, '.0f')} launches" for n, v in evens.items()),
-            )
-        )
-    return verdicts
+    if not evens:
+        return None
+    return Verdict(
+        5,
+        f"the graph's one-off cost pays back within {BREAK_EVEN_BAR} launches at every chunk count",
+        held(all(v <= BREAK_EVEN_BAR for v in evens.values())),
+        ", ".join(f"{n} chunks: {_fmt(v, '.0f')} launches" for n, v in evens.items()),
+    )
+
+
+def predictions(record: Record) -> list[Verdict]:
+    """The lesson's five claims, each judged on this record's numbers (one the record cannot judge is left out)."""
+    counts = chunk_counts(record)
+    judged = [
+        _host_claim(record, counts),
+        _gpu_claim(record, counts),
+        _floor_claim(record),
+        _update_claim(record, counts),
+        _break_even_claim(record, counts),
+    ]
+    return [v for v in judged if v is not None]
 
 
 def render(record: Record) -> str:

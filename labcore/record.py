@@ -202,6 +202,11 @@ def validate(data: Any, *, source: str = "record") -> None:
                 raise UsageError(f"{source}: {where} should be an object, got {type(entry).__name__}")
             _need(entry, required, where, source)
             _known(entry, kind, where, source)
+    _validate_values(data, source)
+
+
+def _validate_values(data: dict[str, Any], source: str) -> None:
+    """The values a record's fields must hold: positive times, known op kinds, durations of 0 or more, checks."""
     for i, entry in enumerate(data["passes"]):
         times = entry["times_ms"]
         if not times or not all(isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0 for t in times):

@@ -311,16 +311,8 @@ class _Judge:
     def step(self, facts: _Path, event: ptx.Event) -> _Path | None:
         """The path's facts after `event`, or None (recorded in self.wrong) once it breaks the rule."""
         ins = event.instruction
-        if event.kind == "fence":
-            return facts.fence(ins, event.order) if event.order is not None and event.order.releases else facts
-        if event.kind == "end" and ins.parts[0] in {"exit", "trap"}:  # not the kernel's own return
-            return self.stop(_Wrong("stops", facts, ins))
-        if event.kind == "end" and facts.flag is None:
-            return self.stop(_Wrong("end", facts, ins))
-        if event.kind == "end":  # the kernel returns: only after the wait for the release
-            return facts if facts.waited else self.stop(_Wrong("stops", facts, ins))
-        if event.kind == "loop":  # may run for ever: fine only in the lesson's wait for the release
-            return self.stop(_Wrong("loop", facts, ins)) if not facts.waited else facts
+        if event.kind in ("fence", "end", "loop"):
+            return self.control(facts, event)
         words = list(event.words(WORD.itemsize))
         if event.kind == "load":
             if MAILBOX["RELEASE"] not in words:
@@ -342,6 +334,20 @@ class _Judge:
                 return self.stop(problem)
         return facts.store(ins, dict(zip(words, event.values, strict=False)))
 
+    def control(self, facts: _Path, event: ptx.Event) -> _Path | None:
+        """step for a fence, the kernel's end or a loop."""
+        ins = event.instruction
+        if event.kind == "fence":
+            return facts.fence(ins, event.order) if event.order is not None and event.order.releases else facts
+        if event.kind == "end" and ins.parts[0] in {"exit", "trap"}:  # not the kernel's own return
+            return self.stop(_Wrong("stops", facts, ins))
+        if event.kind == "end" and facts.flag is None:
+            return self.stop(_Wrong("end", facts, ins))
+        if event.kind == "end":  # the kernel returns: only after the wait for the release
+            return facts if facts.waited else self.stop(_Wrong("stops", facts, ins))
+        # a loop may run for ever: fine only in the lesson's wait for the release
+        return self.stop(_Wrong("loop", facts, ins)) if not facts.waited else facts
+
     def stop(self, wrong: _Wrong) -> None:
         self.wrong.append(wrong)
         return None
@@ -362,6 +368,10 @@ class _Judge:
         for k in range(len(PAYLOAD)):
             if k in facts.unfenced:
                 return _Wrong("unfenced", facts, ins, k)
+        return self.values(facts, ins, value)
+
+    def values(self, facts: _Path, ins: ptx.Instruction, value: ptx.Value) -> _Wrong | None:
+        """flag's last part: the flag's value and the payload's, wrong, or noted where the analysis cannot tell."""
         same = _same(value, ROUND)
         if same is False:
             return _Wrong("flag value", facts, ins, detail=str(value))
