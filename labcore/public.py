@@ -63,18 +63,27 @@ class Expectation:
         return any(_key(c) == _key(case) for c, _ in shipped_values(self.lesson).get(self.name, []))
 
     def known(self, case: Any) -> Any:
-        """The reference's value at `case`: the reference itself while grading, else the public file's or None."""
+        """The reference's value at `case`: the reference itself while grading; else the public file's, or the
+        reference's where it is not withheld (the instructors' checkout), or None."""
         if answers.grading():
             return self.reference(case)
-        return self.shipped(case) if self.has(case) else None
+        if self.has(case):
+            return self.shipped(case)
+        try:
+            return self.reference(case)
+        except answers.ReferenceWithheld:
+            return None
 
     def want(self, case: Any) -> Any:
-        """The reference's value at `case`: the reference itself while grading, else the public file's."""
+        """The reference's value at `case`: the reference itself while grading; else the public file's, or the
+        reference's where it is not withheld (the instructors' checkout); an AssertionError in the bundle."""
         if answers.grading():
             return self.reference(case)
-        try:
+        if self.has(case):
             return self.shipped(case)
-        except KeyError:
+        try:  # the instructors' checkout: its references answer every case, a solutions notebook's hidden ones too
+            return self.reference(case)
+        except answers.ReferenceWithheld:  # the student's bundle: only the visible cases are answered
             raise AssertionError(
                 f"{self.lesson}: {case} is not one of the visible cases of {self.name!r}; such a case is checked "
                 "only when graded"

@@ -27,3 +27,32 @@ def test_pending_is_one_line_without_a_cross_or_a_fix():
     lines = verdict(PendingGPU(pending_message("timing needs the GPU")), "", "check_x")
     assert len(lines) == 1 and "pending a GPU: timing needs the GPU" in lines[0]
     assert "✗" not in lines[0] and "fix" not in lines[0] and "next" not in lines[0]
+
+
+def _unlisted(case):
+    """A case no public file answers: a visible one of numbers with its first one changed (None for other shapes)."""
+    if not isinstance(case, list) or not all(isinstance(x, int | float) for x in case):
+        return None
+    first, *rest = case
+    return [first * 2 + 1, *rest]
+
+
+@pytest.mark.parametrize("lesson", names())
+def test_the_instructors_checkout_answers_every_case_and_the_bundle_only_the_visible_ones(lesson, withhold):
+    """A solutions notebook's hidden cases run in the instructors' own kernel against the references; in the bundle
+    (the reference withheld) such a case is left to grading in one line, and a visible one still answers."""
+    public.computed_values(lesson)
+    tried = 0
+    for found in public._REGISTRY.get(lesson, {}).values():
+        visible = found.cases[0]
+        if (case := _unlisted(visible)) is None:
+            continue
+        tried += 1
+        assert not found.has(case)
+        assert found.want(case) == found.reference(case) and found.known(case) == found.reference(case)
+        withhold(found, "reference")
+        with pytest.raises(AssertionError, match="not one of the visible cases"):
+            found.want(case)
+        assert found.known(case) is None
+        assert found.want(visible) == found.shipped(visible)
+    assert tried, f"{lesson}: no public expectation of numbers to try"
