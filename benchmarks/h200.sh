@@ -20,6 +20,9 @@
 #   release     benchmarks/release_live.py: each untouched release notebook Run All, live (the last cell's output)
 #   student-side  tests/student_side.py: the bundle (.bundle) installed apart, every release notebook with the right
 #               answers (or STUDENT_ANSWERS=stubs), live; the 19 verdict lines in student_side.txt
+#   topo        where the GPU sits (nvidia-smi topo -m, the NUMA nodes), then the zero-copy gather check's GPU test as
+#               placed by the machine and again with its CPUs bound to the GPU's NUMA node (taskset): a mapped gather
+#               reads host memory row by row over the link, a remote node costs it more than a copy
 #   direction   benchmarks/direction_streams.py ${DIRECTION_ARGS}: copies in and out on a stream each, events between
 set -u
 out=${OUT:?}
@@ -98,6 +101,16 @@ while [[ $# -gt 0 ]]; do
         > "$out/student_install.txt" 2>&1
       { time env PYTHONPATH=/tmp/stusite:/tmp/site timeout ${STUDENT_S:-500} python3 tests/student_side.py .bundle \
         python3 --answers ${STUDENT_ANSWERS:-right} --keep "$out/student"; } > "$out/student_side.txt" 2>&1 ;;
+    topo)
+      { nvidia-smi topo -m; lscpu | grep -i numa; ls /sys/devices/system/node | grep node; } > "$out/topo.txt" 2>&1
+      bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader | head -1 | tr 'A-F' 'a-f' | sed 's/^0000//')
+      node=$(cat "/sys/bus/pci/devices/${bus}/numa_node" 2>/dev/null || echo -1)
+      cpus=$(cat "/sys/bus/pci/devices/${bus}/local_cpulist" 2>/dev/null || echo "")
+      echo "GPU $bus: numa_node $node, local CPUs $cpus" >> "$out/topo.txt"
+      t=zero_copy/tests/test_checks_zero_copy.py::test_live_reference_gather_is_exact_and_near_the_copy
+      { timeout 120 python3 -m pytest -q -s -p no:cacheprovider "$t"; } > "$out/gather_as_placed.txt" 2>&1
+      [[ -n $cpus ]] && { timeout 120 taskset -c "$cpus" python3 -m pytest -q -s -p no:cacheprovider "$t"; } \
+        > "$out/gather_bound_${node}.txt" 2>&1 ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
