@@ -17,7 +17,7 @@ from day54.plots import multi_gpus, traced_window, write_all
 from day54.replay import REPLAYED_EXPORTS, load_profile
 from labcore.device import gpu_count
 from labcore.errors import UsageError
-from labcore.kit.cli import check_options, lesson_parser, measured, say, traced_note, typed_options
+from labcore.kit.cli import check_options, lesson_parser, measured, say, traced_note, typed_options, validated
 from labcore.kit.cli import saved_and_correct as kit_saved_and_correct
 from labcore.mode import NO_GPU, run_lesson
 from labcore.plots import save
@@ -67,10 +67,7 @@ def config_from(args: argparse.Namespace) -> Config:
         repeats=args.repeats,
         pitfalls=not args.no_pitfalls,
     )
-    if args.seed is not None:
-        cfg.seed = args.seed
-    cfg.validate()
-    return cfg
+    return validated(cfg, args.seed)
 
 
 def _listed(values: Sequence[int], fmt: Callable[[int], str] = str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,12 +9,18 @@ import numpy as np
 
 from day54 import DOMAIN, LESSON, pitfalls, schedules
 from day54.config import Config, MiB, PassKey
-from labcore.device import cupy_or_none, device_facts
-from labcore.gpulock import warn_if_shared
-from labcore.kit.measure import first_reference, run_schedule, time_components, time_keyed, trace_pass
+from labcore.device import cupy_or_none
+from labcore.kit.measure import (
+    first_reference,
+    live_record,
+    run_schedule,
+    seeded_host,
+    time_components,
+    time_keyed,
+    trace_pass,
+)
 from labcore.kit.memory import require_memory
-from labcore.nvrtc import require_nvrtc
-from labcore.pipeline.context import CupyContext, HostArrays
+from labcore.pipeline.context import CupyContext
 from labcore.pipeline.verify import check_bit_exact
 from labcore.progress import progress
 from labcore.record import Record
@@ -48,13 +53,9 @@ def run_live(cfg: Config, student: Any = None) -> Record:
     cfg.validate()
     check_memory(cfg)
     cp = cupy_or_none()
-    record = Record(lesson=LESSON, mode="live", source="live", device=device_facts(), config=cfg.as_dict())
-    print(f"{LESSON}: kernels compile with {require_nvrtc()}", file=sys.stderr, flush=True)
-    warn_if_shared()
+    record = live_record(LESSON, cfg.as_dict())
     with progress(_steps(cfg), LESSON) as bar:
-        host = HostArrays(cfg.total_bytes)
-        host.fill_random(cfg.seed)
-        reference = np.empty_like(host.h_out)
+        host, reference = seeded_host(cfg.total_bytes, cfg.seed)
         for window in cfg.all_windows:
             ctx = CupyContext(host, window, max([*cfg.buffers, 2]), cfg.fmas)
             for step in _measure_window(cfg, ctx, window, record, reference, student):

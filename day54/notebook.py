@@ -32,6 +32,7 @@ from day54.replay import load_profile
 from labcore import answers
 from labcore.answers import ReferenceWithheld
 from labcore.device import gpu_available, gpu_count
+from labcore.kit.cells import is_written
 from labcore.mode import FROM_PROFILE, NO_GPU, Mode, live_line
 from labcore.pipeline.context import Context
 from labcore.pipeline.recording import RecordingContext
@@ -339,16 +340,6 @@ def compare_gpus(predictions: dict[str, float | str | None], record: Record | No
 def gpus_figure(record: Record | None) -> Any:
     """Section 7's picture (a matplotlib Figure, which a notebook shows), or None for no record."""
     return None if record is None else multi_gpus(record)
-
-
-def is_written(fn: Any, *args: Any) -> bool:
-    """False, with a line saying so, while an exercise still raises NotImplementedError (its stub)."""
-    try:
-        fn(*args)
-    except NotImplementedError:
-        print(f"{getattr(fn, '__name__', 'the exercise')} is not written yet: write it above, then run this cell again")
-        return False
-    return True
 
 
 def your_model_vs_measured(predict_ms: Any, record: Record, window: str = "64MiB") -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from labcore.answers import reference
 from labcore.kit.schedules import COMPONENTS as COMPONENTS
+from labcore.kit.schedules import chunk
 from labcore.kit.schedules import duplex as duplex
 from labcore.kit.schedules import naive as naive
 from labcore.pipeline.context import LEGACY
@@ -24,10 +25,7 @@ Schedule = Callable[[Any], None]
 def pipelined(ctx: Any) -> None:
     """Chunk k on buffer pair (and stream) k % n_buffers; stream order protects each pair."""
     for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.copy_in(k, pair)
-        ctx.launch(k, pair)
-        ctx.copy_out(k, pair)
+        chunk(ctx, k, k % ctx.n_buffers)
 
 
 # Pitfalls, shown rather than told. Each one is the pipelined schedule with one mistake, so each is withheld
@@ -49,10 +47,7 @@ def pitfall_legacy_launch(ctx: Any) -> None:
 def pitfall_sync_in_loop(ctx: Any) -> None:
     """A device-wide synchronize left in the loop: no chunk can overlap its neighbour."""
     for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.copy_in(k, pair)
-        ctx.launch(k, pair)
-        ctx.copy_out(k, pair)
+        chunk(ctx, k, k % ctx.n_buffers)
         ctx.synchronize()
 
 

@@ -25,6 +25,7 @@ from labcore.kit.cli import (
     say,
     traced_note,
     typed_options,
+    validated,
 )
 from labcore.kit.replay import REPLAYED_EXPORTS
 from labcore.mode import run_lesson
@@ -44,10 +45,7 @@ def config_from(args: argparse.Namespace) -> Config:
         fmas=args.fmas,
         repeats=args.repeats,
     )
-    if args.seed is not None:
-        cfg.seed = args.seed
-    cfg.validate()
-    return cfg
+    return validated(cfg, args.seed)
 
 
 LIVE_ONLY = ("windows", "buffers", "fmas", "total", "repeats", "seed", "device")

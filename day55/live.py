@@ -4,7 +4,6 @@ record."""
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -14,12 +13,11 @@ import numpy as np
 from day55 import DOMAIN, LESSON, pool, schedules
 from day55.config import COMPONENTS, UINT64_MAX, Config, MiB, PassKey
 from labcore import answers
-from labcore.device import cupy_or_none, device_facts
-from labcore.gpulock import gpu_turn, warn_if_shared
-from labcore.kit.measure import first_reference, time_components, time_keyed, trace_pass
+from labcore.device import cupy_or_none
+from labcore.gpulock import gpu_turn
+from labcore.kit.measure import first_reference, live_record, seeded_host, time_components, time_keyed, trace_pass
 from labcore.kit.measure import run_schedule as kit_run_schedule
 from labcore.kit.memory import require_memory
-from labcore.nvrtc import require_nvrtc
 from labcore.pipeline.context import CupyContext, HostArrays
 from labcore.pipeline.recording import RecordingContext
 from labcore.pipeline.verify import check_bit_exact
@@ -125,16 +123,12 @@ def run_live(cfg: Config, student: Any = None) -> Record:
     cfg.validate()
     check_memory(cfg)
     cp = cupy_or_none()
-    record = Record(lesson=LESSON, mode="live", source="live", device=device_facts(), config=cfg.as_dict())
+    record = live_record(LESSON, cfg.as_dict())
     record.extra.update({PROBE: {}, RESERVED: {}, CUPY_HELD: {}, THRESHOLDS: {}})
     if not answers.withheld(schedules.pitfall_free_on_other_stream):  # a variant of exercise 2's answer
         record.extra[RACE] = race_shown()
-    print(f"{LESSON}: kernels compile with {require_nvrtc()}", file=sys.stderr, flush=True)
-    warn_if_shared()
     with progress(_steps(cfg), LESSON) as bar:
-        host = HostArrays(cfg.total_bytes)
-        host.fill_random(cfg.seed)
-        reference = np.empty_like(host.h_out)
+        host, reference = seeded_host(cfg.total_bytes, cfg.seed)
         for window in cfg.all_windows:
             for step in _measure_window(cfg, host, window, record, reference, student):
                 bar.update(step)

@@ -19,6 +19,7 @@ from day55.live import run_live
 from day55.replay import load_profile
 from labcore import answers
 from labcore.answers import ReferenceWithheld
+from labcore.kit.cells import is_written
 from labcore.mode import FROM_PROFILE, Mode, live_line
 from labcore.pipeline.context import Context
 from labcore.pipeline.recording import RecordingContext
@@ -185,16 +186,6 @@ def compare(predictions: dict[str, float | str | None], record: Record) -> None:
 def closing_table() -> None:
     """Every prediction compared in this session, in one table."""
     print(LEDGER.closing())
-
-
-def is_written(fn: Any, *args: Any) -> bool:
-    """False, with a line saying so, while an exercise still raises NotImplementedError (its stub)."""
-    try:
-        fn(*args)
-    except NotImplementedError:
-        print(f"{getattr(fn, '__name__', 'the exercise')} is not written yet: write it above, then run this cell again")
-        return False
-    return True
 
 
 def your_schedule_on_the_fake(schedule: Any, n_chunks: int = 16, buffers: int = 2) -> None:

@@ -13,21 +13,16 @@ from typing import Any
 
 from labcore.answers import reference
 from labcore.kit.schedules import COMPONENTS as COMPONENTS
+from labcore.kit.schedules import chunk
 
 Schedule = Callable[[Any], None]
-
-
-def _chunk(ctx: Any, k: int, pair: int) -> None:
-    ctx.copy_in(k, pair)
-    ctx.launch(k, pair)
-    ctx.copy_out(k, pair)
 
 
 def naive(ctx: Any) -> None:
     """One stream, one buffer pair, allocated once: the reference every output is compared with."""
     ctx.malloc(0, 0)
     for k in range(ctx.n_chunks):
-        _chunk(ctx, k, 0)
+        chunk(ctx, k, 0)
     ctx.free(ctx.n_chunks - 1, 0)
 
 
@@ -37,7 +32,7 @@ def once(ctx: Any) -> None:
     for pair in range(used):
         ctx.malloc(pair, pair)
     for k in range(ctx.n_chunks):
-        _chunk(ctx, k, k % ctx.n_buffers)
+        chunk(ctx, k, k % ctx.n_buffers)
     for pair in range(used):
         ctx.free(ctx.n_chunks - 1, pair)
 
@@ -47,7 +42,7 @@ def per_chunk_malloc(ctx: Any) -> None:
     for k in range(ctx.n_chunks):
         pair = k % ctx.n_buffers
         ctx.malloc(k, pair)
-        _chunk(ctx, k, pair)
+        chunk(ctx, k, pair)
         ctx.free(k, pair)
 
 
@@ -58,7 +53,7 @@ def stream_ordered(ctx: Any) -> None:
     for k in range(ctx.n_chunks):
         pair = k % ctx.n_buffers
         ctx.malloc_async(k, pair)
-        _chunk(ctx, k, pair)
+        chunk(ctx, k, pair)
         ctx.free_async(k, pair)
 
 
@@ -69,7 +64,7 @@ def stream_ordered_waiting(ctx: Any) -> None:
     for k in range(ctx.n_chunks):
         pair = k % ctx.n_buffers
         ctx.malloc_async(k, pair)
-        _chunk(ctx, k, pair)
+        chunk(ctx, k, pair)
         ctx.free_async(k, pair)
         if pair == ctx.n_buffers - 1 or k == ctx.n_chunks - 1:
             ctx.synchronize()
@@ -82,7 +77,7 @@ def pitfall_free_on_other_stream(ctx: Any) -> None:
     for k in range(ctx.n_chunks):
         pair = k % ctx.n_buffers
         ctx.malloc_async(k, pair)
-        _chunk(ctx, k, pair)
+        chunk(ctx, k, pair)
         ctx.free_async(k, pair, stream=(pair + 1) % ctx.n_streams)
 
 

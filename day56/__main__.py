@@ -19,7 +19,16 @@ from day56.live import run_live
 from day56.plots import write_all
 from day56.replay import load_profile
 from labcore.errors import UsageError
-from labcore.kit.cli import as_measured, check_options, lesson_parser, measured, saved_and_correct, say, typed_options
+from labcore.kit.cli import (
+    as_measured,
+    check_options,
+    lesson_parser,
+    measured,
+    saved_and_correct,
+    say,
+    typed_options,
+    validated,
+)
 from labcore.kit.replay import REPLAYED_EXPORTS
 from labcore.mode import run_lesson
 from labcore.record import Record
@@ -55,10 +64,7 @@ def config_from(args: argparse.Namespace) -> Config:
         pitfalls=not args.no_pitfalls,
         main=total // main if main else None,
     )
-    if args.seed is not None:
-        cfg.seed = args.seed
-    cfg.validate()
-    return cfg
+    return validated(cfg, args.seed)
 
 
 LIVE_ONLY = ("buffers", "fmas", "total", "repeats", "seed", "device", "no_pitfalls")

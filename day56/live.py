@@ -11,7 +11,6 @@ changes) is captured again, applied with cuGraphExecUpdate and checked bit for b
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,11 +20,10 @@ import nvtx
 from day56 import DOMAIN, HOST_DOMAIN, LESSON, graph, schedules
 from day56.config import Config, MiB, PassKey, host_range
 from day56.report import HOST, PITFALLS
-from labcore.device import cupy_or_none, device_facts
-from labcore.gpulock import gpu_turn, warn_if_shared
-from labcore.kit.measure import trace_pass
+from labcore.device import cupy_or_none
+from labcore.gpulock import gpu_turn
+from labcore.kit.measure import live_record, trace_pass
 from labcore.kit.memory import require_memory
-from labcore.nvrtc import require_nvrtc
 from labcore.pipeline.context import CupyContext, HostArrays
 from labcore.pipeline.verify import bit_exact_check, check_closed_form
 from labcore.progress import progress
@@ -82,10 +80,8 @@ def run_live(cfg: Config) -> Record:
     cfg.validate()
     check_memory(cfg)
     cp = cupy_or_none()
-    record = Record(lesson=LESSON, mode="live", source="live", device=device_facts(), config=cfg.as_dict())
+    record = live_record(LESSON, cfg.as_dict())
     record.extra[HOST] = {}
-    print(f"{LESSON}: kernels compile with {require_nvrtc()}", file=sys.stderr, flush=True)
-    warn_if_shared()
     steps = len(cfg.chunks) * 4 + 2
     with progress(steps, LESSON) as bar:
         host, other = HostArrays(cfg.total_bytes), HostArrays(cfg.total_bytes)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from labcore.answers import reference
+from labcore.kit.schedules import chunk
 from labcore.kit.schedules import duplex as duplex
 from labcore.kit.schedules import naive as naive
 
@@ -24,10 +25,7 @@ def pipelined(ctx: Any) -> None:
     """Chunk k on buffer pair (and stream) k % n_buffers: stream order protects each pair; no wait anywhere, so
     the same calls run stream by stream or captured into a graph."""
     for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.copy_in(k, pair)
-        ctx.launch(k, pair)
-        ctx.copy_out(k, pair)
+        chunk(ctx, k, k % ctx.n_buffers)
 
 
 # The two pitfalls of capture, shown live (day56.live) and judged on the recording fake (day56.checks).
@@ -37,10 +35,7 @@ def pipelined(ctx: Any) -> None:
 def pitfall_sync_in_capture(ctx: Any) -> None:
     """The pipeline with the host waiting for stream 0 halfway: fine stream by stream, fatal to a capture."""
     for k in range(ctx.n_chunks):
-        pair = k % ctx.n_buffers
-        ctx.copy_in(k, pair)
-        ctx.launch(k, pair)
-        ctx.copy_out(k, pair)
+        chunk(ctx, k, k % ctx.n_buffers)
         if k == ctx.n_chunks // 2:
             ctx.stream_synchronize(0)
 

@@ -21,6 +21,7 @@ import argparse
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from labcore.device import DEVICE_ENV
 from labcore.errors import UsageError, gpu_index, output_file, output_folder
@@ -165,3 +166,11 @@ def validate_counts(fmas: int, repeats: int) -> None:
         raise UsageError(f"--fmas {fmas} must be 0 or more")
     if repeats < 1:
         raise UsageError(f"--repeats {repeats} must be at least 1")
+
+
+def validated(cfg: Any, seed: int | None) -> Any:
+    """A lesson's Config with --seed applied (when given: else the Config's fresh one), validated."""
+    if seed is not None:
+        cfg.seed = seed
+    cfg.validate()
+    return cfg

@@ -1,5 +1,8 @@
 """The measure loop's steps, the same in every pipeline lesson: a lesson's live run calls them in its own order.
 
+    record = live_record(LESSON, cfg.as_dict())           # the NVRTC line and the shared-GPU warning
+    host, reference = seeded_host(cfg.total_bytes, cfg.seed)
+
     run_schedule(ctx, schedule)                     # untimed, to completion, in a GPU turn (checks read the output)
     first_reference(ctx.with_buffers(1), naive, fmas, record, reference)   # naive against the closed form, once
     record.passes.extend(time_components(one, total_bytes, timed, components))  # each stage alone, at one window
@@ -11,18 +14,38 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
-from labcore.gpulock import gpu_turn
+from labcore.device import device_facts
+from labcore.gpulock import gpu_turn, warn_if_shared
 from labcore.kit.keys import PassKey
+from labcore.nvrtc import require_nvrtc
+from labcore.pipeline.context import HostArrays
 from labcore.pipeline.verify import check_closed_form
 from labcore.record import PassTimes, Record
 from labcore.timing import OpTracer, time_pass
 
 Schedule = Callable[[Any], None]
+
+
+def live_record(lesson: str, config: dict[str, Any]) -> Record:
+    """A live run's empty record, after the line that says which NVRTC compiles the kernels and a warning when
+    another process shares the GPU."""
+    record = Record(lesson=lesson, mode="live", source="live", device=device_facts(), config=config)
+    print(f"{lesson}: kernels compile with {require_nvrtc()}", file=sys.stderr, flush=True)
+    warn_if_shared()
+    return record
+
+
+def seeded_host(total_bytes: int, seed: int) -> tuple[HostArrays, np.ndarray]:
+    """Pinned host input (random from `seed`) and output, and a host array for the reference output."""
+    host = HostArrays(total_bytes)
+    host.fill_random(seed)
+    return host, np.empty_like(host.h_out)
 
 
 def run_schedule(ctx: Any, schedule: Schedule, then: Callable[[], Any] | None = None) -> Any:
