@@ -1,5 +1,10 @@
 """Shared fixtures of every test folder (tests/ and each lesson's tests/); GPU tests carry the `gpu` marker and skip
-where CuPy sees no device."""
+where CuPy sees no device.
+
+Run in parallel (pytest-xdist, the README's `-n auto --dist loadfile`), a test file is one unit of work: its module
+fixtures (a graded class, an installed bundle) are made once, on one worker. Files marked `slow` are handed out
+first, longest first (the marker's `seconds`), so that the long ones start early and the short ones fill in after.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,56 @@ import pytest
 
 from labcore.device import gpu_available
 
+# Set-ups of tests/ that make a test slow wherever it is (tests/site_fixture.py's build of the site), and what
+# a test that installs into a fresh virtualenv (the `venv` marker) takes, about, when it says no more
+SLOW_FIXTURES = {"site_build": 90}
+VENV_SECONDS = 200
 
+
+def slow_seconds(item: pytest.Item) -> float:
+    """How long a slow file's set-up takes alone, about (its `slow` marker's seconds): 0 for any other file."""
+    marker = item.get_closest_marker("slow")
+    if marker:
+        return float(marker.kwargs.get("seconds", 1))
+    return VENV_SECONDS if item.get_closest_marker("venv") else 0.0
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for name, seconds in SLOW_FIXTURES.items():
+            if name in getattr(item, "fixturenames", ()) and not item.get_closest_marker("slow"):
+                item.add_marker(pytest.mark.slow(seconds=seconds))
+    items.sort(key=lambda item: -slow_seconds(item))  # stable: the longest files first, each file's tests in order
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU and CuPy (none here)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # pytest-xdist (the test extra) not installed: the suite runs in one process
+    LoadScopeScheduling = None
+
+if LoadScopeScheduling is not None:
+
+    class FilesInOrder(LoadScopeScheduling):
+        """`--dist loadfile` in the collection's order (the slow files first) rather than xdist's default, which
+        hands out the files with the most tests first whatever they cost."""
+
+        def __init__(self, config: pytest.Config, log: object = None) -> None:
+            super().__init__(config, log)
+            self.config.option.loadscopereorder = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid.split("::", 1)[0]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+        return FilesInOrder(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ from labcore.lessons import names
 
 from installed import draws_plot
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow(seconds=100)]  # JupyterLab runs every lesson in Chromium
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = names()
 CHROMIUM = ("/usr/bin/chromium", "chromium", "chromium-browser")  # Debian's, then whatever PATH has

@@ -25,7 +25,10 @@ from labcore.pending import PENDING_GPU
 
 from installed import autograded_points, grader
 
-pytestmark = pytest.mark.skipif(gpu_available(), reason="expected scores are those of the offline checks")
+pytestmark = [
+    pytest.mark.skipif(gpu_available(), reason="expected scores are those of the offline checks"),
+    pytest.mark.slow(seconds=180),  # grades the real course, whole notebooks, and writes feedback
+]
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 20
 ASSIGNMENTS = names()
