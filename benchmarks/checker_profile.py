@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import os
 import pstats
 import sys
 import tempfile
@@ -32,9 +31,9 @@ from labcore import answers, reuse
 from labcore.lessons import names
 
 
-def one_pass(ip, nb, program, role: str) -> dict[str, float]:
-    """Run the program's cells with LABCORE_ANSWERS=role; seconds per test cell (grade id); says what failed."""
-    os.environ["LABCORE_ANSWERS"] = role
+def one_pass(ip, nb, program, role: answers.Role) -> dict[str, float]:
+    """Run the program's cells acting the role; seconds per test cell (grade id); says what failed."""
+    answers.act(role)
     answers._answers.cache_clear()
     cells.fresh_namespace(ip)
     cells.run_cell(ip, cells.placeholders(list(program.placeholders)), 0)
@@ -84,13 +83,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as work:
         for seed, name in enumerate(sequence, 1):  # each submission its own seed, as every job of a class has
             nb = notebooks[name]
-            os.environ["LABCORE_SEED"] = str(seed)
             filled = Path(work) / f"answers-{seed}.jsonl"
-            one_pass(ip, nb, answers_program(nb), f"collect:{filled}")
+            one_pass(ip, nb, answers_program(nb), answers.Role.collect(filled, seed))
             last = seed == len(sequence)
             if last:
                 profile.enable()
-            passes.append(one_pass(ip, nb, checker_program(nb), f"judge:{filled}"))
+            passes.append(one_pass(ip, nb, checker_program(nb), answers.Role.judge(filled, seed)))
             if last:
                 profile.disable()
     if args.sequence is None:

@@ -3,10 +3,11 @@
 It never runs a line of a student's: for each job read from standard input (one JSON line: a folder holding the
 answers file the sandbox filled and the student's run files, the checker program of grader.program, the seed) it
 runs the locked setup cell, placeholders for the student's names, and the locked test cells, in a fresh namespace,
-with LABCORE_ANSWERS=judge:FOLDER/answers.jsonl, in that folder. It answers with one JSON line: each test cell's
+acting the role labcore.answers.Role.judge(FOLDER/answers.jsonl, seed), which it passes explicitly, in that
+folder. It answers with one JSON line: each test cell's
 outputs (what the check printed, and the error that fails it).
 
-A job {"plan": true, ...} instead runs the same cells with LABCORE_ANSWERS=plan:FILE and answers with the questions
+A job {"plan": true, ...} instead runs the same cells acting Role.plan(FILE, seed) and answers with the questions
 they asked, per test cell (labcore.answers: key, asker, arguments): the sandbox's program asks those and holds no
 test cell. A grading worker keeps one such planner beside its sandbox (grader.warm), with no GPU.
 
@@ -41,8 +42,7 @@ _profiled = 0  # jobs profiled by this process
 def judge(job: dict[str, Any], ip: Any) -> hops.Judged:
     folder = Path(job["dir"])
     os.chdir(folder)
-    os.environ["LABCORE_ANSWERS"] = f"judge:{folder / 'answers.jsonl'}"
-    os.environ["LABCORE_SEED"] = str(job["seed"])
+    answers.act(answers.Role.judge(folder / "answers.jsonl", job["seed"]))
     answers._answers.cache_clear()
     cells.fresh_namespace(ip)
     program = job["program"]
@@ -74,8 +74,7 @@ def plan(job: dict[str, Any], ip: Any) -> hops.Planned:
         path = Path(folder) / "plan.jsonl"
         path.touch()
         os.chdir(folder)
-        os.environ["LABCORE_ANSWERS"] = f"plan:{path}"
-        os.environ["LABCORE_SEED"] = str(job["seed"])
+        answers.act(answers.Role.plan(path, job["seed"]))
         cells.fresh_namespace(ip)
         program = job["program"]
         cells.run_cell(ip, cells.placeholders(program["placeholders"]), 0)

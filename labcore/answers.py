@@ -3,22 +3,25 @@
 A check never judges what a student's function does by trusting the process it ran in. Every call a check
 makes into student code is a question, `answer(question, inputs, asker, *args)`: `asker` is a module-level function
 of a course module marked `@asker`, and `args` its arguments, data or the student's names (the placeholders
-`Answer(name)` that the grading processes bind them to). What happens depends on the process's role, read once
-from LABCORE_ANSWERS:
+`Answer(name)` that the grading processes bind them to). What happens depends on the process's role, a `Role`
+that the process which grades passes explicitly (`act(role)`, or `with acting(role):`), never read from the
+environment, so nothing a student's code sets in it changes what a check means:
 
-    (unset)          the student's own kernel: asker(*args) runs and its value is judged on the spot (visible
-                     tests, self-checks; nothing here counts for a grade)
-    plan:FILE        the trusted side (grader.checker) runs the test cells, visible and hidden, with the student's
-                     names as placeholders: each question is appended to FILE as data (key, asker's qualified
-                     name, arguments with `{"student": name}` for a student's name), nothing is computed, and the
-                     check stops (`collecting()`); the question list is all the sandbox learns of the tests
-    ask              the grading sandbox (grader.zygote's child) runs the student's cells, then answers each planned
-                     question with `ask(question, namespace)`: no test cell runs there, and the answers go to the
-                     zygote over a pipe opened before any student code ran, never to a file the student can reach
-    collect:FILE     checks ask their questions, compute each answer as a student's kernel would and file it in
-                     FILE, judging nothing (the lessons' tests of what their checks ask and what answers carry)
-    judge:FILE       the trusted checker (grader.checker), which never runs student code: the value is read back
-                     from the answers file by the same key and judged
+    OWN              the student's own kernel (every process starts so): asker(*args) runs and its value is judged
+                     on the spot (visible tests, self-checks; nothing here counts for a grade)
+    Role.plan(FILE, seed)     the trusted side (grader.checker) runs the test cells, visible and hidden, with the
+                     student's names as placeholders: each question is appended to FILE as data (key, asker's
+                     qualified name, arguments with `{"student": name}` for a student's name), nothing is computed
+                     (the answer is UNANSWERED), and the check stops (`collecting()`); the question list is all the
+                     sandbox learns of the tests
+    ASK              the grading sandbox (grader.zygote's child, which it marks before any student code runs with
+                     LABCORE_ANSWERS=ask: the one mark read from the environment, and no check runs there) runs
+                     the student's cells, then answers each planned question with `ask(question, namespace)`: the
+                     answers go to the zygote over a pipe opened before any student code ran, never to a file
+    Role.collect(FILE, seed)  checks ask their questions, compute each answer as a student's kernel would and file
+                     it in FILE, judging nothing (the lessons' tests of what their checks ask and what answers carry)
+    Role.judge(FILE, seed)    the trusted checker (grader.checker), which never runs student code: the value is
+                     read back from the answers file by the same key and judged
 
 Values travel as JSON (numbers, strings, lists, dicts with any keys, NumPy arrays of numbers as their raw
 bytes in base64), never as pickles, so reading them back cannot run code. What a sandbox sent is only ever data
@@ -26,8 +29,8 @@ to be judged: a forged value is judged exactly as if the student's function had 
 round-trips through the same encoding in all roles, so the student's own kernel sees what the checker will see.
 
 The inputs are the trusted side's: random inputs come from `fresh_seed(name)`, fresh on every call in a
-student's kernel and, while grading, derived from LABCORE_SEED (new for every grading run) in the planner and the
-checker, which build the same inputs; the sandbox gets them as the questions' arguments. While grading, a check
+student's kernel and, while grading, derived from the role's seed (new for every grading run) in the planner and
+the checker, which build the same inputs; the sandbox gets them as the questions' arguments. While grading, a check
 reads the lesson's data from the shipped profile (`grading()`), never from a variable of the student's notebook.
 """
 
@@ -53,8 +56,7 @@ import numpy as np
 
 from labcore import lessons
 
-ENV = "LABCORE_ANSWERS"
-SEED_ENV = "LABCORE_SEED"
+SANDBOX_ENV = "LABCORE_ANSWERS"  # grader.zygote marks the sandbox's child with SANDBOX_ENV=ask (see ASK)
 MAX_FILE_BYTES = 256 << 20  # an answers file larger than this is refused whole
 REFUSED = "#refused"  # where _answers keeps an answers file's {"refused": why} line (the zygote refused the run's)
 RECORD_ENV = "LABCORE_RECORD_REFERENCES"  # a folder: the instructors' checkout records what its references gave
@@ -252,41 +254,93 @@ class Answer:
         return call(self.name, self, *args)
 
 
-ROLES = ("plan", "collect", "judge")  # each with a FILE; "ask" has none
+FILED = ("plan", "collect", "judge")  # the kinds of role with an answers file (and a grading run's seed)
 
 
-def _role() -> tuple[str, Path | None]:
-    value = os.environ.get(ENV, "")
-    if not value:
-        return "own", None
-    if value == "ask":
-        return "ask", None
-    role, _, path = value.partition(":")
-    if role not in ROLES or not path:
-        raise ValueError(f"{ENV}={value!r}: expected ask, plan:FILE, collect:FILE or judge:FILE")
-    return role, Path(path)
+@dataclasses.dataclass(frozen=True)
+class Role:
+    """What this process does with a question (see the module's docstring): its kind, the answers file of a kind
+    that has one, and the grading run's seed that the trusted inputs are drawn from."""
+
+    kind: str = "own"
+    path: Path | None = None
+    seed: str = "0"
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("own", "ask", *FILED):
+            raise ValueError(f"a role is own, ask, {', '.join(FILED)}; not {self.kind!r}")
+        if (self.kind in FILED) != (self.path is not None):
+            raise ValueError(f"a role {self.kind!r} {'needs an' if self.kind in FILED else 'takes no'} answers file")
+
+    @classmethod
+    def plan(cls, path: Path, seed: object) -> Role:
+        return cls("plan", Path(path), str(seed))
+
+    @classmethod
+    def collect(cls, path: Path, seed: object = "0") -> Role:
+        return cls("collect", Path(path), str(seed))
+
+    @classmethod
+    def judge(cls, path: Path, seed: object) -> Role:
+        return cls("judge", Path(path), str(seed))
+
+
+OWN, ASK = Role(), Role("ask")
+role = OWN  # this process's role: set by the process that grades (act), never by the environment
+
+
+def act(new: Role) -> Role:
+    """Make `new` this process's role (the grading process that owns it says so); the role it had."""
+    global role
+    if not isinstance(new, Role):
+        raise TypeError(f"a role is a labcore.answers.Role, not {type(new).__name__}")
+    old, role = role, new
+    return old
+
+
+@contextlib.contextmanager
+def acting(new: Role) -> Iterator[Role]:
+    """`new` as this process's role while inside, the one before it after."""
+    old = act(new)
+    try:
+        yield new
+    finally:
+        act(old)
+
+
+def _role() -> Role:
+    """The role acted, or ASK in the process grader.zygote marked as the sandbox's child."""
+    if role is OWN and os.environ.get(SANDBOX_ENV) == "ask":
+        return ASK
+    return role
 
 
 def collecting() -> bool:
     """True where checks ask their questions and judge nothing: planning them, or collecting their answers."""
-    return _role()[0] in ("plan", "collect")
+    return _role().kind in ("plan", "collect")
 
 
 def planning() -> bool:
     """True in the trusted planner: questions are recorded, not answered (answer() gives UNANSWERED)."""
-    return _role()[0] == "plan"
+    return _role().kind == "plan"
 
 
 def grading() -> bool:
     """True in every grading process: inputs are the trusted side's, data comes from shipped profiles."""
-    return _role()[0] != "own"
+    return _role().kind != "own"
+
+
+def run_seed() -> str | None:
+    """The grading run's seed where this process plans, collects or judges its questions; None elsewhere."""
+    now = _role()
+    return now.seed if now.kind in FILED else None
 
 
 def fresh_seed(name: str) -> int:
     """A seed for a check's random input: fresh each call in a student's kernel, shared by sandbox and checker."""
     if not grading():
         return secrets.randbelow(2**31)
-    base = os.environ.get(SEED_ENV, "0")
+    base = _role().seed
     return int.from_bytes(hashlib.sha256(f"{base}/{name}".encode()).digest()[:4], "little") & 0x7FFFFFFF
 
 
@@ -450,19 +504,20 @@ def answer(question: str, inputs: Any, ask_with: Callable[..., Any], *args: Any)
     was asked with (they key the answer), and `ask_with(*args)` computes it from the student's code: an `@asker`.
     Errors the student's code raises become AnswerRaised; a value that cannot travel as data is refused the same way.
     """
-    role, path = _role()
+    now = _role()
+    kind, path = now.kind, now.path
     key = key_of(question, inputs)
-    if role == "judge":
+    if kind == "judge":
         return _read_back(path, key, question)
-    if role == "plan":
+    if kind == "plan":
         name = f"{ask_with.__module__}.{ask_with.__qualname__}"
         assert _ASKERS.get(name) is ask_with, f"{name} is not an @asker: a question must name one"
         _file(path, PlannedQuestion(key=key, question=question, asker=name, args=[_planned_arg(a) for a in args]))
         return UNANSWERED
-    if role == "ask":
+    if kind == "ask":
         raise RuntimeError("the grading sandbox answers planned questions (labcore.answers.ask); it runs no check")
     line = _computed(key, lambda: ask_with(*args))
-    if role == "collect":
+    if kind == "collect":
         _file(path, line)
     return _value_of(line, question)
 

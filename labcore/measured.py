@@ -4,7 +4,7 @@ A trusted checker times what a student handed in (a schedule's trace replayed, a
 course's yardsticks in the same rounds. Two submissions whose work is the same (the same calls on the same streams
 in the same order at the same shape, verified first) must get the same grade, so the second reads the first one's
 measurement instead of timing again: `once(what, identity, measure)`. The measurements live, for the grading run
-(its seed, LABCORE_SEED), in a folder of the grader's own under the system's temporary folder: mode 0700, owned by
+(its seed, the role's), in a folder of the grader's own under the system's temporary folder: mode 0700, owned by
 the grader, its name derived from the secret seed; a folder that is not so is not used (then every submission is
 measured). Checkers of the same run on one machine (a class's workers) share it; a measurement in progress is
 waited for (an flock per identity). Outside grading (a student's own kernel) nothing is shared: every call measures.
@@ -35,8 +35,8 @@ def digest(*parts: Any) -> str:
 
 def _run_folder() -> Path | None:
     """This grading run's folder of measurements, made private; None outside grading or where it is not ours."""
-    seed = os.environ.get(answers.SEED_ENV)
-    if not answers.grading() or not seed:
+    seed = answers.run_seed()
+    if seed is None:
         return None
     folder = Path(tempfile.gettempdir()) / f"{PREFIX}{os.geteuid()}-{digest('run', seed)[:20]}"
     with contextlib.suppress(FileExistsError):

@@ -21,8 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def grading(tmp_path, monkeypatch):
     """A grading run's checker: grading role, a seed of its own, a private temporary folder."""
-    monkeypatch.setattr(answers, "grading", lambda: True)
-    monkeypatch.setenv(answers.SEED_ENV, str(time.time_ns()))
+    monkeypatch.setattr(answers, "role", answers.Role.judge(tmp_path / "answers.jsonl", time.time_ns()))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     return tmp_path
 
@@ -47,12 +46,12 @@ def test_identical_work_is_measured_once_and_other_work_again(grading):
 def test_a_new_grading_run_measures_again(grading, monkeypatch):
     runs: list[float] = []
     measured.once("check", "trace A", counting(runs), float, float)
-    monkeypatch.setenv(answers.SEED_ENV, "another run")
+    monkeypatch.setattr(answers, "role", answers.Role.judge(grading / "answers.jsonl", "another run"))
     assert measured.once("check", "trace A", counting(runs), float, float) == (2.0, False)
 
 
 def test_nothing_is_shared_in_a_students_own_kernel(tmp_path, monkeypatch):
-    monkeypatch.setenv(answers.SEED_ENV, "1")
+    monkeypatch.setattr(answers, "role", answers.OWN)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     runs: list[float] = []
     assert [measured.once("check", "A", counting(runs), float, float)[1] for _ in range(2)] == [False, False]
@@ -71,7 +70,7 @@ def test_a_folder_open_to_others_is_not_used(grading):
 CHECKER = """
 import sys, tempfile, time
 from labcore import answers, measured
-answers.grading = lambda: True
+answers.act(answers.Role.judge(sys.argv[1] + "/answers.jsonl", sys.argv[3]))
 tempfile.tempdir = sys.argv[1]
 def measure():
     time.sleep(0.5)
@@ -83,8 +82,9 @@ print(value, shared)
 
 def test_a_second_checker_waits_for_the_first_measurement(grading):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.Popen([sys.executable, "-c", CHECKER, str(grading), "1"], env=env, stdout=subprocess.PIPE)
+    seed = answers.role.seed
+    first = subprocess.Popen([sys.executable, "-c", CHECKER, str(grading), "1", seed], env=env, stdout=subprocess.PIPE)
     time.sleep(0.2)
-    second = subprocess.Popen([sys.executable, "-c", CHECKER, str(grading), "2"], env=env, stdout=subprocess.PIPE)
+    second = subprocess.Popen([sys.executable, "-c", CHECKER, str(grading), "2", seed], env=env, stdout=subprocess.PIPE)
     outs = [proc.communicate(timeout=30)[0].decode().split() for proc in (first, second)]
     assert len({value for value, _ in outs}) == 1 and sorted(shared for _, shared in outs) == ["False", "True"]

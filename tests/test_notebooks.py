@@ -14,6 +14,7 @@ import pytest
 from nbclient import NotebookClient
 
 from grader.course import RAISES_TAG, raises_untouched
+from labcore import answers
 from labcore.checking import MAX_FOUND_LINES, verdict, verdicts
 from labcore.device import DeviceFacts
 from labcore.lessons import lesson, names
@@ -138,11 +139,11 @@ def _failing_check(namespace_name: str) -> Callable[..., None]:
 def test_verdicts_change_nothing_while_grading(monkeypatch, tmp_path) -> None:
     """In the sandbox and the checker a failed check raises exactly as before: no verdict is attached."""
     check = _failing_check("fake_lesson.checks")
-    monkeypatch.setenv("LABCORE_ANSWERS", f"judge:{tmp_path / 'answers.jsonl'}")
+    monkeypatch.setattr(answers, "role", answers.Role.judge(tmp_path / "answers.jsonl", 0))
     with pytest.raises(AssertionError, match="your thing gave 2; expected 3") as raised:
         check(2)
     assert not hasattr(raised.value, "_render_traceback_")
-    monkeypatch.delenv("LABCORE_ANSWERS")
+    monkeypatch.setattr(answers, "role", answers.OWN)
     with pytest.raises(AssertionError, match="your thing gave 2; expected 3") as raised:
         check(2)
     assert ANSI.sub("", raised.value._render_traceback_()[1]) == "  found: your thing gave 2; expected 3"

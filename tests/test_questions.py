@@ -28,10 +28,10 @@ MARKER = "HIDDEN_MARKER_q9z"  # a string only the hidden region holds
 
 
 def test_the_plan_records_questions_with_the_students_names_and_computes_nothing(tmp_path, monkeypatch):
-    """plan:FILE files key, asker and arguments ({"student": name} for a placeholder); the answer is UNANSWERED,
+    """Role.plan(FILE) files key, asker and arguments ({"student": name} for a placeholder); the answer is UNANSWERED,
     which equals nothing but itself and has no truth value: a check that judged while planning would fail."""
     plan = tmp_path / "plan.jsonl"
-    monkeypatch.setenv(answers.ENV, f"plan:{plan}")
+    monkeypatch.setattr(answers, "role", answers.Role.plan(plan, 0))
     got = answers.call("clamp", answers.Answer("clamp"), 5, 0, 10)
     assert got is answers.UNANSWERED and got != 5 and got != got.__class__() and answers.collecting()
     with pytest.raises(TypeError, match="no truth value"):
@@ -40,6 +40,23 @@ def test_the_plan_records_questions_with_the_students_names_and_computes_nothing
     assert line["asker"] == "labcore.answers.ask_call"
     assert line["args"] == [{"student": "clamp"}, 5, 0, 10]
     assert line["key"] == answers.key_of("clamp(5, 0, 10)", ("call", "clamp", (5, 0, 10)))
+
+
+def test_no_environment_variable_changes_a_role(monkeypatch, tmp_path):
+    """A role is passed explicitly (act, acting): what a process's environment says of answers files or seeds changes
+    nothing; only the sandbox's own mark (SANDBOX_ENV=ask, set by the zygote) makes a process the sandbox."""
+    monkeypatch.setattr(answers, "role", answers.OWN)
+    monkeypatch.setenv(answers.SANDBOX_ENV, f"judge:{tmp_path / 'forged.jsonl'}")
+    monkeypatch.setenv("LABCORE_SEED", "1")
+    assert answers.call("clamp", lambda x, lo, hi: max(lo, min(x, hi)), 11, 0, 10) == 10  # computed: not judged
+    assert not answers.grading() and answers.run_seed() is None
+    with answers.acting(answers.Role.judge(tmp_path / "answers.jsonl", 5)) as judging:
+        assert answers.grading() and answers.run_seed() == "5" and answers.role is judging
+    assert answers.role is answers.OWN
+    with pytest.raises(ValueError, match="needs an answers file"):
+        answers.Role("judge")
+    with pytest.raises(ValueError, match="not 'collect:x'"):
+        answers.Role("collect:x")
 
 
 def test_the_planner_runs_a_test_cell_one_statement_at_a_time():
@@ -58,7 +75,7 @@ def test_the_planner_runs_a_test_cell_one_statement_at_a_time():
 
 def test_ask_answers_a_planned_question_from_the_students_namespace(monkeypatch):
     """The sandbox resolves the student's names; a name never bound is the student's NameError, as data."""
-    monkeypatch.setenv(answers.ENV, "ask")
+    monkeypatch.setattr(answers, "role", answers.ASK)
     planned = {"key": "k1", "asker": "labcore.answers.ask_call", "args": [{"student": "clamp"}, 11, 0, 10]}
     assert answers.ask(planned, {"clamp": lambda x, lo, hi: max(lo, min(x, hi))}) == {"key": "k1", "value": 10}
     assert answers.ask(planned, {})["raised"] == "NameError: name 'clamp' is not defined"
@@ -66,7 +83,7 @@ def test_ask_answers_a_planned_question_from_the_students_namespace(monkeypatch)
 
 def test_ask_runs_only_askers_of_the_course(monkeypatch):
     """A plan naming any other function (os.system) is refused as data, never called."""
-    monkeypatch.setenv(answers.ENV, "ask")
+    monkeypatch.setattr(answers, "role", answers.ASK)
     planned = {"key": "k", "asker": "os.system", "args": ["touch /tmp/pwned-by-plan"]}
     assert answers.ask(planned, {})["raised"].startswith("LookupError: os.system is not an asker")
     assert not Path("/tmp/pwned-by-plan").exists()
@@ -74,7 +91,7 @@ def test_ask_runs_only_askers_of_the_course(monkeypatch):
 
 def test_the_students_own_kernel_judges_on_the_spot(monkeypatch):
     """Role unset: the asker runs now and the value comes back round-tripped; a stub's error says so."""
-    monkeypatch.delenv(answers.ENV, raising=False)
+    monkeypatch.setattr(answers, "role", answers.OWN)
     assert answers.call("clamp", lambda x, lo, hi: max(lo, min(x, hi)), -1, 0, 10) == 0
 
     def stub(*args):

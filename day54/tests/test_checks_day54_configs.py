@@ -16,8 +16,7 @@ def grading(monkeypatch, tmp_path):
     """Set the process up as a grading run of a given seed (the sandbox's role: draws only, nothing judged)."""
 
     def seeded(seed: int, role: str = "collect") -> None:
-        monkeypatch.setenv(answers.ENV, f"{role}:{tmp_path / 'answers.jsonl'}")
-        monkeypatch.setenv(answers.SEED_ENV, str(seed))
+        monkeypatch.setattr(answers, "role", answers.Role(role, tmp_path / "answers.jsonl", str(seed)))
 
     return seeded
 
@@ -81,7 +80,7 @@ def test_a_schedule_fitted_to_one_runs_configurations_fails_the_next(grading, mo
     grading(1)
     last = {(c.n_chunks, c.buffers, c.window) for c in checks.drawn_cases("correct") + checks.live_cases("correct")}
     last.add((16, 2, 64 * MiB))  # the cell's own configuration, which it names
-    monkeypatch.delenv(answers.ENV)  # judged now in a student's kernel: fresh draws
+    monkeypatch.setattr(answers, "role", answers.OWN)  # judged now in a student's kernel: fresh draws
     schedule = special_cased(last)
     with pytest.raises(AssertionError, match="race on d_in"):
         checks.check_schedule_correct(schedule)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from day54 import checks
+from labcore import answers
 from labcore.pipeline.context import Context, CupyContext, HostArrays
 from labcore.pipeline.verify import check_bit_exact
 
@@ -45,13 +46,11 @@ def test_a_schedule_that_does_less_after_its_first_calls_fails():
         checks.check_pipelined_ratio(lazy_after(2))
 
 
-def test_live_correctness_at_drawn_windows(monkeypatch, tmp_path, capsys):
+def test_live_correctness_at_drawn_windows(tmp_path, capsys):
     """Three grading seeds' live cases (windows of whole 4 KiB pages, rarely a power of two) run and verify."""
     for seed in (1, 2, 3):
-        monkeypatch.setenv("LABCORE_SEED", str(seed))
-        monkeypatch.setenv("LABCORE_ANSWERS", f"collect:{tmp_path / f'{seed}.jsonl'}")
-        cases = checks.live_cases("correct")
-        monkeypatch.delenv("LABCORE_ANSWERS")
+        with answers.acting(answers.Role.collect(tmp_path / f"{seed}.jsonl", seed)):
+            cases = checks.live_cases("correct")
         for case in cases:
             checks._live_correct(checks.traced(my_pipelined, case.n_chunks, case.buffers, case.window))
     checks.check_schedule_correct(my_pipelined)

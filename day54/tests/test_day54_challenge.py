@@ -134,15 +134,15 @@ def test_collecting_files_the_answers_and_judges_nothing(tmp_path, monkeypatch, 
     """In the sandbox bad settings are filed as data too (the checker says what is wrong), and nothing raises."""
     ghost = answers.Answer("my_fastest")
     bad, good = tmp_path / "bad.jsonl", tmp_path / "good.jsonl"
-    monkeypatch.setenv("LABCORE_ANSWERS", f"collect:{bad}")
+    monkeypatch.setattr(answers, "role", answers.Role.collect(bad))
     checks.check_challenge(pipelined, {"window": 3})
-    monkeypatch.setenv("LABCORE_ANSWERS", f"collect:{good}")
+    monkeypatch.setattr(answers, "role", answers.Role.collect(good))
     checks.check_challenge(pipelined, BEST)
     assert bad.is_file() and good.is_file()
-    monkeypatch.setenv("LABCORE_ANSWERS", f"judge:{bad}")
+    monkeypatch.setattr(answers, "role", answers.Role.judge(bad, "0"))
     with pytest.raises(AssertionError, match="'buffers' is None"):
         checks.check_challenge(ghost, answers.Answer("MY_CHALLENGE"))
-    monkeypatch.setenv("LABCORE_ANSWERS", f"judge:{good}")
+    monkeypatch.setattr(answers, "role", answers.Role.judge(good, "0"))
     checks.check_challenge(ghost, answers.Answer("MY_CHALLENGE"))
     assert met(capsys) <= checks.CHALLENGE_FACTOR
 

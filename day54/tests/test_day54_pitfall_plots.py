@@ -173,9 +173,9 @@ def test_answers_travel_as_data_from_the_sandbox_to_the_checker(tmp_path, monkey
     ghost = answers.Answer("my_names")
     for label, answer, ok in (("right", dict(RIGHT), True), ("wrong", dict(RIGHT, A=RIGHT["B"], B=RIGHT["A"]), False)):
         filed = tmp_path / f"{label}.jsonl"
-        monkeypatch.setenv(answers.ENV, f"collect:{filed}")
+        monkeypatch.setattr(answers, "role", answers.Role.collect(filed))
         checks.check_pitfall_names(answer)  # judges nothing, even a wrong answer
-        monkeypatch.setenv(answers.ENV, f"judge:{filed}")
+        monkeypatch.setattr(answers, "role", answers.Role.judge(filed, "0"))
         if ok:
             checks.check_pitfall_names(ghost)
         else:
@@ -196,6 +196,9 @@ def test_an_answer_that_calls_pitfall_key_gets_nothing_in_the_sandbox(library, t
     filed = tmp_path / "answers.jsonl"
     student = textwrap.dedent(
         """
+        import sys
+        from labcore import answers
+        answers.act(answers.Role.collect(sys.argv[1]))  # the grading process says its role
         from day54 import checks, pitfalls, plots
         from day54.replay import load_profile
         try:
@@ -210,11 +213,11 @@ def test_an_answer_that_calls_pitfall_key_gets_nothing_in_the_sandbox(library, t
         """
     )
     run = subprocess.run(
-        [sys.executable, "-c", student],
+        [sys.executable, "-c", student, str(filed)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={"PYTHONPATH": str(library), answers.ENV: f"collect:{filed}", "MPLBACKEND": "Agg"},
+        env={"PYTHONPATH": str(library), "MPLBACKEND": "Agg"},
         timeout=120,
     )
     assert run.stdout.splitlines() == [
@@ -222,7 +225,7 @@ def test_an_answer_that_calls_pitfall_key_gets_nothing_in_the_sandbox(library, t
         "NameError",
         "while grading, the order of the timelines A-E is withheld: they are drawn in your own run",
     ], run.stderr
-    monkeypatch.setenv(answers.ENV, f"judge:{filed}")
+    monkeypatch.setattr(answers, "role", answers.Role.judge(filed, "0"))
     with pytest.raises(answers.NoAnswer, match="no answer came back from running your notebook"):
         checks.check_pitfall_names(answers.Answer("my_names"))
 
@@ -232,8 +235,10 @@ def test_an_answer_computed_by_pitfall_key_raises_where_it_is_computed(library, 
     filed = tmp_path / "answers.jsonl"
     student = textwrap.dedent(
         """
+        import sys
         from day54 import pitfalls
         from labcore import answers
+        answers.act(answers.Role.collect(sys.argv[1]))  # the grading process says its role
         try:
             answers.answer("your names for the pitfall timelines A-E", ("day54 pitfall names",), pitfalls.pitfall_key)
         except AssertionError as exc:
@@ -241,15 +246,15 @@ def test_an_answer_computed_by_pitfall_key_raises_where_it_is_computed(library, 
         """
     )
     run = subprocess.run(
-        [sys.executable, "-c", student],
+        [sys.executable, "-c", student, str(filed)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={"PYTHONPATH": str(library), answers.ENV: f"collect:{filed}"},
+        env={"PYTHONPATH": str(library)},
         timeout=120,
     )
     assert run.stdout.split() == ["AnswerRaised"], run.stderr
-    monkeypatch.setenv(answers.ENV, f"judge:{filed}")
+    monkeypatch.setattr(answers, "role", answers.Role.judge(filed, "0"))
     with pytest.raises(answers.AnswerRaised, match=r"your code raised ReferenceWithheld: day54\.pitfalls\.pitfall_key"):
         checks.check_pitfall_names(answers.Answer("my_names"))
 

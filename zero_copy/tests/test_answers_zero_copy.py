@@ -10,6 +10,7 @@ the collect phase here runs with them raising, as there.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import re
@@ -57,6 +58,7 @@ __device__ void publish(volatile int* box, int round) {
 }
 """
 
+SEED = "20240917"  # the grading run's seed the two roles share
 SMALL = {"n_rows": 3001, "row_bytes": 48}  # a small batch keeps the offline simulation quick
 
 
@@ -68,14 +70,13 @@ class Roles:
 
     def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.dir, self.mp, self.n = tmp_path, monkeypatch, 0
-        monkeypatch.setenv(answers.SEED_ENV, "20240917")
 
     def collect(self) -> Path:
         """Become the sandbox, on a fresh answers file: no GPU, and the lesson's reference answers withheld."""
         self.n += 1
         path = self.dir / f"answers{self.n}.jsonl"
         path.touch()
-        self.mp.setenv(answers.ENV, f"collect:{path}")
+        self.mp.setattr(answers, "role", answers.Role.collect(path, SEED))
         self.mp.setattr(checks, "gpu_available", lambda: False)
         for owner, name in ((model, "crossover_reads"), (kernel, "gather_grid"), (gather, "sorted_order")):
             self.mp.setattr(owner, name, _withheld(name))
@@ -84,8 +85,7 @@ class Roles:
     def judge(self, path: Path, *, gpu: bool = False) -> None:
         """Become the checker on `path`, the lesson whole again (its references are trusted code there)."""
         self.mp.undo()
-        self.mp.setenv(answers.SEED_ENV, "20240917")
-        self.mp.setenv(answers.ENV, f"judge:{path}")
+        self.mp.setattr(answers, "role", answers.Role.judge(path, SEED))
         self.mp.setattr(checks, "gpu_available", lambda: gpu)
         answers._answers.cache_clear()
 
@@ -309,7 +309,7 @@ def test_gather_ids_are_fresh_per_run_and_the_same_in_sandbox_and_checker(roles,
 
     roles.collect()
     checks.check_gather_correct(gather_launch, spy, **SMALL)
-    monkeypatch.setenv(answers.SEED_ENV, "7")
+    monkeypatch.setattr(answers, "role", dataclasses.replace(answers.role, seed="7"))
     checks.check_gather_correct(gather_launch, spy, **SMALL)
     assert not np.array_equal(seen[0], seen[1])
     ids = checks.request_ids(
@@ -574,7 +574,7 @@ def test_the_kernels_reference_region_is_the_publish_step_and_the_rest_compiles_
 
 def test_a_record_passed_outside_grading_is_still_the_notebooks(monkeypatch, capsys):
     """In the student's own kernel the record given is used (a rescaled one gives its own L and H)."""
-    monkeypatch.delenv(answers.ENV, raising=False)
+    monkeypatch.setattr(answers, "role", answers.OWN)
     record = copy.deepcopy(replay.load_profile())
     record.extra["probes"]["rates"]["h2d_gbps"] = 100.0
     checks.check_break_even(break_even_reads, record)
