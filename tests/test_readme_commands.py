@@ -1,44 +1,87 @@
 """The README's commands, copied from it and run as written in a shell, in a fresh copy of the checkout.
 
 The test command is what `.ci/run` runs verbatim (tests/test_project.py checks that), so it is not run again here.
-The main job (a new .venv, the editable install, `python -m <first lesson>`) and the site's build then run one
-after the other, as a newcomer pastes them: the site's command installs the test extra into the same .venv. pip
-must reach the package index (as in CI); a few minutes on 2 cores with a warm pip cache.
+The others run one after the other in one fresh .venv, as a newcomer pastes them: the main job (a new .venv, the
+editable install, `python -m <first lesson>`), every lesson of the lessons table in a shell where the venv is
+active, the site's build (which installs the test extra into the same .venv, and must leave nothing in the checkout
+but its output folder), and the instructors' first command (the course extra, activation, `grader setup`). pip must
+reach the package index (as in CI); a few minutes on 2 cores with a warm pip cache, the steps' seconds printed.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 from test_course_extra import copy_checkout
-from test_project import readme_command_lines
+from test_project import readme_command_lines, table_commands
 
 from labcore.device import gpu_available
 from labcore.lessons import names
 
 pytestmark = pytest.mark.venv
 
+# What the shell's own steps may leave in the copy besides a command's output: the venv, the editable install's
+# metadata, Python's bytecode caches
+MADE_BY_INSTALLS = (".venv", "datamove_course.egg-info", "build", "__pycache__")
 
-def _shell(command: str, cwd) -> subprocess.CompletedProcess:
+
+def _shell(command: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "COURSE_PROFILES")}
+    env["HOME"] = str(home)  # `~/grading` of the instructors' command lands in the test's folder
     return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=1500)
 
 
-@pytest.mark.skipif(gpu_available(), reason="with a GPU, the first lesson runs live instead of replaying")
-def test_the_readme_main_job_and_site_build_run_as_written(tmp_path):
-    """Pasted into bash in a fresh copy: the main job replays the shipped profile and says so on its first line;
-    the site's build then writes its front page."""
-    copy = copy_checkout(tmp_path / "checkout")
+def files_of(tree: Path) -> set[str]:
+    """Every file under tree, relative, less what installs and Python's caches make."""
+    return {
+        p.relative_to(tree).as_posix()
+        for p in tree.rglob("*")
+        if p.is_file() and not set(p.relative_to(tree).parts) & set(MADE_BY_INSTALLS)
+    }
+
+
+@pytest.mark.skipif(gpu_available(), reason="with a GPU, the lessons run live instead of replaying")
+def test_the_readme_commands_run_as_written(tmp_path, capsys) -> None:
+    """Pasted into bash in a fresh copy: the main job replays the shipped profile and says so on its first line; so
+    does every lesson of the table with the venv activated; the site's build writes its front page and nothing
+    outside its folder; the instructors' command makes a grading directory."""
+    copy, home = copy_checkout(tmp_path / "checkout"), tmp_path / "home"
+    home.mkdir()
     lines = readme_command_lines()
     main = next(c for c in lines if c.endswith(f".venv/bin/python -m {names()[0]}"))
     site = next(c for c in lines if "site/build.py" in c)
-    done = _shell(main, copy)
-    assert done.returncode == 0, done.stderr[-3000:]
-    first = done.stdout.splitlines()[0]
+    setup = next(c for c in lines if "grader setup" in c)
+    seconds = {}
+
+    def step(name: str, command: str) -> subprocess.CompletedProcess:
+        started = time.perf_counter()
+        done = _shell(command, copy, home)
+        seconds[name] = time.perf_counter() - started
+        assert done.returncode == 0, f"{command}:\n{done.stderr[-3000:]}"
+        return done
+
+    first = step("main job", main).stdout.splitlines()[0]
     assert first.startswith(f"{names()[0]}: replay of") and "no GPU here" in first, first
+
+    for command in table_commands():
+        lesson = command.split()[-1]
+        first = step(lesson, f". .venv/bin/activate && {command}").stdout.splitlines()[0]
+        assert first.startswith(f"{lesson}: replay of") and "no GPU here" in first, first
+
     out = site.rsplit(" ", 1)[1]
-    done = _shell(site, copy)
-    assert done.returncode == 0, done.stderr[-3000:]
+    before = files_of(copy)
+    step("site", site)
     assert (copy / out / "index.html").is_file()
+    left = sorted(f for f in files_of(copy) - before if not f.startswith(f"{out}/"))
+    assert left == [], f"the site's build left files outside {out}/: {left[:10]}"
+
+    done = step("instructors", setup)
+    grading = home / setup.rsplit("~/", 1)[1]
+    assert (grading / "nbgrader_config.py").is_file() and (grading / "gradebook.db").is_file(), done.stdout
+    assert sorted(p.name for p in (grading / "release").iterdir()) == sorted(names())
+    with capsys.disabled():
+        print("\nREADME commands, seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()))
