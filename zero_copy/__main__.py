@@ -6,8 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from labcore.device import DEVICE_ENV
-from labcore.errors import UsageError, gpu_index, output_file, output_folder
+from labcore.errors import UsageError
+from labcore.kit.cli import Parser, add_record_options, check_options
 from labcore.mode import Mode, live_line, run_lesson
 from labcore.record import Record
 from labcore.sizes import parse_size
@@ -37,15 +37,11 @@ _COUNT_OPTIONS = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and exit 2 (through run_cli), not argparse's usage dump
-        raise UsageError(f"{message} (python -m zero_copy --help lists the options)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command's options; sizes take 64MiB, 4GiB or a byte count."""
     defaults = Config()
-    parser = _Parser(
+    parser = Parser(
+        hint=" (python -m zero_copy --help lists the options)",
         prog="python -m zero_copy",
         description=(
             "Zero-copy (mapped pinned) memory, measured: streaming, break-even, access shape, sparse gather, "
@@ -78,14 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--repeats", type=int, help=f"timed repeats per pass (default {defaults.repeats})")
     add("--warmup", type=int, help=f"untimed runs before them (default {defaults.warmup})")
     add("--seed", type=int, help="random seed of the inputs (default 0)")
-    add("--json", metavar="PATH", help="write the results record (labcore.record) here")
-    add("--plot", metavar="DIR", help=plot_help())
-    add(
-        "--from-profile",
-        metavar="DIR",
-        help="replay a recorded profile (a directory holding results.json, or the file) instead of running live",
+    add_record_options(
+        parser,
+        plot_help(),
+        "replay a recorded profile (a directory holding results.json, or the file) instead of running live",
     )
-    add("--device", metavar="N", help=f"the GPU to run on (default: ${DEVICE_ENV}, else 0)")
     return parser
 
 
@@ -151,12 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; 0 when every correctness check passed, 1 when one failed, 2 for bad input."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    gpu_index(args.device)
+    check_options(args, ())  # before a live run of minutes, not after it
     cfg = config_from(args)
-    if args.json:
-        output_file(args.json, "--json")  # before a live run of minutes, not after it
-    if args.plot:
-        output_folder(args.plot, "--plot")
     mode = Mode.decide(args.from_profile or None, args.device)
     record = _live(cfg, argv) if mode.live else _replay(args, mode)
     only = cfg.only if args.only else None

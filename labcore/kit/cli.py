@@ -34,8 +34,14 @@ MAIN_WINDOW = "64MiB"
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and exit 2, like every other bad input
-        raise UsageError(message)
+    """argparse's parser whose errors are one line and exit 2, like every other bad input (`hint` ends the line)."""
+
+    def __init__(self, *args: Any, hint: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hint = hint
+
+    def error(self, message: str) -> None:
+        raise UsageError(f"{message}{self.hint}")
 
 
 def lesson_parser(
@@ -61,13 +67,20 @@ def lesson_parser(
     parser.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
     if pitfalls:
         parser.add_argument("--no-pitfalls", action="store_true", help="skip the pitfall demonstrations")
+    add_record_options(parser, f"also write {plot} here")
+    return parser
+
+
+def add_record_options(
+    parser: argparse.ArgumentParser, plot: str, replay: str = "replay this recorded profile instead of the GPU"
+) -> None:
+    """--json, --plot (`plot` is its help), --from-profile and --device: the options of every lesson's record."""
     parser.add_argument("--json", metavar="PATH", help="also write the results record here")
-    parser.add_argument("--plot", metavar="DIR", help=f"also write {plot} here")
-    parser.add_argument("--from-profile", metavar="DIR", help="replay this recorded profile instead of the GPU")
+    parser.add_argument("--plot", metavar="DIR", help=plot)
+    parser.add_argument("--from-profile", metavar="DIR", help=replay)
     parser.add_argument(
         "--device", metavar="N", default=None, help=f"the GPU to run on (default: ${DEVICE_ENV}, else 0)"
     )
-    return parser
 
 
 def typed_options(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> set[str]:
