@@ -8,6 +8,7 @@ no solution or hidden-test region whole either, however it is laid out (tests/si
 
 from __future__ import annotations
 
+import ast
 import difflib
 import functools
 import json
@@ -406,7 +407,8 @@ def test_no_current_page_types_how_many_lessons_there_are() -> None:
 
 def test_the_pages_list_every_lesson(site_build) -> None:  # noqa: F811
     """The front page and the lessons page link every listed lesson's page under its title; the count word is the
-    list's; the students' page names every notebook; the offline page holds every lesson's --help."""
+    list's; the lessons page shows each lesson's own prose page (its folder's page.md); the students' page names
+    every notebook; the offline page holds every lesson's --help."""
     course_lessons = pytest.importorskip("course_lessons", reason="the test extra (sphinx) is not installed")
     out, word = site_build.out / "site", course_lessons.count_word(len(LESSONS))
     for page in ("index", "lessons"):
@@ -414,6 +416,11 @@ def test_the_pages_list_every_lesson(site_build) -> None:  # noqa: F811
         for name in LESSONS:
             assert f'href="../course/{name}/{name}.html"' in html and lesson(name).title in text, (page, name)
         assert f"{word} lessons" in text or f"{word} of them" in text, page
+    lessons_page = _normal(html_text(out / "lessons.html"))
+    for name in LESSONS:  # each lesson's own prose, from its folder where it has one
+        page = ROOT / name / course_lessons.PAGE
+        prose = page.read_text() if page.is_file() else lesson(name).summary
+        assert _normal(prose.replace("`", "")) in lessons_page, name
     students = _normal(html_text(out / "students.html"))
     assert all(f"{name}/{name}.ipynb" in students and f"{name}.ipynb" in students for name in LESSONS)
     offline = html_text(out / "offline.html")
@@ -499,3 +506,22 @@ def test_a_count_the_pages_quote_is_the_tests_own(page, quote, source, code) -> 
     held = re.findall(code, (ROOT / source).read_text())
     assert len(quoted) == 1 and held, (quoted, held)
     assert int(quoted[0].replace(",", "")) in {int(n) for n in held}
+
+
+def test_the_lessons_page_shows_every_exercise(site_build) -> None:  # noqa: F811
+    """The lessons page holds, for every lesson, each prediction cell's name and each autograded test cell's
+    docstring (what it checks), read here from the release notebooks by another route (Python's own parser)."""
+    text = _normal(html_text(site_build.out / "site" / "lessons.html"))
+    missing = []
+    for name in LESSONS:
+        for cell in _cells(ROOT / "course" / name / f"{name}.ipynb"):
+            meta, source = cell["metadata"].get("nbgrader", {}), _source(cell)
+            if cell["cell_type"] != "code":
+                continue
+            if meta.get("grade"):
+                doc = ast.get_docstring(ast.parse(source))
+                missing += [] if doc and _normal(doc) in text else [f"{name}: {meta.get('grade_id')}"]
+            elif not meta.get("solution") and source.startswith("predictions_"):
+                prediction = source.split("=", 1)[0].strip()
+                missing += [] if prediction in text else [f"{name}: {prediction}"]
+    assert missing == []

@@ -5,9 +5,14 @@ lessons' own TITLE, SUMMARY and command line, so a lesson added to the list reac
 
 - `{course-lessons}` (directive): a bullet per listed lesson, in course order: its title linked to its page (the
   release notebook, `../course/<lesson>/<lesson>.ipynb` from a page of site/) and its one-line summary.
+- `{course-pages}` (directive): the same list with each lesson's own prose for the lessons page, its folder's
+  PAGE (`<lesson>/page.md`, Markdown), in place of the summary where the lesson has one.
 - {course-lessons}`count` (role): how many lessons the list holds, as a word ("four"); `notebooks`: each lesson's
   notebook file (`day54.ipynb`, ...); `paths`: each notebook under its folder (`day54/day54.ipynb`, ...); `cells`:
   the fewest and the most cells of a release notebook (course/<lesson>/<lesson>.ipynb), as "38-59".
+- `{course-exercises}` (directive): per listed lesson, read from its release notebook (public): the prediction cells
+  and the quantities each asks for, every autograded test cell's one-line docstring and points, and the written
+  answers' points (graded by hand).
 - `{course-help}` (directive): every listed lesson's `python -m <lesson> --help`, as its own parser prints it.
 - `{course-build}` (directive): the built site's size and build time, which site/build.py measures as it builds:
   the directive leaves BUILD_FIGURES in the page, and build.py writes the measured figures in its place.
@@ -20,6 +25,7 @@ import importlib
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -29,8 +35,12 @@ from sphinx.util.docutils import SphinxDirective
 from labcore.lessons import lessons
 
 RELEASE = Path(__file__).resolve().parents[2] / "course"  # the checkout's release notebooks
+PAGE = "page.md"  # a lesson's prose for the site's lessons page, in its own folder
 BUILD_FIGURES = "SITE-BUILD-FIGURES"  # replaced in the built HTML by site/build.py (its measure of this build)
 HELP_COLUMNS = "100"  # argparse wraps --help to $COLUMNS: the page's width, whatever the building terminal's
+PREDICTION = re.compile(r"^(predictions_\w+)\s*=\s*\{")  # a prediction cell: a plain dict, never graded
+KEY = re.compile(r'^\s+"(\w+)":', re.M)  # one quantity of a prediction cell
+DOCSTRING = re.compile(r'^\s*"""(.*?)"""', re.S)  # a test cell's first line says what it checks (STYLE.md)
 WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
 
@@ -42,6 +52,16 @@ def count_word(n: int) -> str:
 def lesson_bullets() -> list[str]:
     """The Markdown list of the lessons: title linked to the lesson's page, then its summary."""
     return [f"- [{x.title}](../course/{x.name}/{x.name}.ipynb): {x.summary}" for x in lessons()]
+
+
+def page_bullets() -> list[str]:
+    """The Markdown list of the lessons with each one's own prose (its PAGE), else its summary."""
+    lines = []
+    for x in lessons():
+        page = x.folder / PAGE
+        prose = page.read_text().strip().splitlines() if page.is_file() else [x.summary]
+        lines += [f"- **[{x.title}](../course/{x.name}/{x.name}.ipynb).** {prose[0]}", *(f"  {p}" for p in prose[1:])]
+    return lines
 
 
 def inline(what: str) -> list[nodes.Node]:
@@ -61,6 +81,53 @@ def inline(what: str) -> list[nodes.Node]:
             found.append(nodes.Text(" and " if i == len(names) - 1 else ", "))
         found.append(nodes.literal(name, name))
     return found
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _points(points: float) -> str:
+    n = int(points) if float(points).is_integer() else points
+    return "no points" if n == 0 else f"{n} point" + ("" if n == 1 else "s")
+
+
+def _escaped(text: str) -> str:
+    """Prose for Markdown: characters that would start emphasis, a link or HTML taken literally."""
+    return re.sub(r"([*_\[\]<>`])", r"\\\1", " ".join(text.split()))
+
+
+def exercise_bullets(name: str) -> list[str]:
+    """One lesson's predictions, autograded test cells and written answers, as Markdown bullets, from its release."""
+    cells = json.loads((RELEASE / name / f"{name}.ipynb").read_text())["cells"]
+    predictions, tests, written = [], [], []
+    for cell in cells:
+        source, meta = _source(cell), cell["metadata"].get("nbgrader", {})
+        if cell["cell_type"] == "code" and not (meta.get("grade") or meta.get("solution")):
+            if found := PREDICTION.match(source):
+                predictions.append(f"`{found.group(1)}` ({', '.join(KEY.findall(source))})")
+        elif cell["cell_type"] == "code" and meta.get("grade"):
+            doc = DOCSTRING.match(source)
+            what = _escaped(doc.group(1)) if doc else f"`{meta.get('grade_id')}`"
+            points = _points(meta.get("points", 0))
+            tests.append(f"  - {what}" + ("" if points in what else f" ({points})"))
+        elif cell["cell_type"] == "markdown" and meta.get("grade") and meta.get("solution"):
+            written.append(float(meta.get("points", 0)))
+    lines = [f"- **[{lesson_title(name)}](../course/{name}/{name}.ipynb)**"]
+    if predictions:
+        lines.append(f"  - predictions: {'; '.join(predictions)}")
+    lines.append("  - checked by its test cells:")
+    lines += ["  " + line for line in tests]
+    if written:
+        lines.append(
+            f"  - written answers: {len(written)}, {_points(sum(written))} in all, each in its own cell under a "
+            "read-only question, graded by hand"
+        )
+    return lines
+
+
+def lesson_title(name: str) -> str:
+    return next(x.title for x in lessons() if x.name == name)
 
 
 def lesson_help(name: str) -> str:
@@ -95,6 +162,25 @@ class CourseLessons(SphinxDirective):
         return container.children
 
 
+class CoursePages(SphinxDirective):
+    """`{course-pages}`: the listed lessons, each with its own prose page, parsed in place."""
+
+    def run(self) -> list[nodes.Node]:
+        container = nodes.container()
+        self.state.nested_parse(StringList(page_bullets(), source=PAGE), self.content_offset, container)
+        return container.children
+
+
+class CourseExercises(SphinxDirective):
+    """`{course-exercises}`: every listed lesson's predictions and exercises, from its release notebook."""
+
+    def run(self) -> list[nodes.Node]:
+        lines = [line for x in lessons() for line in exercise_bullets(x.name)]
+        container = nodes.container()
+        self.state.nested_parse(StringList(lines, source="course/"), self.content_offset, container)
+        return container.children
+
+
 class CourseHelp(SphinxDirective):
     """`{course-help}`: each listed lesson's --help, a paragraph naming the command and the help as a code block."""
 
@@ -118,6 +204,8 @@ class CourseBuild(SphinxDirective):
 def setup(app) -> dict:
     app.add_directive("course-lessons", CourseLessons)
     app.add_role("course-lessons", course_lessons_role)
+    app.add_directive("course-pages", CoursePages)
+    app.add_directive("course-exercises", CourseExercises)
     app.add_directive("course-help", CourseHelp)
     app.add_directive("course-build", CourseBuild)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
