@@ -5,7 +5,9 @@ The others run one after the other in one fresh .venv, as a newcomer pastes them
 editable install, `python -m <first lesson>`), every lesson of the lessons table in a shell where the venv is
 active, the site's build (which installs the test extra into the same .venv, and must leave nothing in the checkout
 but its output folder), and the instructors' first command (the course extra, activation, `grader setup`). pip must
-reach the package index (as in CI); a few minutes on 2 cores with a warm pip cache, the steps' seconds printed.
+reach the package index (as in CI). The steps' seconds are printed: 1167 s in all on a 2-core machine busy with
+another engineer's corpus run (main job 328, each lesson 7-14, site 647 with the test extra's install, instructors
+117 with the course extra's), 2026-12-06.
 """
 
 from __future__ import annotations
