@@ -24,7 +24,8 @@ from test_project import readme_command_lines, table_commands
 from labcore.device import gpu_available
 from labcore.lessons import names
 
-pytestmark = pytest.mark.venv
+# three installs into one fresh venv and a build of the site (1167 s on a busy machine): among the first started
+pytestmark = [pytest.mark.venv, pytest.mark.slow(seconds=420)]
 
 # What the shell's own steps may leave in the copy besides a command's output: the venv, the editable install's
 # metadata, Python's bytecode caches
