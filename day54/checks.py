@@ -64,7 +64,7 @@ from day54.timings import (
 from day54.timings import LINK_WINDOW as LINK_WINDOW
 from day54.timings import challenge_decided as challenge_decided
 from labcore import answers, checking, measured, public
-from labcore.checking import Result, assert_own_function, decided_when_graded, rounds_decided, say, verdicts
+from labcore.checking import Case, Result, assert_own_function, decided_when_graded, rounds_decided, say, verdicts
 from labcore.device import gpu_available
 from labcore.pipeline import trace
 from labcore.pipeline.context import LEGACY
@@ -78,31 +78,12 @@ def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
     While grading the sandbox withholds the reference schedules themselves (labcore.answers.reference), which
     catches them under any name; this name check is only the early word in the student's own run.
     """
-    if answers.grading():
-        return
-    assert_own_function(
-        schedule,
-        n_params=1,
-        what="schedule",
-        references=(schedules.naive, schedules.pipelined),
-        forbidden=("schedules", "pipelined"),
-        hint="enqueue the copies and launches yourself",
+    checking.assert_own_schedule(
+        schedule, references=(schedules.naive, schedules.pipelined), forbidden=("schedules", "pipelined")
     )
 
 
 # -- correctness ------------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    """One configuration a schedule is recorded at: chunks, buffer pairs (one stream each) and the window."""
-
-    n_chunks: int
-    buffers: int
-    window: int
-
-    def describe(self) -> str:
-        return f"{self.n_chunks}x{self.buffers} at {format_window(self.window)}"
 
 
 CASES = 8  # configurations drawn for the correctness check, beside the cell's own
@@ -741,23 +722,14 @@ def check_prediction(
             forbidden=("predict", "chain_ms", "fill_drain_ms", "Stages", "model"),
             hint="work the bounds out yourself",
         )
-    cases = cases or PREDICTION.cases
-    got_all = [
-        answers.answer(
-            f"predict_pipelined_ms{tuple(case)}", ("day54 predict", case), answers.ask_call, predict_ms, *case
-        )
-        for case in cases
-    ]
-    if answers.collecting():
-        return
-    for (h2d, kernel, d2h, n_chunks, n_buffers, link), got in zip(cases, got_all, strict=True):
-        want = PREDICTION.want([h2d, kernel, d2h, n_chunks, n_buffers, link])
-        assert isinstance(got, (int, float)) and not isinstance(got, bool), f"you predict {got!r}, not a number"
-        assert abs(got - want) <= tolerance * want, (
-            f"h2d {h2d}, kernel {kernel}, d2h {d2h} ms, {n_chunks} chunks, {n_buffers} buffers, link floor {link}: "
-            f"you predict {got:.3f} ms, the model {want:.3f} ms"
-        )
-    say(f"{len(cases)} cases within {tolerance:.0%} of the model")
+    checking.check_predicted(
+        predict_ms,
+        ("predict_pipelined_ms", "day54 predict"),
+        cases or PREDICTION.cases,
+        PREDICTION.want,
+        lambda c: f"h2d {c[0]}, kernel {c[1]}, d2h {c[2]} ms, {c[3]} chunks, {c[4]} buffers, link floor {c[5]}",
+        tolerance,
+    )
 
 
 # -- name the pitfall: which pitfall each unlabelled timeline A-E shows (day54.plots.unlabelled_pitfalls) ----------

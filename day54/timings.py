@@ -14,19 +14,12 @@ import statistics
 from collections.abc import Callable
 
 from day54.config import MiB
+from labcore.checking import format_window as format_window
 
 KiB = 1 << 10
 
 
 TIMED_TOTAL_BYTES = 1 << 30  # the lesson's array: what the live, exported and simulated timings all move
-
-
-def format_window(window: int) -> str:
-    """64 MiB, 12 KiB, 1000 B."""
-    for unit, scale in (("MiB", MiB), ("KiB", KiB)):
-        if window >= scale and window % scale == 0:
-            return f"{window // scale} {unit}"
-    return f"{window} B"
 
 
 @dataclasses.dataclass(frozen=True)

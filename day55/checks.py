@@ -13,7 +13,6 @@ configurations are drawn from the grading seed (fresh on every run in a student'
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 import secrets
@@ -25,8 +24,17 @@ from day55 import model, pool, report, schedules
 from day55.config import MiB
 from day55.model import per_chunk_malloc_ms
 from day55.replay import shipped_profile
-from labcore import answers, measured, public
-from labcore.checking import assert_own_function, decided_when_graded, rounds_decided, say, verdicts
+from labcore import answers, checking, measured, public
+from labcore.checking import (
+    Case,
+    assert_own_function,
+    decided_when_graded,
+    expected_output,
+    format_window,
+    rounds_decided,
+    say,
+    verdicts,
+)
 from labcore.device import gpu_available
 from labcore.errors import UsageError
 from labcore.gpulock import gpu_turn
@@ -50,12 +58,8 @@ MAX_CALLS_PER_CHUNK = 16
 def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
     """In the student's own kernel, the early word: the schedule is written in the notebook, not imported. While
     grading the sandbox withholds the reference bodies themselves (labcore.answers.reference)."""
-    if answers.grading():
-        return
-    assert_own_function(
+    checking.assert_own_schedule(
         schedule,
-        n_params=1,
-        what="schedule",
         references=(schedules.stream_ordered, schedules.stream_ordered_waiting, schedules.once),
         forbidden=("schedules", "stream_ordered"),
         hint="enqueue the allocations, copies and launches yourself",
@@ -63,23 +67,6 @@ def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
 
 
 # -- configurations ----------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    n_chunks: int
-    buffers: int
-    window: int
-
-    def describe(self) -> str:
-        return f"{self.n_chunks}x{self.buffers} at {_size(self.window)}"
-
-
-def _size(window: int) -> str:
-    for unit, scale in (("MiB", MiB), ("KiB", KiB)):
-        if window >= scale and window % scale == 0:
-            return f"{window // scale} {unit}"
-    return f"{window} B"
 
 
 def _draws(name: str) -> random.Random:
@@ -115,7 +102,7 @@ def live_cases(name: str) -> list[Case]:
 
 def traced(schedule: Callable[[Any], None], n_chunks: int, buffers: int, window: int) -> trace.Trace | None:
     """The schedule's trace at one configuration: recorded here, or in the grading sandbox and read back."""
-    question = f"your schedule's calls at {n_chunks} chunks x {buffers} buffers, {_size(window)} windows"
+    question = f"your schedule's calls at {n_chunks} chunks x {buffers} buffers, {format_window(window)} windows"
     text = answers.answer(
         question, ("day55 trace", n_chunks, buffers, window), ask_trace, schedule, n_chunks, buffers, window
     )
@@ -149,7 +136,7 @@ def on_fake(recorded: trace.Trace) -> RecordingContext:
 
 
 def _shape(recorded: trace.Trace) -> str:
-    return f"{recorded.n_chunks} chunks, {recorded.n_buffers} buffers, {_size(recorded.window_bytes)} windows"
+    return f"{recorded.n_chunks} chunks, {recorded.n_buffers} buffers, {format_window(recorded.window_bytes)} windows"
 
 
 def stream_ordered_problems(recorded: trace.Trace) -> list[str]:
@@ -170,27 +157,20 @@ def stream_ordered_problems(recorded: trace.Trace) -> list[str]:
     return found
 
 
-def _expected(host: HostArrays, ctx: CupyContext) -> Any:
-    with gpu_turn():
-        expected = ctx.expected_output()
-        host.poison()
-    return expected
-
-
 def _live_correct(recorded: trace.Trace) -> str:
     """Replay a trace on the GPU on fresh random input, pairs unallocated, output poisoned; bit for bit."""
     n, b, w = recorded.n_chunks, recorded.n_buffers, recorded.window_bytes
     host = HostArrays(w * n)
     host.fill_random(secrets.randbelow(2**31))
     ctx = CupyContext(host, w, b, 512, allocated=False)
-    reference = _expected(host, ctx)
+    reference = expected_output(host, ctx)
     with gpu_turn():
         recorded.replay(ctx)
         ctx.synchronize()
         left = ctx.release_all()
     assert not left, f"live, {n} chunks, {b} buffers: pairs {left} were still allocated at the end"
     check = check_bit_exact("your schedule", host.device_view(host.h_out), reference, ctx.chunk_elems)
-    assert check.ok, f"live, {n} chunks, {b} buffers, {_size(w)}: {check.detail}"
+    assert check.ok, f"live, {n} chunks, {b} buffers, {format_window(w)}: {check.detail}"
     return check.detail
 
 
@@ -236,7 +216,7 @@ def _live_times(recorded: trace.Trace, rounds: int) -> tuple[float, float, int]:
     host = HostArrays(TIMED_TOTAL_BYTES)
     host.fill_random(secrets.randbelow(2**31))
     ctx = CupyContext(host, recorded.window_bytes, recorded.n_buffers, 512, allocated=False)
-    expected = _expected(host, ctx)
+    expected = expected_output(host, ctx)
     runs = {"yours": lambda: recorded.replay(ctx), "allocated once": lambda: schedules.once(ctx)}
     medians: dict[str, list[float]] = {name: [] for name in runs}
     with pool.release_threshold(0):  # the default: what a program that never sets it gets
@@ -329,21 +309,16 @@ def check_malloc_prediction(predict_ms: Callable[..., float], *, tolerance: floa
             forbidden=("per_chunk_malloc_ms", "model", "Stages"),
             hint="work it out yourself",
         )
-    cases = cases or PREDICTION.cases
-    got_all = [
-        answers.answer(f"predict_malloc_ms{tuple(case)}", ("day55 predict", case), answers.ask_call, predict_ms, *case)
-        for case in cases
-    ]
-    if answers.collecting():
-        return
-    for (h2d, kernel, d2h, n, malloc_ms, free_ms), got in zip(cases, got_all, strict=True):
-        want = PREDICTION.want([h2d, kernel, d2h, n, malloc_ms, free_ms])
-        assert isinstance(got, (int, float)) and not isinstance(got, bool), f"you predict {got!r}, not a number"
-        assert abs(got - want) <= tolerance * want, (
-            f"stages {h2d}, {kernel}, {d2h} ms over {n} chunks, cudaMalloc {malloc_ms} ms and cudaFree {free_ms} ms a "
-            f"pair: you predict {got:.3f} ms, the model {want:.3f} ms"
-        )
-    say(f"{len(cases)} cases within {tolerance:.0%} of the model")
+    checking.check_predicted(
+        predict_ms,
+        ("predict_malloc_ms", "day55 predict"),
+        cases or PREDICTION.cases,
+        PREDICTION.want,
+        lambda c: (
+            f"stages {c[0]}, {c[1]}, {c[2]} ms over {c[3]} chunks, cudaMalloc {c[4]} ms and cudaFree {c[5]} ms a pair"
+        ),
+        tolerance,
+    )
 
 
 # -- exercise 3: what goes wrong where --------------------------------------------------------------------------

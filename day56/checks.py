@@ -27,7 +27,7 @@ from day56 import graph, model, schedules
 from day56.config import MiB
 from labcore import answers, checking, measured, public
 from labcore.answers import reference
-from labcore.checking import Result, assert_own_function, decided_when_graded, say, verdicts
+from labcore.checking import Case, Result, assert_own_function, decided_when_graded, expected_output, say, verdicts
 from labcore.device import gpu_available
 from labcore.gpulock import gpu_turn
 from labcore.pending import PendingGPU, pending_message
@@ -108,16 +108,6 @@ def check_break_even(fn: Callable[..., float], *, cases: list[tuple[float, float
 # -- exercise 2: a schedule a capture can hold -------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Case:
-    n_chunks: int
-    buffers: int
-    window: int
-
-    def describe(self) -> str:
-        return f"{self.n_chunks}x{self.buffers} at {self.window // KiB} KiB"
-
-
 def capture_cases(name: str, count: int = 6) -> list[Case]:
     """Configurations drawn for this grading run: 1 chunk, an odd count, one the buffers do not divide, many
     (100-300), the rest 2-64; buffers 2-6 (2 and 3 always); windows 4 KiB-64 MiB in whole 4 KiB pages."""
@@ -194,19 +184,12 @@ def capture_problem(recorded: trace.Trace) -> str | None:
     return None
 
 
-def _expected(ctx: CupyContext, host: HostArrays) -> Any:
-    with gpu_turn():
-        expected = ctx.expected_output()
-        host.poison()
-    return expected
-
-
 def _live_graph(recorded: trace.Trace) -> str:
     """Capture the trace into a graph on the GPU, launch it once on fresh random input, compare with naive."""
     host = HostArrays(recorded.window_bytes * recorded.n_chunks)
     host.fill_random(secrets.randbelow(2**31))
     ctx = CupyContext(host, recorded.window_bytes, recorded.n_buffers, 512)
-    expected = _expected(ctx, host)
+    expected = expected_output(host, ctx)
     gctx = graph.capturable(ctx)
     with gpu_turn():
         captured = graph.capture(gctx, recorded.replay)
@@ -223,15 +206,8 @@ def _live_graph(recorded: trace.Trace) -> str:
 def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
     """In the student's own kernel, an early word: the schedule is written in the notebook, not the lesson's.
     While grading the sandbox withholds the lesson's schedules themselves, under any name."""
-    if answers.grading():
-        return
-    assert_own_function(
-        schedule,
-        n_params=1,
-        what="schedule",
-        references=(schedules.pipelined, schedules.naive),
-        forbidden=("schedules", "pipelined"),
-        hint="enqueue the copies and launches yourself",
+    checking.assert_own_schedule(
+        schedule, references=(schedules.pipelined, schedules.naive), forbidden=("schedules", "pipelined")
     )
 
 
@@ -294,7 +270,7 @@ def _timed_runs(recorded: trace.Trace) -> tuple[dict[str, list[float]], int, str
     host = HostArrays(TIMED_WINDOW * TIMED_CHUNKS)
     host.fill_random(secrets.randbelow(2**31))
     ctx = CupyContext(host, TIMED_WINDOW, 3, 512)
-    expected = _expected(ctx, host)
+    expected = expected_output(host, ctx)
     gctx = graph.capturable(ctx)
     with gpu_turn():
         captured = graph.capture(gctx, recorded.replay)

@@ -29,6 +29,7 @@ from types import FrameType
 from typing import Any
 
 from labcore import answers
+from labcore.gpulock import gpu_turn
 from labcore.pending import PENDING_GPU
 from labcore.record import Record
 
@@ -286,3 +287,74 @@ def _asked(cell: str, check: str, args: tuple[Any, ...]) -> tuple[str, list[str]
         if isinstance(arg, ast.Name) and not isinstance(value, Record)
     ]
     return (doc[0] if doc else ""), names
+
+
+# -- what the schedule checks share ------------------------------------------------------------------------------
+
+
+def format_window(window: int) -> str:
+    """64 MiB, 12 KiB, 1000 B."""
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if window >= scale and window % scale == 0:
+            return f"{window // scale} {unit}"
+    return f"{window} B"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One configuration a schedule is recorded at: chunks, buffer pairs (one stream each) and the window."""
+
+    n_chunks: int
+    buffers: int
+    window: int
+
+    def describe(self) -> str:
+        return f"{self.n_chunks}x{self.buffers} at {format_window(self.window)}"
+
+
+def expected_output(host: Any, ctx: Any) -> Any:
+    """Naive's output for the host's input, kept on the device (ctx.expected_output); the host output poisoned."""
+    with gpu_turn():  # untimed, but it would disturb a neighbour's timed pass
+        expected = ctx.expected_output()
+        host.poison()
+    return expected
+
+
+def assert_own_schedule(
+    schedule: Callable[[Any], None],
+    *,
+    references: tuple[Callable[..., Any], ...],
+    forbidden: tuple[str, ...],
+    hint: str = "enqueue the copies and launches yourself",
+) -> None:
+    """In the student's own kernel, an early word: the schedule is written in the notebook, not the lesson's. While
+    grading the sandbox withholds the lesson's schedules themselves (labcore.answers.reference), under any name."""
+    if answers.grading():
+        return
+    assert_own_function(schedule, n_params=1, what="schedule", references=references, forbidden=forbidden, hint=hint)
+
+
+def check_predicted(
+    predict_ms: Callable[..., float],
+    asked: tuple[str, str],
+    cases: list[Any],
+    want: Callable[[list[Any]], float],
+    where: Callable[[Any], str],
+    tolerance: float,
+) -> None:
+    """The student's prediction gives the model's time (`want`) on each case, within `tolerance` (relative); `asked`
+    is (the function's name, the key its questions are filed under), `where` words a case in a failure. Every case
+    is asked before any is judged (labcore.answers)."""
+    name, key = asked
+    got_all = [
+        answers.answer(f"{name}{tuple(case)}", (key, case), answers.ask_call, predict_ms, *case) for case in cases
+    ]
+    if answers.collecting():
+        return
+    for case, got in zip(cases, got_all, strict=True):
+        expected = want(list(case))
+        assert isinstance(got, (int, float)) and not isinstance(got, bool), f"you predict {got!r}, not a number"
+        assert abs(got - expected) <= tolerance * expected, (
+            f"{where(case)}: you predict {got:.3f} ms, the model {expected:.3f} ms"
+        )
+    say(f"{len(cases)} cases within {tolerance:.0%} of the model")

@@ -399,6 +399,21 @@ BREAK_EVEN = public.Expectation(  # the visible (L, H) pairs, and the model's r*
 )
 
 
+def _assert_break_even(link: float, hbm: float, got: float, value: Any) -> None:
+    """The student's r* (`got`, read from `value`) is the model's at this L and H: inf where copying never wins."""
+    want = BREAK_EVEN.want([link, hbm])
+    if math.isinf(want):
+        assert math.isinf(got) and got > 0, (
+            f"L = {link:g}, H = {hbm:g} GB/s: copying costs B/L + r·B/H, more than zero-copy's r·B/L for every "
+            f"r, so copying never wins: return math.inf; you return {value!r}"
+        )
+        return
+    assert math.isfinite(got) and abs(got - want) <= BREAK_EVEN_TOLERANCE * want, (
+        f"L = {link:g}, H = {hbm:g} GB/s: you give r* = {got:.6g}, the model {want:.6g} "
+        f"(where copying, B/L + r·B/H, costs what zero-copy, r·B/L, does)"
+    )
+
+
 def check_break_even(
     break_even_reads: Callable[[float, float], float],
     record: Record | None = None,
@@ -443,17 +458,7 @@ def check_break_even(
         if not (answers.grading() or BREAK_EVEN.has([link, hbm])):  # this run's own L and H, live: graded later
             say(f"this run's L = {link:.1f} and H = {hbm:.0f} GB/s: your r* = {got:.6g}, checked when graded")
             continue
-        want = BREAK_EVEN.want([link, hbm])
-        if math.isinf(want):
-            assert math.isinf(got) and got > 0, (
-                f"L = {link:g}, H = {hbm:g} GB/s: copying costs B/L + r·B/H, more than zero-copy's r·B/L for every "
-                f"r, so copying never wins: return math.inf; you return {value!r}"
-            )
-            continue
-        assert math.isfinite(got) and abs(got - want) <= BREAK_EVEN_TOLERANCE * want, (
-            f"L = {link:g}, H = {hbm:g} GB/s: you give r* = {got:.6g}, the model {want:.6g} "
-            f"(where copying, B/L + r·B/H, costs what zero-copy, r·B/L, does)"
-        )
+        _assert_break_even(link, hbm, got, value)
     origin = ""
     if record is not None:
         link, hbm = todo[0]
