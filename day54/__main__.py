@@ -17,16 +17,15 @@ from day54.plots import multi_gpus, traced_window, write_all
 from day54.replay import REPLAYED_EXPORTS, load_profile
 from labcore.device import gpu_count
 from labcore.errors import UsageError
-from labcore.kit.cli import check_options, lesson_parser, measured, say, traced_note, typed_options, validated
-from labcore.kit.cli import saved_and_correct as kit_saved_and_correct
+from labcore.kit import cli
 from labcore.mode import NO_GPU, run_lesson
 from labcore.plots import save
-from labcore.record import Record
+from labcore.record import Check, Record
 from labcore.sizes import format_size, parse_size, parse_sizes
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = lesson_parser(
+    parser = cli.lesson_parser(
         LESSON,
         __doc__,
         windows="4MiB,64MiB,256MiB",
@@ -49,7 +48,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def given_options(argv: Sequence[str] | None) -> set[str]:
     """The options typed on the command line."""
-    return typed_options(build_parser(), argv)
+    return cli.typed_options(build_parser(), argv)
 
 
 def config_from(args: argparse.Namespace) -> Config:
@@ -67,7 +66,7 @@ def config_from(args: argparse.Namespace) -> Config:
         repeats=args.repeats,
         pitfalls=not args.no_pitfalls,
     )
-    return validated(cfg, args.seed)
+    return cli.validated(cfg, args.seed)
 
 
 def _listed(values: Sequence[int], fmt: Callable[[int], str] = str) -> str:
@@ -122,7 +121,11 @@ GPUS_LIVE_ONLY = ("total", "window", "buffers", "fmas", "repeats", "seed")
 
 def saved_and_correct(record: Record, json_path: str | None) -> bool:
     """Write the record where --json asks; False, with the checks printed, when one failed (timing skipped)."""
-    return kit_saved_and_correct(record, json_path, report.checks_text, lambda c: f" at chunk {c.first_bad_chunk}")
+    return cli.saved_and_correct(record, json_path, report.checks_text, _why)
+
+
+def _why(check: Check) -> str:
+    return f" at chunk {check.first_bad_chunk}"
 
 
 def gpus_main(argv: Sequence[str] | None, args: argparse.Namespace) -> int:
@@ -158,25 +161,24 @@ def gpus_main(argv: Sequence[str] | None, args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    check_options(args, REPLAYED_EXPORTS)
+    cli.check_options(args, REPLAYED_EXPORTS)
     if args.gpus:
         return gpus_main(argv, args)
     cfg = config_from(args)
-    record, mode = measured(args.from_profile, args.device, LESSON, lambda: run_live(cfg), load_profile)
+    record, mode = cli.measured(args.from_profile, args.device, LESSON, lambda: run_live(cfg), load_profile)
     window = cfg.window_bytes
     if not mode.live:
         window = report.main_window(record, cfg.window_bytes if args.window else None)
-        say(replay_notes(argv, cfg, record))
+        cli.say(replay_notes(argv, cfg, record))
         if args.plot:
-            say(traced_note(window, traced_window(record, window)))
-    if not saved_and_correct(record, args.json):
-        return 1
-    print(report.render(record, window))
-    if args.plot:
-        for path in write_all(record, args.plot, window):
-            print(f"wrote {path}")
-    print(f"\nwindow {format_size(report.main_window(record, window))}: done", file=sys.stderr)
-    return 0
+            cli.say(cli.traced_note(window, traced_window(record, window)))
+    plots = lambda: write_all(record, args.plot, window)  # noqa: E731
+    status = cli.shown(
+        record, args.json, args.plot, report.checks_text, _why, lambda: report.render(record, window), plots
+    )
+    if status == 0:
+        print(f"\nwindow {format_size(report.main_window(record, window))}: done", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

@@ -16,24 +16,14 @@ from day55.config import Config
 from day55.live import run_live
 from day55.plots import traced_window, write_all
 from day55.replay import load_profile
-from labcore.kit.cli import (
-    as_measured,
-    check_options,
-    lesson_parser,
-    measured,
-    saved_and_correct,
-    say,
-    traced_note,
-    typed_options,
-    validated,
-)
+from labcore.kit import cli
 from labcore.kit.replay import REPLAYED_EXPORTS
 from labcore.mode import run_lesson
 from labcore.sizes import parse_size, parse_sizes
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return lesson_parser(LESSON, __doc__, windows="4MiB,64MiB", buffers=2, plot="the timelines and the medians")
+    return cli.lesson_parser(LESSON, __doc__, windows="4MiB,64MiB", buffers=2, plot="the timelines and the medians")
 
 
 def config_from(args: argparse.Namespace) -> Config:
@@ -45,7 +35,7 @@ def config_from(args: argparse.Namespace) -> Config:
         fmas=args.fmas,
         repeats=args.repeats,
     )
-    return validated(cfg, args.seed)
+    return cli.validated(cfg, args.seed)
 
 
 LIVE_ONLY = ("windows", "buffers", "fmas", "total", "repeats", "seed", "device")
@@ -54,23 +44,20 @@ LIVE_ONLY = ("windows", "buffers", "fmas", "total", "repeats", "seed", "device")
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    check_options(args, REPLAYED_EXPORTS)
+    cli.check_options(args, REPLAYED_EXPORTS)
     cfg = config_from(args)
-    record, mode = measured(args.from_profile, args.device, LESSON, lambda: run_live(cfg), load_profile)
+    record, mode = cli.measured(args.from_profile, args.device, LESSON, lambda: run_live(cfg), load_profile)
     window = cfg.window_bytes
     if not mode.live:
-        typed = typed_options(parser, argv)
-        say(as_measured(option for option in LIVE_ONLY if option in typed))
+        typed = cli.typed_options(parser, argv)
+        cli.say(cli.as_measured(option for option in LIVE_ONLY if option in typed))
         window = report.main_window(record, cfg.window_bytes if args.window else None)
         if args.plot:
-            say(traced_note(window, traced_window(record, window)))
-    if not saved_and_correct(record, args.json, report.checks_text, lambda c: f" ({c.detail})"):
-        return 1
-    print(report.render(record, window))
-    if args.plot:
-        for path in write_all(record, Path(args.plot), window):
-            print(f"wrote {path}")
-    return 0
+            cli.say(cli.traced_note(window, traced_window(record, window)))
+    why = lambda c: f" ({c.detail})"  # noqa: E731
+    render = lambda: report.render(record, window)  # noqa: E731
+    plots = lambda: write_all(record, Path(args.plot), window)  # noqa: E731
+    return cli.shown(record, args.json, args.plot, report.checks_text, why, render, plots)
 
 
 if __name__ == "__main__":

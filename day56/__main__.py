@@ -19,16 +19,7 @@ from day56.live import run_live
 from day56.plots import write_all
 from day56.replay import load_profile
 from labcore.errors import UsageError
-from labcore.kit.cli import (
-    as_measured,
-    check_options,
-    lesson_parser,
-    measured,
-    saved_and_correct,
-    say,
-    typed_options,
-    validated,
-)
+from labcore.kit import cli
 from labcore.kit.replay import REPLAYED_EXPORTS
 from labcore.mode import run_lesson
 from labcore.record import Record
@@ -36,7 +27,7 @@ from labcore.sizes import format_size, parse_size, parse_sizes
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return lesson_parser(
+    return cli.lesson_parser(
         LESSON,
         __doc__,
         windows="64MiB,16MiB,4MiB",
@@ -51,20 +42,21 @@ def config_from(args: argparse.Namespace) -> Config:
     """Options into a validated Config: windows become chunk counts of the total."""
     total = parse_size(args.total, option="--total")
     windows = parse_sizes(args.windows, option="--windows")
-    main = parse_size(args.window, option="--window") if args.window else None
-    for window in [*windows, *([main] if main else [])]:
+    main = parse_size(args.window, option="--window") if args.window is not None else None
+    asked = windows if main is None else [*windows, main]
+    for option, window in [("--windows", w) for w in windows] + [("--window", main)] * (main is not None):
         if window <= 0 or total % window:
-            raise UsageError(f"--window {format_size(window)} does not divide --total {format_size(total)}")
+            raise UsageError(f"{option} {format_size(window)} does not divide --total {format_size(total)}")
     cfg = Config(
         total_bytes=total,
-        chunks=sorted({total // w for w in windows} | ({total // main} if main else set())),
+        chunks=sorted({total // w for w in asked}),
         buffers=args.buffers,
         fmas=args.fmas,
         repeats=args.repeats,
         pitfalls=not args.no_pitfalls,
-        main=total // main if main else None,
+        main=None if main is None else total // main,
     )
-    return validated(cfg, args.seed)
+    return cli.validated(cfg, args.seed)
 
 
 LIVE_ONLY = ("buffers", "fmas", "total", "repeats", "seed", "device", "no_pitfalls")
@@ -78,24 +70,20 @@ def replay_notes(typed: set[str], cfg: Config, record: Record) -> list[str]:
         shown = ",".join(format_size(record.config["total_bytes"] // n) for n in have)
         option = "--windows" if "windows" in typed else "--window"
         notes.append(f"replay: {option}: the recording has the windows {shown}; showing those")
-    return notes + as_measured(option for option in LIVE_ONLY if option in typed)
+    return notes + cli.as_measured(option for option in LIVE_ONLY if option in typed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    check_options(args, REPLAYED_EXPORTS)
+    cli.check_options(args, REPLAYED_EXPORTS)
     cfg = config_from(args)
-    record, mode = measured(args.from_profile, args.device, LESSON, lambda: run_live(cfg), load_profile)
+    record, mode = cli.measured(args.from_profile, args.device, LESSON, lambda: run_live(cfg), load_profile)
     if not mode.live:
-        say(replay_notes(typed_options(parser, argv), cfg, record))
-    if not saved_and_correct(record, args.json, report.checks_text, lambda c: f": {c.detail}"):
-        return 1
-    print(report.render(record))
-    if args.plot:
-        for path in write_all(record, args.plot):
-            print(f"wrote {path}")
-    return 0
+        cli.say(replay_notes(cli.typed_options(parser, argv), cfg, record))
+    why = lambda c: f": {c.detail}"  # noqa: E731
+    plots = lambda: write_all(record, args.plot)  # noqa: E731
+    return cli.shown(record, args.json, args.plot, report.checks_text, why, lambda: report.render(record), plots)
 
 
 if __name__ == "__main__":

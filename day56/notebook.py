@@ -17,11 +17,11 @@ from day56.config import Config
 from day56.live import run_live
 from day56.replay import load_profile
 from labcore import answers
-from labcore.errors import UsageError
-from labcore.mode import FROM_PROFILE, Mode, live_line
+from labcore.kit.cells import drawn, show_part
+from labcore.kit.cli import replay_line
+from labcore.mode import Mode, live_line
 from labcore.pipeline import trace
 from labcore.predictions import LEDGER, Quantity
-from labcore.profiles import describe
 from labcore.record import Record
 
 
@@ -47,7 +47,7 @@ def measure(*, profile: str | Path | None = None, repeats: int = 5, pitfalls: bo
                 return run_live(Config(repeats=repeats, pitfalls=False))
         print(f"{LESSON}: the live run captures your my_capturable (exercise 2), not written yet: replaying")
     record = load_profile(None if mode.live else mode.profile)
-    print(f"{LESSON}: {describe(record)}" + ("" if mode.reason == FROM_PROFILE else f"; {mode.reason}"))
+    print(replay_line(LESSON, record, mode))
     return record
 
 
@@ -63,20 +63,12 @@ PARTS = {
 
 def show(record: Record, part: str = "all") -> None:
     """Print one part of the report ('checks', 'gpu', 'host', 'update', 'pitfalls', 'predictions') or all."""
-    if part == "all":
-        print(report.render(record))
-        return
-    if part not in PARTS:
-        raise UsageError(f"no part {part!r}; the parts are {', '.join(PARTS)} and all")
-    print(PARTS[part](record))
+    show_part(PARTS, report.render, record, part)
 
 
 def figure(name: str, record: Record) -> Figure:
     """'timeline', 'host' or 'gpu'."""
-    draw = {"timeline": plots.timeline, "host": plots.host_bars, "gpu": plots.gpu_bars}
-    if name not in draw:
-        raise UsageError(f"no figure {name!r}; the figures are {', '.join(draw)}")
-    return draw[name](record)
+    return drawn({"timeline": plots.timeline, "host": plots.host_bars, "gpu": plots.gpu_bars}, name, record)
 
 
 def _largest(read: Any) -> Any:

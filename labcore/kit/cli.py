@@ -116,8 +116,33 @@ def measured(
         print(live_line(lesson), flush=True)
         return live(), mode
     record = replay(mode.profile)
-    print(f"{lesson}: {describe(record)}" + ("" if mode.reason == FROM_PROFILE else f"; {mode.reason}"), flush=True)
+    print(replay_line(lesson, record, mode), flush=True)
     return record, mode
+
+
+def replay_line(lesson: str, record: Record, mode: Mode) -> str:
+    """The mode line of a replay: where its numbers came from, and why it replays unless --from-profile asked."""
+    return f"{lesson}: {describe(record)}" + ("" if mode.reason == FROM_PROFILE else f"; {mode.reason}")
+
+
+def shown(
+    record: Record,
+    json_path: str | None,
+    plot: str | None,
+    checks_text: Callable[[Record], str],
+    why: Callable[[Check], str],
+    render: Callable[[], str],
+    plots: Callable[[], Iterable[Path]],
+) -> int:
+    """The end of every lesson's main: the record written where --json asks, then (when every check passed) the
+    report `render()` and the figures `plots()` drawn where --plot asks; 0, or 1 when a check failed."""
+    if not saved_and_correct(record, json_path, checks_text, why):
+        return 1
+    print(render())
+    if plot:
+        for path in plots():
+            print(f"wrote {path}")
+    return 0
 
 
 def saved_and_correct(
