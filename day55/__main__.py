@@ -17,7 +17,6 @@ from day55.live import run_live
 from day55.plots import traced_window, write_all
 from day55.replay import load_profile
 from labcore.kit import cli
-from labcore.kit.replay import REPLAYED_EXPORTS
 from labcore.mode import run_lesson
 from labcore.sizes import parse_size, parse_sizes
 
@@ -43,10 +42,7 @@ LIVE_ONLY = ("windows", "buffers", "fmas", "total", "repeats", "seed", "device")
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    cli.check_options(args, REPLAYED_EXPORTS)
-    cfg = config_from(args)
-    record, mode = cli.measured(args.from_profile, args.device, LESSON, lambda: run_live(cfg), load_profile)
+    args, cfg, record, mode = cli.started(parser, argv, config_from, LESSON, run_live, load_profile)
     window = cfg.window_bytes
     if not mode.live:
         typed = cli.typed_options(parser, argv)

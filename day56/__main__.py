@@ -20,7 +20,6 @@ from day56.plots import write_all
 from day56.replay import load_profile
 from labcore.errors import UsageError
 from labcore.kit import cli
-from labcore.kit.replay import REPLAYED_EXPORTS
 from labcore.mode import run_lesson
 from labcore.record import Record
 from labcore.sizes import format_size, parse_size, parse_sizes
@@ -75,10 +74,7 @@ def replay_notes(typed: set[str], cfg: Config, record: Record) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    cli.check_options(args, REPLAYED_EXPORTS)
-    cfg = config_from(args)
-    record, mode = cli.measured(args.from_profile, args.device, LESSON, lambda: run_live(cfg), load_profile)
+    args, cfg, record, mode = cli.started(parser, argv, config_from, LESSON, run_live, load_profile)
     if not mode.live:
         cli.say(replay_notes(cli.typed_options(parser, argv), cfg, record))
     why = lambda c: f": {c.detail}"  # noqa: E731

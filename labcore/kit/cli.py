@@ -25,6 +25,7 @@ from typing import Any
 
 from labcore.device import DEVICE_ENV
 from labcore.errors import UsageError, gpu_index, output_file, output_folder
+from labcore.kit.replay import REPLAYED_EXPORTS
 from labcore.mode import FROM_PROFILE, Mode, live_line
 from labcore.profiles import describe, require_exports
 from labcore.record import Check, Record
@@ -101,6 +102,23 @@ def check_options(args: argparse.Namespace, reports: Sequence[str]) -> None:
     if args.json:
         output_file(args.json, "--json")
     require_exports(args.from_profile, reports)
+
+
+def started(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    config_from: Callable[[argparse.Namespace], Any],
+    lesson: str,
+    run_live: Callable[[Any], Record],
+    replay: Callable[[Path | None], Record],
+) -> tuple[argparse.Namespace, Any, Record, Mode]:
+    """The start of every lesson's main: options parsed and checked, the Config, then the record live or replayed
+    after the mode line (`measured`)."""
+    args = parser.parse_args(argv)
+    check_options(args, REPLAYED_EXPORTS)
+    cfg = config_from(args)
+    record, mode = measured(args.from_profile, args.device, lesson, lambda: run_live(cfg), replay)
+    return args, cfg, record, mode
 
 
 def measured(
