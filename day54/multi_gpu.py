@@ -31,9 +31,10 @@ import nvtx
 
 from day54 import LESSON, report, schedules
 from day54.config import Config
-from labcore.device import DeviceFacts, available_host_bytes, cupy_or_none, device_facts, gpu_count
+from labcore.device import DeviceFacts, cupy_or_none, device_facts, gpu_count
 from labcore.errors import UsageError
 from labcore.gpulock import gpu_id, gpu_turn, warn_if_shared
+from labcore.kit.memory import require_host
 from labcore.nvrtc import require_nvrtc
 from labcore.pipeline.context import CupyContext, HostArrays
 from labcore.pipeline.verify import check_bit_exact, check_closed_form
@@ -485,13 +486,11 @@ def _gpu_to_gpu(cfg: Config, transfer: Transfer, record: Record, step: Callable[
 
 def check_memory(cfg: Config, n_gpus: int) -> None:
     """Refuse, before allocating, a run the host cannot hold: every GPU's pinned input and output at once."""
-    need = 2 * n_gpus * cfg.total_bytes + STAGING_BUFFERS * cfg.window_bytes
-    free = available_host_bytes()
-    if free is not None and need > free:
-        raise UsageError(
-            f"--total {format_size(cfg.total_bytes)} on {n_gpus} GPUs needs {need / 2**30:.1f} GiB of host memory "
-            f"(each GPU's pinned input and output); {free / 2**30:.1f} GiB is available"
-        )
+    require_host(
+        2 * n_gpus * cfg.total_bytes + STAGING_BUFFERS * cfg.window_bytes,
+        f"--total {format_size(cfg.total_bytes)} on {n_gpus} GPUs needs {{need}} GiB of host memory "
+        "(each GPU's pinned input and output)",
+    )
 
 
 def live_line(n_gpus: int) -> str:
