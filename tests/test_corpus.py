@@ -1,12 +1,14 @@
 """The adversarial corpus (tests/corpus.py) graded end to end with real nbgrader: offline without a GPU (CI), live
 with one (the checks measure on it, and the corpus's `live` points apply).
 
-Every submission goes into ONE grading directory: `python -m grader` setup, collect, one autograde per assignment
-(a short per-cell limit: one submission hangs on purpose), export. Then, per submission: every graded cell has
-exactly the points the corpus expects (read from the gradebook, the total cross-checked against the export), and
-every cell that scored 0 shows a reason that is a verdict on the student's work (a failed check, a stub, a timeout,
-the student's own dead kernel), never a crash of the grader (a TypeError inside a check, a notebook that could not
-be graded, a zero with no error at all).
+Every submission goes into ONE grading directory: `python -m grader` setup, collect, one autograde of every
+assignment (one cluster; a short per-cell limit: one submission hangs on purpose), export. Then, per submission:
+every graded cell has exactly the points the corpus expects (read from the gradebook, the total cross-checked against
+the export), and every cell that scored 0 shows a reason that is a verdict on the student's work (a failed check, a
+stub, a timeout, the student's own dead kernel), never a crash of the grader (a TypeError inside a check, a notebook
+that could not be graded, a zero with no error at all). The class also serves tests/test_feedback_now.py's
+comparison: what autograde's default (`--feedback later`) shows for a cell it does not run, and for a sandbox that
+its own cell stopped.
 """
 
 from __future__ import annotations
@@ -23,17 +25,19 @@ import nbformat
 import pytest
 from corpus import CORPUS, POINTS, Submission
 
+from grader.classgrade import LESSON_NOTE
 from grader.feedback import leak_lines, quoted_lines
-from grader.layout import COURSE_ID, KERNEL_DIED, NOT_RUN, PENDING_GPU, TIMED_OUT, db_url
+from grader.layout import COURSE_ID, KERNEL_DIED, KERNEL_STUCK, NOT_RUN, PENDING_GPU, TIMED_OUT, db_url
 from labcore.device import gpu_available
 from labcore.errors import UsageError
 from labcore.lessons import names
 
 from installed import grader
 
+pytestmark = pytest.mark.slow(seconds=600)  # grades a class of about 450 notebooks
 LIVE = gpu_available()  # the checker measures on this GPU: Submission.live's points apply
 TIMEOUT_S = 60 if LIVE else 20  # per cell: the honest cells take a few seconds; one submission loops forever
-JOBS = 8 if LIVE else 2
+JOBS = 8 if LIVE else max(2, len(os.sched_getaffinity(0)))  # offline: a sandbox per core
 # A class's worth of honest students graded beside the corpus: each hands in the reference of both assignments
 # (live, a few: each costs GPU seconds, and benchmarks/class_grade.py grades a class of 100 live)
 COPIES = tuple(f"copy-{n:03d}" for n in range(6 if LIVE else 100))
@@ -46,6 +50,7 @@ assert sorted(REFERENCES) == sorted(POINTS), REFERENCES
 VERDICTS = {"NameError", "NotImplementedError", "ReferenceWithheld", TIMED_OUT, KERNEL_DIED, NOT_RUN, PENDING_GPU}
 COURSE = ("labcore", *names(), "grader")  # the packages whose errors are the course's own
 STATUS: dict[tuple[str, str], str] = {}  # the export's status column, by (student, assignment), once graded
+TABLE: list[str] = []  # what autograde printed (a table per assignment), once graded
 CHECKOUT = Path(__file__).resolve().parents[1]
 DECLARING = (
     "labcore.answers",
@@ -91,11 +96,12 @@ def graded(tmp_path_factory):
         for copy in COPIES:
             (subs / copy).mkdir(exist_ok=True)
             nbformat.write(nb, subs / copy / f"{assignment}.ipynb")
-    steps = [("setup", str(root)), ("collect", str(root), str(subs))]
-    steps += [
-        ("autograde", str(root), "--assignment", a, "--jobs", str(JOBS), "--timeout", str(TIMEOUT_S)) for a in POINTS
+    steps = [
+        ("setup", str(root)),
+        ("collect", str(root), str(subs)),
+        ("autograde", str(root), "--jobs", str(JOBS), "--timeout", str(TIMEOUT_S)),  # every assignment: one cluster
+        ("export", str(root), "--to", str(base / "grades.csv")),
     ]
-    steps.append(("export", str(root), "--to", str(base / "grades.csv")))
     said = []  # what grading printed: kept under $CORPUS_KEEP with the export (benchmarks/h200.sh corpus)
     for step in steps:
         done = grader(*step)
@@ -103,6 +109,7 @@ def graded(tmp_path_factory):
         assert done.rc == 0, (step, done.out[-3000:], done.err[-3000:])
         if step[0] == "autograde":  # no submission changed what the sandbox binds (a remount and a .pth tried)
             assert "environment after grading: unchanged" in done.out, done.out[-3000:]
+            TABLE.append(done.out)
     if keep := os.environ.get("CORPUS_KEEP"):
         Path(keep).mkdir(parents=True, exist_ok=True)
         Path(keep, "corpus_grading.txt").write_text("\n".join(said))
@@ -240,3 +247,26 @@ def test_no_submission_planted_a_hook_in_the_environment(graded):
 
     folders = {*site.getsitepackages(), *map(str, bound_environment())}
     assert not [f for f in folders if Path(f, "zz_grade.pth").exists()]
+
+
+def _cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def test_a_lesson_cell_says_it_did_not_run(graded):
+    """autograde's default runs the answers only: a lesson cell shows the note instead of its figure
+    (tests/test_feedback_now.py shows the figure with --feedback now)."""
+    root, _, _ = graded
+    sub = next(s for s in CORPUS if s.name == "d54-only-16-chunks")
+    assert [o.get("text") for o in _cell(_autograded(root, sub), "timeline").outputs] == [LESSON_NOTE]
+
+
+def test_a_sandbox_stopped_by_its_own_cell_is_killed_and_reported(graded):
+    """d54-stops-parent-in-sweep SIGSTOPs its zygote in the sweep cell: the trusted clock kills the sandbox at the
+    limit, the cell says so, and the table names it (tests/test_feedback_now.py: the same with --feedback now)."""
+    root, _, _ = graded
+    sub = next(s for s in CORPUS if s.name == "d54-stops-parent-in-sweep")
+    errors = [o for c in _autograded(root, sub).cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert any(o.ename == KERNEL_STUCK and "was stopped (SIGSTOP)" in o.evalue for o in errors), errors
+    row = next(x for x in "".join(TABLE).splitlines() if x.startswith(f"{sub.name} "))
+    assert "was stopped (SIGSTOP) and killed at the" in row, row

@@ -2,26 +2,29 @@
 adversarial corpus (tests/corpus.py) get the same points through it as through autograde's default, on the real
 course with real nbgrader, and a submission that stops its own sandbox is killed at the limit and reported.
 
-One grading directory: setup, collect, `autograde` (answers only), then `autograde --feedback now` (its results
-are stored under another key: every submission is graded again), reading the gradebook after each.
+One grading directory: setup, collect, `autograde --feedback now`, reading the gradebook after it. The same
+submissions graded by autograde's default are tests/test_corpus.py's class (their points, the note a lesson cell
+shows there, the stopped sandbox in its table), graded once for both.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
 import pytest
 from corpus import CORPUS, POINTS
 
-from grader.classgrade import LESSON_NOTE
 from grader.layout import COURSE_ID, KERNEL_STUCK, db_url
 from labcore.device import gpu_available
 
 from installed import grader
 
+pytestmark = pytest.mark.slow(seconds=120)  # grades seven notebooks whole, one of them stopped until the limit
 LIVE = gpu_available()
 TIMEOUT_S = 60 if LIVE else 20  # per cell, as tests/test_corpus.py grades
+JOBS = max(2, len(os.sched_getaffinity(0)))  # a sandbox per core
 CASES = (
     "d54-only-16-chunks",  # wrong at the drawn chunk counts
     "d54-patches-harness",  # patches the trace recorder to record the reference
@@ -61,45 +64,38 @@ def graded(tmp_path_factory):
         sub.write(subs / sub.name)
     for step in (("setup", str(root)), ("collect", str(root), str(subs))):
         assert grader(*step).rc == 0, step
-    runs = {}
-    for feedback in ("later", "now"):
-        done = grader("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S), "--feedback", feedback)
-        assert done.rc == 0, (feedback, done.out[-3000:], done.err[-3000:])
-        notebooks = {s.name: _autograded(root, s.name, s.assignment) for s in SUBS}
-        runs[feedback] = (done, _points(root), notebooks)
-    return runs
+    done = grader("autograde", str(root), "--jobs", str(JOBS), "--timeout", str(TIMEOUT_S), "--feedback", "now")
+    assert done.rc == 0, (done.out[-3000:], done.err[-3000:])
+    return done, _points(root), {s.name: _autograded(root, s.name, s.assignment) for s in SUBS}
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_feedback_now_gives_the_points_autograde_gives(graded, name):
+    """The corpus's expected points, which autograde's default gives it (tests/test_corpus.py's test_points)."""
     sub = next(s for s in SUBS if s.name == name)
     expected = sub.expected(gpu=LIVE)
-    for feedback in ("later", "now"):
-        _, points, _ = graded[feedback]
-        got = {cell: points[(name, cell)] for cell in POINTS[sub.assignment]}
-        assert got == expected, f"{name} with --feedback {feedback}: got {got}, expected {expected}"
+    _, points, _ = graded
+    got = {cell: points[(name, cell)] for cell in POINTS[sub.assignment]}
+    assert got == expected, f"{name} with --feedback now: got {got}, expected {expected}"
 
 
-def test_feedback_now_shows_the_lesson_cells_and_later_says_they_did_not_run(graded):
-    """The lesson's figures are in the autograded notebook with --feedback now; without it, the note."""
-    _, _, later = graded["later"]
-    _, _, now = graded["now"]
-
-    def lesson(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:
-        return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-
-    assert [o.get("text") for o in lesson(later["d54-only-16-chunks"], "timeline").outputs] == [LESSON_NOTE]
-    shown = lesson(now["d54-only-16-chunks"], "timeline").outputs
-    assert any("image/png" in o.get("data", {}) for o in shown), shown  # the figure, as the inline backend shows it
+def test_feedback_now_shows_the_lesson_cells(graded):
+    """The lesson's figures are in the autograded notebook with --feedback now (without it, the note:
+    tests/test_corpus.py's test_a_lesson_cell_says_it_did_not_run)."""
+    _, _, now = graded
+    shown = next(
+        c for c in now["d54-only-16-chunks"].cells if c.metadata.get("nbgrader", {}).get("grade_id") == "timeline"
+    )
+    assert any("image/png" in o.get("data", {}) for o in shown.outputs), shown.outputs  # as the inline backend shows it
 
 
 def test_a_sandbox_stopped_by_its_own_cell_is_killed_and_reported_as_autograde_does(graded):
     """d54-stops-parent-in-sweep SIGSTOPs its zygote in the sweep cell: the trusted clock kills the sandbox at the
-    limit, the cell says so, the cells before keep their points, and the table names it (as without --feedback)."""
-    for feedback in ("later", "now"):
-        done, _, notebooks = graded[feedback]
-        nb = notebooks["d54-stops-parent-in-sweep"]
-        errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
-        assert any(o.ename == KERNEL_STUCK and "was stopped (SIGSTOP)" in o.evalue for o in errors), feedback
-        row = next(x for x in done.out.splitlines() if x.startswith("d54-stops-parent-in-sweep "))
-        assert "was stopped (SIGSTOP) and killed at the" in row, row
+    limit, the cell says so, the cells before keep their points, and the table names it (as without --feedback:
+    tests/test_corpus.py's test_a_sandbox_stopped_by_its_own_cell_is_killed_and_reported)."""
+    done, _, notebooks = graded
+    nb = notebooks["d54-stops-parent-in-sweep"]
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert any(o.ename == KERNEL_STUCK and "was stopped (SIGSTOP)" in o.evalue for o in errors), errors
+    row = next(x for x in done.out.splitlines() if x.startswith("d54-stops-parent-in-sweep "))
+    assert "was stopped (SIGSTOP) and killed at the" in row, row
