@@ -107,7 +107,8 @@ while [[ $# -gt 0 ]]; do
       node=$(cat "/sys/bus/pci/devices/${bus}/numa_node" 2>/dev/null || echo -1)
       cpus=$(cat "/sys/bus/pci/devices/${bus}/local_cpulist" 2>/dev/null || echo "")
       echo "GPU $bus: numa_node $node, local CPUs $cpus" >> "$out/topo.txt"
-      t=zero_copy/tests/test_checks_zero_copy.py::test_live_reference_gather_is_exact_and_near_the_copy
+      t=$(grep -l "def test_live_reference_gather_is_exact_and_near_the_copy" */tests/*.py | head -1)
+      t=$t::test_live_reference_gather_is_exact_and_near_the_copy
       { timeout 120 python3 -m pytest -q -s -p no:cacheprovider "$t"; } > "$out/gather_as_placed.txt" 2>&1
       [[ -n $cpus ]] && { timeout 120 taskset -c "$cpus" python3 -m pytest -q -s -p no:cacheprovider "$t"; } \
         > "$out/gather_bound_${node}.txt" 2>&1 ;;

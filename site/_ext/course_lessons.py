@@ -40,7 +40,7 @@ BUILD_FIGURES = "SITE-BUILD-FIGURES"  # replaced in the built HTML by site/build
 HELP_COLUMNS = "100"  # argparse wraps --help to $COLUMNS: the page's width, whatever the building terminal's
 PREDICTION = re.compile(r"^(predictions_\w+)\s*=\s*\{")  # a prediction cell: a plain dict, never graded
 KEY = re.compile(r'^\s+"(\w+)":', re.M)  # one quantity of a prediction cell
-DOCSTRING = re.compile(r'^\s*"""(.*?)"""', re.S)  # a test cell's first line says what it checks (STYLE.md)
+DOCSTRING = re.compile(r'^\s*"""(.*?)"""', re.S)  # a test cell's first line says what it checks
 WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
 
