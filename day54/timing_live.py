@@ -30,7 +30,7 @@ from labcore.gpulock import gpu_turn
 from labcore.pipeline import trace
 from labcore.pipeline.context import CupyContext, HostArrays
 from labcore.pipeline.verify import bit_exact_check, check_bit_exact
-from labcore.timing import time_pass
+from labcore.timing import grader_pass, time_pass
 
 HOST_CLOCK_SLACK = 1.25  # host clock after a device sync may exceed the events by launch latency, not more
 
@@ -92,16 +92,7 @@ def live_timing(recorded: trace.Trace, rounds: int, decided: Callable[[Timing, i
     medians: dict[str, list[float]] = {name: [] for name in runs}
     for done in range(1, rounds + 1):
         for name, fn in runs.items():
-            found = time_pass(
-                fn,
-                key=f"grader {name}",
-                name=name,
-                params={},
-                domain="grader",
-                repeats=3,
-                warmup=1 if done == 1 else 0,  # later rounds follow a run of the same work
-                **hooks(name),
-            )
+            found = grader_pass(fn, name, done == 1, **hooks(name))
             host_ms = statistics.median(found.host_ms)
             assert host_ms <= found.median_ms * HOST_CLOCK_SLACK + 1.0, (
                 f"{name}: events say {found.median_ms:.2f} ms but the host clock after a device synchronize says "

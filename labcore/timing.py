@@ -92,6 +92,14 @@ def time_pass(
     )
 
 
+def grader_pass(fn: Callable[[], Any], name: str, first: bool, **hooks: Any) -> PassTimes:
+    """One of a trusted check's timed passes: three repeats in the 'grader' NVTX domain, named 'grader <name>',
+    warmed up in its first round only (later rounds follow a run of the same work); `hooks` as time_pass's."""
+    return time_pass(
+        fn, key=f"grader {name}", name=name, params={}, domain="grader", repeats=3, warmup=1 if first else 0, **hooks
+    )
+
+
 class OpTracer:
     """Brackets each operation with events on its own stream, for a per-op timeline.
 
