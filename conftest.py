@@ -3,7 +3,8 @@ where CuPy sees no device.
 
 Run in parallel (pytest-xdist, the README's `-n auto --dist loadfile`), a test file is one unit of work: its module
 fixtures (a graded class, an installed bundle) are made once, on one worker. Files marked `slow` are handed out
-first, longest first (the marker's `seconds`), so that the long ones start early and the short ones fill in after.
+first, longest first (the marker's `seconds`: its CPU seconds alone, about), so that the long ones start early
+and the short ones fill in after.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ import pytest
 
 from labcore.device import gpu_available
 
-# Set-ups of tests/ that make a test slow wherever it is (tests/site_fixture.py's build of the site), and what
-# a test that installs into a fresh virtualenv (the `venv` marker) takes, about, when it says no more
-SLOW_FIXTURES = {"site_build": 90}
+# Module and session fixtures that make a test slow wherever it is, with the CPU seconds each takes alone, about:
+# the site's build (tests/site_fixture.py: 46 s with its tests), a graded class, a release or bundle run or built;
+# and what a test that installs into a fresh virtualenv (the `venv` marker) takes, about, when it says no more
+SLOW_FIXTURES = {"graded": 100, "graded_now": 100, "site_build": 46, "built": 50, "ran": 40, "run_all": 40}
 VENV_SECONDS = 200
 
 
 def slow_seconds(item: pytest.Item) -> float:
-    """How long a slow file's set-up takes alone, about (its `slow` marker's seconds): 0 for any other file."""
+    """A slow file's CPU seconds alone, about (its `slow` marker's seconds, measured): 0 for any other file."""
     marker = item.get_closest_marker("slow")
     if marker:
         return float(marker.kwargs.get("seconds", 1))

@@ -40,6 +40,7 @@ from grader.cli import main as grader_main
 from labcore.errors import run_cli
 from labcore.mode import run_lesson
 
+pytestmark = pytest.mark.slow(seconds=80)  # a toy class set up, 331 commands, some in a child that is interrupted
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "tests" / "data" / "toy_assignment"
 LESSONS = ("day54", "zero_copy", "day55", "day56")

@@ -33,7 +33,7 @@ from grader.grading import GradingDir  # noqa: E402
 from grader.hops import HOPS_VERSION  # noqa: E402
 from grader.warm import Job  # noqa: E402
 
-pytestmark = pytest.mark.slow(seconds=150)  # grades toy classes on Dask, killing workers and a coordinator
+pytestmark = pytest.mark.slow(seconds=210)  # grades toy classes on Dask, killing workers and a coordinator
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 20
 FULL = sum(EXPECTED["correct"].values())  # 4 points

@@ -34,7 +34,7 @@ from labcore.lessons import names
 
 from installed import grader
 
-pytestmark = pytest.mark.slow(seconds=600)  # grades a class of about 450 notebooks
+pytestmark = pytest.mark.slow(seconds=535)  # grades a class of about 450 notebooks
 LIVE = gpu_available()  # the checker measures on this GPU: Submission.live's points apply
 TIMEOUT_S = 60 if LIVE else 20  # per cell: the honest cells take a few seconds; one submission loops forever
 JOBS = 8 if LIVE else max(2, len(os.sched_getaffinity(0)))  # offline: a sandbox per core

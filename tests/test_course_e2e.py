@@ -27,7 +27,7 @@ from installed import autograded_points, grader
 
 pytestmark = [
     pytest.mark.skipif(gpu_available(), reason="expected scores are those of the offline checks"),
-    pytest.mark.slow(seconds=180),  # grades the real course, whole notebooks, and writes feedback
+    pytest.mark.slow(seconds=140),  # grades the real course, whole notebooks, and writes feedback
 ]
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 20

@@ -32,7 +32,7 @@ from installed import autograded_points, cell_points, pending_cells
 
 pytestmark = [
     pytest.mark.venv,
-    pytest.mark.slow(seconds=200),  # installs the course extra in a fresh virtualenv, then grades
+    pytest.mark.slow(seconds=210),  # installs the course extra in a fresh virtualenv, then grades
     pytest.mark.skipif(gpu_available(), reason="expected scores are those of the offline checks"),
 ]
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,7 +21,7 @@ from labcore.device import gpu_available
 
 from installed import grader
 
-pytestmark = pytest.mark.slow(seconds=120)  # grades seven notebooks whole, one of them stopped until the limit
+pytestmark = pytest.mark.slow(seconds=110)  # grades seven notebooks whole, one of them stopped until the limit
 LIVE = gpu_available()
 TIMEOUT_S = 60 if LIVE else 20  # per cell, as tests/test_corpus.py grades
 JOBS = max(2, len(os.sched_getaffinity(0)))  # a sandbox per core

@@ -31,7 +31,7 @@ from labcore.record import DeviceFacts, Record
 pytest.importorskip("nbgrader", reason="the course extra (nbgrader) is not installed")
 pytestmark = [
     pytest.mark.skipif(gpu_available(), reason="the lesson replays its profile; the scores are offline ones"),
-    pytest.mark.slow(seconds=135),  # generates, bundles and grades a project of its own
+    pytest.mark.slow(seconds=80),  # generates, bundles and grades a project of its own
 ]
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,7 +24,7 @@ from labcore.lessons import names
 
 from installed import grader
 
-pytestmark = pytest.mark.slow(seconds=230)  # installs the bundle in a fresh virtualenv, then runs every release
+pytestmark = pytest.mark.slow(seconds=205)  # installs the bundle in a fresh virtualenv, then runs every release
 ROOT = Path(__file__).resolve().parents[1]
 MAX_VERDICT_LINES = 5  # ✗ not passed, found (at most three lines), next
 
