@@ -469,7 +469,7 @@ def test_bundle_pyproject_is_the_checkouts_without_nbgrader(built):
     assert not [r for r in every if r.startswith(("nbgrader", "pytest", "ruff"))]
     setuptools = ours["tool"]["setuptools"]
     assert setuptools["packages"] == [p for p in options["packages"] if p != "grader"]
-    assert setuptools["packages"] == ["labcore", "labcore.pipeline", *names()]
+    assert setuptools["packages"] == ["labcore", "labcore.kit", "labcore.pipeline", *names()]
     assert "lessons.txt" in setuptools["package-data"]["labcore"]
     assert all("profiles/**/*" in setuptools["package-data"][n] for n in names())
     for target, sources in setuptools["data-files"].items():
