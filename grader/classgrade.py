@@ -319,82 +319,125 @@ def grade_answers(
 
     graded = Graded(assignment, grading.submitted(assignment), {}, {}, {})
     clock = _Clock(graded.phases)
-    code = warm.code_digest()
-    seed = secrets.randbelow(2**31 - 1) + 1
     # the lessons a worker's warm sandbox and checker serve (each reads their shipped profiles once): those graded
     # in this run, the same for each of its assignments (default: every lesson of the course)
-    lessons = lessons or tuple(grading.pick(None))
-    source = SourceCells(grading.db_url, assignment)
-    kept = 0
-    waiting: dict[str, int] = {}  # student -> notebooks of theirs still on the cluster
-
-    def tell(student: str) -> None:
-        if ready:
-            notebooks = tuple((n, nb, key) for (who, n), (nb, key) in graded.sources.items() if who == student)
-            ready(Ready(assignment, student, notebooks, graded.problems.get(student, "")))
-
-    def jobs() -> Iterator[warm.Job]:
-        nonlocal kept
-        for student in graded.students:
-            folder = grading.root / "submitted" / student / assignment
-            files = _run_files(folder, assignment)
-            waiting[student] = 1  # until every notebook of theirs is sent
-            for path in sorted(folder.glob("*.ipynb")):
-                if why := too_large(path, count_cells=False):  # put there by hand, past collect: not read
-                    graded.problems[student] = f"{path.name}: {why.removesuffix('; not collected')}"
-                    continue
-                try:
-                    nb = sanitized(grading.db_url, assignment, student, path, source)
-                except Exception as exc:  # nbgrader refuses it (corrupted metadata): that notebook is not graded
-                    why = f"{type(exc).__name__}: {str(exc)[:200]}"
-                    graded.problems[student] = clean_text(f"nbgrader could not read it ({why})")
-                    continue
-                if len(nb.cells) > MAX_NOTEBOOK_CELLS:  # as collect refuses: put there by hand
-                    graded.problems[student] = f"{path.name}: {len(nb.cells):,} cells, more than a notebook may have"
-                    continue
-                key = _key(json.dumps(nb, sort_keys=True), files, code, whole)  # the sanitized notebook, as data
-                graded.sources[(student, path.stem)] = (nb, key)
-                stored = _read(_stored(grading, f"{assignment}/{student}", path.stem))
-                if not regrade and stored.get("key") == key and hops.current(stored):
-                    kept += 1
-                    continue
-                waiting[student] += 1
-                yield warm.Job(
-                    assignment=assignment,
-                    student=student,
-                    run_files=files,
-                    answers_program=answers_program(nb, whole=whole).to_json(),
-                    checker_program=checker_program(nb, whole=whole).to_json(),
-                    seed=seed,
-                    timeout_s=timeout_s,
-                    lessons=lessons,
-                    code=code,
-                    notebook_name=path.stem,
-                )
-            done_with(student)
-
-    def done_with(student: str) -> None:
-        waiting[student] -= 1
-        if not waiting[student]:
-            tell(student)
-
-    def arrived(one: cluster.Done) -> None:
-        job = one.job
-        where = _stored(grading, job.name, job.notebook_name)
-        store(where, graded.sources[(job.student, job.notebook_name)][1], one)
-        if progress:
-            progress(job.student)
-        done_with(job.student)
-
-    def working(name: str) -> None:  # the cluster names a job assignment/student
-        if started:
-            started(name.split("/", 1)[-1])
-
-    cluster.run(client, jobs(), started=working, done=arrived, submitted=lambda: clock.lap("prepare"))
+    run = _Run(
+        grading,
+        graded,
+        SourceCells(grading.db_url, assignment),
+        warm.code_digest(),
+        secrets.randbelow(2**31 - 1) + 1,
+        timeout_s,
+        lessons or tuple(grading.pick(None)),
+        whole,
+        regrade,
+        _Told(started, progress, ready),
+    )
+    cluster.run(client, run.jobs(), started=run.working, done=run.arrived, submitted=lambda: clock.lap("prepare"))
     if reused:
-        reused(kept)
+        reused(run.kept)
     clock.lap("grade")
     return graded
+
+
+@dataclasses.dataclass(frozen=True)
+class _Told:
+    """Whom grade_answers tells of what: a student's first job started, a result stored, a student ready."""
+
+    started: Callable[[str], None] | None
+    progress: Callable[[str], None] | None
+    ready: Callable[[Ready], None] | None
+
+
+@dataclasses.dataclass
+class _Run:
+    """One assignment's grading run on the coordinator: its jobs made as notebooks are sanitized, its results
+    stored as they arrive, each student told ready once every notebook of theirs is stored."""
+
+    grading: GradingDir
+    graded: Graded
+    source: SourceCells
+    code: str
+    seed: int
+    timeout_s: int
+    lessons: tuple[str, ...]
+    whole: bool
+    regrade: bool
+    told: _Told
+    kept: int = 0
+    waiting: dict[str, int] = dataclasses.field(default_factory=dict)  # student -> notebooks still on the cluster
+
+    def jobs(self) -> Iterator[warm.Job]:
+        for student in self.graded.students:
+            folder = self.grading.root / "submitted" / student / self.graded.assignment
+            files = _run_files(folder, self.graded.assignment)
+            self.waiting[student] = 1  # until every notebook of theirs is sent
+            for path in sorted(folder.glob("*.ipynb")):
+                job = self._job(student, path, files)
+                if job is not None:
+                    self.waiting[student] += 1
+                    yield job
+            self.done_with(student)
+
+    def _job(self, student: str, path: Path, files: dict[str, bytes]) -> warm.Job | None:
+        """The job grading one notebook; None where it is not graded (its problem noted) or its result is kept."""
+        nb = self._readable(student, path)
+        if nb is None:
+            return None
+        key = _key(json.dumps(nb, sort_keys=True), files, self.code, self.whole)  # the sanitized notebook, as data
+        self.graded.sources[(student, path.stem)] = (nb, key)
+        stored = _read(_stored(self.grading, f"{self.graded.assignment}/{student}", path.stem))
+        if not self.regrade and stored.get("key") == key and hops.current(stored):
+            self.kept += 1
+            return None
+        return warm.Job(
+            assignment=self.graded.assignment,
+            student=student,
+            run_files=files,
+            answers_program=answers_program(nb, whole=self.whole).to_json(),
+            checker_program=checker_program(nb, whole=self.whole).to_json(),
+            seed=self.seed,
+            timeout_s=self.timeout_s,
+            lessons=self.lessons,
+            code=self.code,
+            notebook_name=path.stem,
+        )
+
+    def _readable(self, student: str, path: Path) -> NotebookNode | None:
+        """The notebook sanitized as nbgrader does, or None with the student's problem noted."""
+        if why := too_large(path, count_cells=False):  # put there by hand, past collect: not read
+            self.graded.problems[student] = f"{path.name}: {why.removesuffix('; not collected')}"
+            return None
+        try:
+            nb = sanitized(self.grading.db_url, self.graded.assignment, student, path, self.source)
+        except Exception as exc:  # nbgrader refuses it (corrupted metadata): that notebook is not graded
+            why = f"{type(exc).__name__}: {str(exc)[:200]}"
+            self.graded.problems[student] = clean_text(f"nbgrader could not read it ({why})")
+            return None
+        if len(nb.cells) > MAX_NOTEBOOK_CELLS:  # as collect refuses: put there by hand
+            self.graded.problems[student] = f"{path.name}: {len(nb.cells):,} cells, more than a notebook may have"
+            return None
+        return nb
+
+    def done_with(self, student: str) -> None:
+        self.waiting[student] -= 1
+        if not self.waiting[student] and self.told.ready:
+            sources = self.graded.sources.items()
+            notebooks = tuple((n, nb, key) for (who, n), (nb, key) in sources if who == student)
+            problem = self.graded.problems.get(student, "")
+            self.told.ready(Ready(self.graded.assignment, student, notebooks, problem))
+
+    def arrived(self, one: cluster.Done) -> None:
+        job = one.job
+        where = _stored(self.grading, job.name, job.notebook_name)
+        store(where, self.graded.sources[(job.student, job.notebook_name)][1], one)
+        if self.told.progress:
+            self.told.progress(job.student)
+        self.done_with(job.student)
+
+    def working(self, name: str) -> None:  # the cluster names a job assignment/student
+        if self.told.started:
+            self.told.started(name.split("/", 1)[-1])
 
 
 def _lay_out(grading: GradingDir, scratch: Path, item: Ready) -> str:

@@ -247,22 +247,11 @@ class WarmSandbox(_Warm):
                 if current is None:
                     return {}, str(trouble)
                 return {"timed_out": [], "lost": {"cell": current, "why": "sandbox", "status": str(trouble)}}, ""
-            if told is None and wait > DISK_EVERY_S:  # only the disk's turn
-                too_much = disk.too_much()
-                if not too_much:
-                    continue
-                self.stop()
-                return {
-                    "timed_out": [],
-                    "lost": {"cell": current, "why": "disk", "status": too_much},
-                    "killed": True,
-                }, ""
             if told is None:
-                why = "stopped" if self._stopped() else "stuck"
-                self.stop()
-                if time.monotonic() >= end and why == "stuck":
-                    return {}, f"the {self.what} ran past its {budget_s:.0f} s budget and was stopped"
-                return {"timed_out": [], "lost": {"cell": current, "why": why}, "killed": True}, ""
+                silent = self._silent(current, disk if wait > DISK_EVERY_S else None, end, budget_s)
+                if silent is None:
+                    continue
+                return silent
             if "job" not in told and ("answer" in told or "refused" in told):
                 self._streamed(told)
                 continue
@@ -275,6 +264,23 @@ class WarmSandbox(_Warm):
             if isinstance(told.get("lost"), dict) and told["lost"].get("cell") is None:
                 told["lost"]["cell"] = current  # the zygote answered for a supervisor killed in that cell
             return told, ""
+
+    def _silent(
+        self, current: int | None, disk: _Disk | None, end: float, budget_s: float
+    ) -> tuple[dict[str, Any], str] | None:
+        """What the zygote's silence means: with `disk` (only the disk's turn), None while the job keeps to its share,
+        else the job lost in cell `current` (killed for the disk it took, stopped, stuck), or past its budget."""
+        if disk is not None:
+            too_much = disk.too_much()
+            if not too_much:
+                return None
+            self.stop()
+            return {"timed_out": [], "lost": {"cell": current, "why": "disk", "status": too_much}, "killed": True}, ""
+        why = "stopped" if self._stopped() else "stuck"
+        self.stop()
+        if time.monotonic() >= end and why == "stuck":
+            return {}, f"the {self.what} ran past its {budget_s:.0f} s budget and was stopped"
+        return {"timed_out": [], "lost": {"cell": current, "why": why}, "killed": True}, ""
 
     def _streamed(self, told: dict[str, Any]) -> None:
         """An answer line the zygote passed on, or its refusal of them all, as it happened: judged against the plan
