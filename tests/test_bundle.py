@@ -733,7 +733,8 @@ def test_a_cut_holds_only_its_lessons(built, cut_first):
     assert listed.stdout.split() == [str(out / "labcore" / "lessons.txt"), first], listed.stderr
     ours = tomllib.loads((out / "pyproject.toml").read_text())
     assert ours == bundle.student_pyproject(MAIN, bundle.package_options(ROOT, [first]))
-    assert ours["tool"]["setuptools"]["packages"] == ["labcore", "labcore.pipeline", first] == cut_packages([first])
+    shipped = ["labcore", "labcore.kit", "labcore.pipeline", first]
+    assert ours["tool"]["setuptools"]["packages"] == shipped == cut_packages([first])
     assert not set(later) & set(ours["tool"]["setuptools"]["package-data"])
     for package in cut_packages([first]):  # the cut's packages are the full bundle's, file for file
         folder = bundle.package_folder(package)
