@@ -159,13 +159,15 @@ MODULES = {
     "checks.py": '''
         """What the graded cell calls: the student's function asked through labcore.answers, judged here."""
 
-        from labcore.answers import call
+        from labcore.answers import call, collecting
 
 
         def check_double(fn):
-            for x in (0, 3, -7):
-                got = call("double", fn, x)
-                assert got == 2 * x, f"double({x}) gave {got!r}, expected {2 * x}"
+            got = {x: call("double", fn, x) for x in (0, 3, -7)}  # every question first
+            if collecting():  # the planner: the questions are all it needs
+                return
+            for x, value in got.items():
+                assert value == 2 * x, f"double({x}) gave {value!r}, expected {2 * x}"
             print("double: checked at 0, 3 and -7")
         ''',
     "tests/test_tiny.py": f"""
