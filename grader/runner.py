@@ -67,7 +67,7 @@ def kill_tree(pid: int) -> None:
 def _children() -> ForkServerContext:
     """The forkserver that nbgrader commands are forked from, nbgrader imported once."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["nbgrader.apps.nbgraderapp", "grader.runner"])
+    context.set_forkserver_preload(["grader.runner", "nbgrader.apps.nbgraderapp"])  # the course first (labcore/__init__.py)
     return context
 
 
