@@ -12,20 +12,38 @@ from labcore.record import Record, load
 
 # A folder laid out <gpu>/<lesson>/ that replaces every lesson's own profiles (tests point it at an empty one)
 OVERRIDE_ENV = "COURSE_PROFILES"
+# The rule: a lesson ships at least one GPU's recorded profile (<gpu>/ holding the run's results.json); a replay
+# uses DEFAULT_GPU's where the lesson has it, else the one it has (the first by name where it has several).
 DEFAULT_GPU = "h200"
 RESULTS = "results.json"
 
 
-def shipped_profile(lesson: str, gpu: str = DEFAULT_GPU) -> Path:
-    """Where a lesson's recorded profile for a GPU lies: <lesson>/profiles/<gpu>/ of its package (the checkout's,
-    a wheel's or the bundle's), or <gpu>/<lesson>/ of $COURSE_PROFILES when that is set. It may not exist."""
+def _folder(lesson: str, gpu: str) -> Path:
     override = os.environ.get(OVERRIDE_ENV)
     if override:
         return Path(override) / gpu / lesson
     return lessons.folder(lesson) / lessons.PROFILES_DIR / gpu
 
 
-def default_profile(lesson: str, gpu: str = DEFAULT_GPU) -> Path:
+def recorded_gpus(lesson: str) -> list[str]:
+    """The GPUs a lesson ships a recorded profile of (a folder holding results.json), DEFAULT_GPU first, then by
+    name; in $COURSE_PROFILES when that is set."""
+    override = os.environ.get(OVERRIDE_ENV)
+    root = Path(override) if override else lessons.folder(lesson) / lessons.PROFILES_DIR
+    found = sorted(p.name for p in root.glob("*") if (_folder(lesson, p.name) / RESULTS).is_file())
+    return sorted(found, key=lambda gpu: gpu != DEFAULT_GPU)
+
+
+def shipped_profile(lesson: str, gpu: str | None = None) -> Path:
+    """Where a lesson's recorded profile for a GPU lies: <lesson>/profiles/<gpu>/ of its package (the checkout's,
+    a wheel's or the bundle's), or <gpu>/<lesson>/ of $COURSE_PROFILES when that is set. It may not exist. Without
+    a GPU named, the one a replay uses: DEFAULT_GPU's where the lesson has it, else the one it has."""
+    if gpu is None:
+        gpu = next(iter(recorded_gpus(lesson)), DEFAULT_GPU)
+    return _folder(lesson, gpu)
+
+
+def default_profile(lesson: str, gpu: str | None = None) -> Path:
     """The shipped profile directory for a lesson; UsageError when it is missing."""
     path = shipped_profile(lesson, gpu)
     if not path.is_dir():

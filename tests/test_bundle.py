@@ -33,6 +33,7 @@ from labcore.errors import UsageError
 from labcore.lessons import names
 from labcore.pipeline import trace
 from labcore.pipeline.recording import RecordingContext
+from labcore.profiles import recorded_gpus
 
 from installed import grader, wheel_and_replay
 from site_fixture import PIPELINE, fold, json_strings, marked_regions, region_needles, regions_quoted
@@ -404,7 +405,7 @@ def test_bundle_holds_nothing_of_the_instructors(built):
     assert not instructors_files(paths), instructors_files(paths)
     assert not [p for p in paths if "__pycache__" in p or p.endswith(".pyc")]
     for lesson in names():  # each lesson's package with its recorded profile, and none of its solutions or tests
-        assert (built.out / lesson / "profiles" / "h200" / "results.json").is_file()
+        assert (built.out / lesson / "profiles" / recorded_gpus(lesson)[0] / "results.json").is_file()
     assert (built.out / "labcore" / "lessons.txt").read_text() == (ROOT / "lessons.txt").read_text()
     assert (built.out / "labcore" / "pipeline" / "kernels" / "fma_chain.cu").is_file()
 
@@ -922,6 +923,7 @@ def test_the_installed_bundle_replays_from_another_folder(built, tmp_path):
     assert "labcore/lessons.txt" in names_in and "labcore/pipeline/kernels/fma_chain.cu" in names_in
     assert not [n for n in names_in if n.startswith("grader/") or instructors_files([n])]
     for lesson in names():
-        assert f"{lesson}/profiles/h200/results.json" in names_in
+        gpu = recorded_gpus(lesson)[0]  # the profile a replay takes
+        assert f"{lesson}/profiles/{gpu}/results.json" in names_in
         first = installed.first_lines[lesson]
-        assert first.startswith(f"{lesson}: replay of") and str(installed.site / lesson / "profiles" / "h200") in first
+        assert first.startswith(f"{lesson}: replay of") and str(installed.site / lesson / "profiles" / gpu) in first

@@ -13,6 +13,7 @@ from packaging.requirements import Requirement
 
 from labcore.device import gpu_available
 from labcore.lessons import names
+from labcore.profiles import recorded_gpus
 
 from installed import wheel_and_replay
 
@@ -164,10 +165,11 @@ def test_a_wheel_carries_the_profiles_and_replays_from_another_folder(tmp_path):
     installed = wheel_and_replay(ROOT, tmp_path)
     assert "labcore/lessons.txt" in installed.names
     for lesson in names():
-        assert f"{lesson}/profiles/h200/results.json" in installed.names
+        gpu = recorded_gpus(lesson)[0]  # the profile a replay takes
+        assert f"{lesson}/profiles/{gpu}/results.json" in installed.names
         assert not [n for n in installed.names if n.startswith((f"{lesson}/solutions/", f"{lesson}/tests/"))]
         first = installed.first_lines[lesson]
-        assert first.startswith(f"{lesson}: replay of") and str(installed.site / lesson / "profiles" / "h200") in first
+        assert first.startswith(f"{lesson}: replay of") and str(installed.site / lesson / "profiles" / gpu) in first
 
 
 def readme_command_lines() -> list[str]:

@@ -17,6 +17,7 @@ import pytest
 from labcore import lessons
 from labcore.errors import UsageError
 from labcore.lessons import SHAPE_FILES, lesson, names, parse
+from labcore.profiles import DEFAULT_GPU, OVERRIDE_ENV, RESULTS, recorded_gpus, shipped_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 # The options every lesson's `python -m <lesson>` offers, one name per idea (site/architecture.md)
@@ -131,9 +132,24 @@ def test_every_lesson_has_the_shape(name):
     assert found.title and "\n" not in found.title
     assert found.summary.endswith(".") and found.summary.count(". ") == 0, "SUMMARY is one sentence"
     assert found.solutions.is_file()
-    assert (found.profile("h200") / "results.json").is_file()
+    assert recorded_gpus(name), f"{name} ships no GPU's recorded profile (profiles/<gpu>/results.json)"
     assert sorted(found.tests.glob("test_*.py")), f"{name}/tests/ holds no test"
     assert (ROOT / "course" / name / f"{name}.ipynb").is_file()  # generated from the solutions notebook
+
+
+def test_a_replay_takes_the_default_gpus_profile_else_the_one_a_lesson_has(tmp_path, monkeypatch):
+    """A lesson ships at least one GPU's profile: a replay takes DEFAULT_GPU's where there is one, else the one it
+    has (a folder without results.json is no profile: a section's record beside it does not count)."""
+    monkeypatch.setenv(OVERRIDE_ENV, str(tmp_path))
+    lone = names()[0]
+    for gpu, file in (("a100", RESULTS), ("b200x2", "other.json")):
+        (tmp_path / gpu / lone).mkdir(parents=True)
+        (tmp_path / gpu / lone / file).write_text("{}")
+    assert recorded_gpus(lone) == ["a100"] and shipped_profile(lone) == tmp_path / "a100" / lone
+    (tmp_path / DEFAULT_GPU / lone).mkdir(parents=True)
+    (tmp_path / DEFAULT_GPU / lone / RESULTS).write_text("{}")
+    assert recorded_gpus(lone) == [DEFAULT_GPU, "a100"] and shipped_profile(lone) == tmp_path / DEFAULT_GPU / lone
+    assert shipped_profile(lone, "a100") == tmp_path / "a100" / lone
 
 
 def help_options(name: str) -> set[str]:
