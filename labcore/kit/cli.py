@@ -49,17 +49,19 @@ def lesson_parser(
     lesson: str,
     doc: str | None,
     *,
-    windows: str,
+    windows: str | None,
     buffers: str | int,
     plot: str,
     pitfalls: bool = False,
     window: str = "chunk size of the main table and timelines",
 ) -> Parser:
-    """The lesson's parser with the options every lesson has; `windows` and `buffers` are its defaults, `plot` what
-    --plot writes, `pitfalls` whether it has --no-pitfalls. A lesson adds its own options after."""
+    """The lesson's parser with the options every lesson has; `windows` and `buffers` are its defaults (`windows`
+    None: the lesson measures one window, and has no --windows), `plot` what --plot writes, `pitfalls` whether it
+    has --no-pitfalls. A lesson adds its own options after."""
     parser = Parser(prog=f"python -m {lesson}", description=doc)
     parser.add_argument("--window", default=None, help=f"{window} (default {MAIN_WINDOW})")
-    parser.add_argument("--windows", default=windows, help=f"windows measured besides it (default {windows})")
+    if windows is not None:
+        parser.add_argument("--windows", default=windows, help=f"windows measured besides it (default {windows})")
     buffers_type = int if isinstance(buffers, int) else str
     parser.add_argument("--buffers", type=buffers_type, default=buffers, help=f"buffer pairs (default {buffers})")
     parser.add_argument("--fmas", type=int, default=512, help="chained FMAs per element (default 512)")
@@ -111,11 +113,12 @@ def started(
     lesson: str,
     run_live: Callable[[Any], Record],
     replay: Callable[[Path | None], Record],
+    exports: Sequence[str] = REPLAYED_EXPORTS,
 ) -> tuple[argparse.Namespace, Any, Record, Mode]:
-    """The start of every lesson's main: options parsed and checked, the Config, then the record live or replayed
-    after the mode line (`measured`)."""
+    """The start of every lesson's main: options parsed and checked (`exports`: the nsys exports the lesson's
+    replay reads), the Config, then the record live or replayed after the mode line (`measured`)."""
     args = parser.parse_args(argv)
-    check_options(args, REPLAYED_EXPORTS)
+    check_options(args, exports)
     cfg = config_from(args)
     record, mode = measured(args.from_profile, args.device, lesson, lambda: run_live(cfg), replay)
     return args, cfg, record, mode

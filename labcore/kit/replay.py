@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import pickle
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,28 +49,29 @@ def load(
     *,
     hint: str = "",
     missing: Callable[[], str] | None = None,
+    exports: Sequence[str] = REPLAYED_EXPORTS,
 ) -> rec.Record:
     """Read a profile folder (nsys exports, else results.json) or a results.json into a replay record; `hint`
-    ends the line that refuses a folder with neither, `missing()` is the line for a shipped folder with neither."""
+    ends the line that refuses a folder with neither, `missing()` is the line for a shipped folder with neither;
+    `exports` are the nsys exports `from_exports` reads."""
     shipped = path is None
     path = profile_path(lesson, path)
     if path.is_file():
         return load_results(path, lesson)
-    require_exports(path, REPLAYED_EXPORTS)
+    require_exports(path, exports)
     companion = path / RESULTS
-    if has_exports(path):
+    if has_exports(path, exports):
         return from_exports(path, companion if companion.exists() else None)
     if companion.exists():
         return load_results(companion, lesson)
     if shipped and missing:
         raise UsageError(missing())
     raise UsageError(
-        f"--from-profile {path}: neither nsys CSV exports (nvtx_pushpop_trace, cuda_gpu_trace) nor a results.json "
-        f"there{hint}"
+        f"--from-profile {path}: neither nsys CSV exports ({', '.join(exports)}) nor a results.json there{hint}"
     )
 
 
-def has_exports(directory: Path) -> bool:
+def has_exports(directory: Path, exports: Sequence[str] = REPLAYED_EXPORTS) -> bool:
     """Whether a folder holds every export a replay reads (a malformed export is an error, not a no)."""
     try:
         found = nsys.find_exports(directory)
@@ -78,7 +79,7 @@ def has_exports(directory: Path) -> bool:
         raise
     except UsageError:
         return False
-    return set(REPLAYED_EXPORTS) <= set(found)
+    return set(exports) <= set(found)
 
 
 def shipped(load_profile: Callable[[], rec.Record]) -> Callable[[], rec.Record]:
