@@ -1,0 +1,15 @@
+"""The day-57 lesson: day 54's 1 GiB job through managed memory (cudaMallocManaged).
+
+The shape every lesson shares: `config`, `model` (the bytes a run moves), `live`, `replay`, `report`, `plots`,
+`notebook`, `checks`, `__main__` (`python -m day57`), each a caller of the lesson kit (labcore.kit) for what lessons
+share. Day 57's own: `managed` (a managed-memory context with the pipeline context's interface, prefetch and advice
+through cuda-bindings, and the schedules that run on it).
+"""
+
+LESSON = DOMAIN = "day57"  # the package, and the NVTX domain of every timed range
+TITLE = "Day 57: managed memory"
+SUMMARY = (
+    "Day 54's gigabyte through cudaMallocManaged: page faults on first touch, cudaMemPrefetchAsync chunk by chunk "
+    "on streams in the pipeline's place, and memory advice, each against the pinned pipeline and the duplex floor."
+)
+BUILDS_ON = ("day54",)  # grader.bundle: day 54's pipeline, timed here as the yardstick, is in managed.pipelined
