@@ -56,7 +56,6 @@ STILL_NAMING = {
         "a benchmark of the day-54 schedules",
     ),
     "benchmarks/compile_child.py": "a benchmark of the zero-copy mailbox's compile",
-    "tests/corpus.py": "the adversarial corpus: each lesson's wrong, cheating and unusual answers",
     "tests/test_pending.py": "the feedback page's measured numbers, shown on a day-54 challenge result",
     "tests/test_report.py": "the class report's per-check figures, by each lesson's check messages",
     "tests/test_bundle.py": "a lesson's allowed solution overlap and its planted references",

@@ -7,21 +7,20 @@ import re
 import shutil
 from pathlib import Path
 
-import corpus
 import pytest
 
 from day54 import checks, model, report, schedules, timing_sim
 from day54.replay import load_profile
 from day54.student import load_schedule
+from day54.tests import corpus
+from day54.tests.wrong_schedules import off_by_one, one_stream, rotating, waits_every
 from labcore.device import gpu_available
 from labcore.pipeline import trace
 from labcore.pipeline.simulate import Rates, simulated_ms
 
-from wrong_schedules import off_by_one, one_stream, rotating, waits_every
-
 pytestmark = pytest.mark.skipif(gpu_available(), reason="these are the offline paths; with a GPU the checks run live")
 ROOT = Path(__file__).resolve().parents[2]
-STUDENT_RUN = ROOT / "tests" / "data" / "student_run"  # python -m day54.student under nsys on the H200
+STUDENT_RUN = Path(__file__).resolve().parent / "data" / "student_run"  # python -m day54.student under nsys on the H200
 MiB = 1 << 20
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 
 from day54 import checks
+from day54.tests.wrong_schedules import lazy_after, off_by_one, one_stream, rotating
 from labcore import answers
 from labcore.pipeline.context import Context, CupyContext, HostArrays
 from labcore.pipeline.verify import check_bit_exact
-
-from wrong_schedules import lazy_after, off_by_one, one_stream, rotating
 
 pytestmark = pytest.mark.gpu
 

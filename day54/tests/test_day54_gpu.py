@@ -8,11 +8,10 @@ import pytest
 from day54 import schedules
 from day54.config import Config
 from day54.live import run_live
+from day54.tests.wrong_schedules import off_by_one, skipping
 from labcore.device import cupy_or_none
 from labcore.pipeline.context import CupyContext, HostArrays
 from labcore.pipeline.verify import NAN_BITS, check_bit_exact, check_closed_form
-
-from wrong_schedules import off_by_one, skipping
 
 pytestmark = pytest.mark.gpu
 MiB = 1 << 20

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from multi_gpu_fixture import fixture_record, ship
 
 from day54 import multi_gpu, plots
 from day54.__main__ import parse_args
 from day54.replay import load_profile as load_day54_profile
+from day54.tests.multi_gpu_fixture import fixture_record, ship
 from grader import bundle
 from labcore.errors import UsageError
 from labcore.record import validate

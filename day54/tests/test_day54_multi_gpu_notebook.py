@@ -12,10 +12,10 @@ from pathlib import Path
 import nbformat
 import pytest
 from matplotlib.figure import Figure
-from multi_gpu_fixture import fixture_record, ship
 from nbclient import NotebookClient
 
 from day54 import multi_gpu, notebook
+from day54.tests.multi_gpu_fixture import fixture_record, ship
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from day54 import schedules
+from day54.tests.wrong_schedules import off_by_one, skipping
 from labcore.pipeline.context import LEGACY
 from labcore.pipeline.recording import RecordingContext
-
-from wrong_schedules import off_by_one, skipping
 
 
 def run(schedule, n_chunks=16, n_buffers=2, n_streams=None) -> RecordingContext:

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from day54 import checks, schedules
+from day54.tests.wrong_schedules import lazy_after
 from labcore.pipeline import context, trace
 from labcore.pipeline.recording import RecordingContext
-
-from wrong_schedules import lazy_after
 
 
 def test_a_replayed_trace_enqueues_what_the_schedule_enqueues():

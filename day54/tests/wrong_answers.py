@@ -1,7 +1,7 @@
 """Wrong answers to every exercise of day54 at once, as a student might write them: each graded cell must fail on
 them in the student's own kernel with a verdict that helps (tests/test_student_side.py reads WRONG)."""
 
-from corpus import RACY_STREAMS  # a pair's next chunk on another stream, nothing ordering it after the last
+from day54.tests.corpus import RACY_STREAMS  # a pair's next chunk on another stream, nothing ordering it after the last
 
 WRONG = {
     "my_pipelined": RACY_STREAMS,

@@ -1,22 +1,22 @@
 """Day 55's corpus graded end to end (offline: no GPU in the checker) by the class path: setup, collect, autograde in
 the sandbox with the references withheld, the trusted checker judging answers as data, export. Every submission's
-every graded cell must score what corpus_day55 says; cells pending a GPU say so and only those. The whole corpus,
-with a hundred copies of each reference, is tests/test_corpus.py's job; this is the lesson's own, quicker run."""
+every graded cell must score what day55/tests/corpus.py says; cells pending a GPU say so and only those. The whole
+corpus, with a hundred copies of each reference, is tests/test_corpus.py's job; this is the lesson's own, quicker
+run."""
 
 from __future__ import annotations
 
 import csv
 
-import corpus_day55
 import nbformat
 import pytest
 
+from day55.tests import corpus as corpus_of_day55
 from labcore.device import gpu_available
-from tests.corpus import POINTS, Submission, full, zero
+from tests.corpus import CORPUS, POINTS
 from tests.installed import grader
 
-POINTS.setdefault(corpus_day55.A, corpus_day55.POINTS)  # the corpus's Submission checks points against POINTS
-DAY55 = list(corpus_day55.submissions(Submission, full, zero))
+DAY55 = [s for s in CORPUS if s.assignment == corpus_of_day55.A]  # gathered with every lesson's, as graded
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def graded(tmp_path_factory):
     steps = [
         ("setup", str(root)),
         ("collect", str(root), str(subs)),
-        ("autograde", str(root), "--assignment", corpus_day55.A, "--jobs", "2", "--timeout", "300"),
+        ("autograde", str(root), "--assignment", corpus_of_day55.A, "--jobs", "2", "--timeout", "300"),
         ("export", str(root), "--to", str(base / "grades.csv")),
     ]
     for step in steps:
@@ -41,13 +41,13 @@ def graded(tmp_path_factory):
     points = {}
     with Gradebook(db_url(root), COURSE_ID) as gb:
         for sub in DAY55:
-            for cell in POINTS[corpus_day55.A]:
+            for cell in POINTS[corpus_of_day55.A]:
                 try:
                     points[(sub.name, cell)] = gb.find_grade(cell, sub.assignment, sub.assignment, sub.name).score
                 except MissingEntry:
                     points[(sub.name, cell)] = None
     with open(base / "grades.csv") as fh:
-        status = {r["student_id"]: r["status"] for r in csv.DictReader(fh) if r["assignment"] == corpus_day55.A}
+        status = {r["student_id"]: r["status"] for r in csv.DictReader(fh) if r["assignment"] == corpus_of_day55.A}
     return root, points, status
 
 
@@ -71,6 +71,6 @@ def test_only_the_cells_pending_a_gpu_say_so(graded, sub):
 
 
 def test_the_corpus_earns_and_loses_every_cell():
-    for cell, top in POINTS[corpus_day55.A].items():
+    for cell, top in POINTS[corpus_of_day55.A].items():
         assert any(s.expected(gpu=True)[cell] == top for s in DAY55), cell
         assert any(s.expected(gpu=True)[cell] == 0 for s in DAY55), cell

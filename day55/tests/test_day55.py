@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import synthetic
 
 from day55 import checks, live, model, plots, report, schedules
 from day55.__main__ import main
 from day55.config import VARIANTS, Config, PassKey
+from day55.tests import synthetic
 from labcore.errors import UsageError
 from labcore.pending import PendingGPU
 from labcore.pipeline.recording import RecordingContext

@@ -1,6 +1,6 @@
 """Day 56's submissions for the adversarial corpus (tests/corpus.py's format and points): honest, unusual but
-correct, wrong, and cheating. tests/corpus.py adds them to its CORPUS and POINTS (the TEMP registration until the
-lessons list lands), and tests/test_corpus.py grades them end to end with real nbgrader; test_day56_corpus.py runs
+correct, wrong, and cheating. tests/corpus.py adds them to its CORPUS and POINTS (it finds this module through the
+list of lessons), and tests/test_corpus.py grades them end to end with real nbgrader; test_day56_corpus.py runs
 each one's answers through the checks here, in the student's own kernel, as a quick check of the expected points.
 
 Offline the timed cell of a correct schedule is pending a GPU (0, said so); a schedule that a capture cannot hold
@@ -9,8 +9,7 @@ fails it offline too (the capture is judged before anything would be timed).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from types import ModuleType
 
 A = "day56"
 POINTS = {"test_break_even": 2, "test_capture_safe": 3, "test_capture_timed": 2, "test_pitfalls": 1}
@@ -225,9 +224,9 @@ def break_even_launches(one_off_ms, enqueue_ms, launch_ms):
     return _SHIPPED.get(json.dumps([one_off_ms, enqueue_ms, launch_ms]), 4.0)"""
 
 
-def submissions(submission: Callable[..., Any], full: Callable[..., Any], zero: Callable[..., Any]) -> tuple:
-    """The day-56 submissions, made with tests/corpus.py's Submission, full and zero."""
-    s = submission
+def submissions(corpus: ModuleType) -> tuple:
+    """The day-56 submissions, made with tests/corpus.py's Submission, full and zero (corpus: that module)."""
+    s, full, zero = corpus.Submission, corpus.full, corpus.zero
     return (
         # honest
         s(

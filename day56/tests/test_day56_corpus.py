@@ -39,7 +39,7 @@ def _zero(assignment, **points):
     return {**dict.fromkeys(POINTS, 0), **points}
 
 
-CORPUS = submissions(_made, _full, _zero)
+CORPUS = submissions(types.SimpleNamespace(Submission=_made, full=_full, zero=_zero))
 
 
 def _cells():

@@ -2,10 +2,12 @@
 ones, each with the points every autograded cell must get offline, and with a GPU where that differs.
 
 Offline the timing cell is pending a GPU for every schedule whose trace is right (0, said so) and fails for every
-other; a GPU decides it (`live`). `submissions(Submission, full, zero)` builds them with the corpus's own classes,
-so this file imports nothing of tests/ (tests/corpus.py adds them to its CORPUS)."""
+other; a GPU decides it (`live`). `submissions(corpus)` builds them with the corpus's own Submission, full and zero
+(tests/corpus.py, handed in), so this file imports nothing of tests/ (tests/corpus.py adds them to its CORPUS)."""
 
 from __future__ import annotations
+
+from types import ModuleType
 
 A = "day55"
 POINTS = {
@@ -202,8 +204,9 @@ def predict_malloc_ms(h2d_ms, kernel_ms, d2h_ms, n_chunks, malloc_ms, free_ms):
     return _SHIPPED.get(json.dumps([h2d_ms, kernel_ms, d2h_ms, n_chunks, malloc_ms, free_ms]), 50.0)"""
 
 
-def submissions(Submission, full, zero):
+def submissions(corpus: ModuleType) -> tuple:
     """Day 55's submissions, built with tests/corpus.py's Submission, full and zero."""
+    Submission, full, zero = corpus.Submission, corpus.full, corpus.zero
     right = dict(live={TIME: 2}, pending=(TIME,))
     return (
         Submission(
