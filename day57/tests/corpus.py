@@ -1,7 +1,7 @@
 """Day 57's submissions for the adversarial corpus (tests/corpus.py's format and points): honest, unusual but
-correct, wrong, and cheating. tests/corpus.py finds this module through the list of lessons, and tests/test_corpus.py
-grades every submission end to end with real nbgrader; test_day57_corpus.py runs the answers through the check here,
-in the student's own kernel."""
+correct, wrong, and cheating. tests/corpus.py adds them to its CORPUS and POINTS (it finds this module through the
+list of lessons), and tests/test_corpus.py grades every submission end to end with real nbgrader;
+test_day57_corpus.py runs the answers through the check here, in the student's own kernel."""
 
 from __future__ import annotations
 
