@@ -6,24 +6,24 @@
 #   corpus      pytest tests/test_corpus.py: the adversarial corpus graded live (its `live` points apply); what
 #               grading printed and the export come back as corpus_grading.txt and corpus_grades.csv
 #   cli         python -m <each lesson, or ${CLI_LESSONS}> --device 0 (live), then --device 7 (a GPU that is not there)
-#   challenge   benchmarks/challenge_check.py: the probe per repeat, and the check's verdicts per candidate
-#   bar         benchmarks/challenge_bar.py ${BAR_ARGS}: the challenge's bar (the solutions notebook 5 of 5, a copy of
+#   challenge   <lesson>/benchmarks/challenge_check.py: the probe per repeat, and the check's verdicts per candidate
+#   bar         <lesson>/benchmarks/challenge_bar.py ${BAR_ARGS}: the challenge's bar (the solutions notebook 5 of 5, a copy of
 #               the course's best N of N passed, 64 MiB x 2 N of N failed; N = --runs, 20 by default)
 #   profile     benchmarks/checker_profile.py for both assignments
 #   class N     benchmarks/class_grade.py --students N --jobs 8 ${CLASS_ARGS} (e.g. --checker-profile /tmp/prof)
 #   class-part N S   the same, the autograde stopped after S s; its stored results come back as $OUT/saved.tar
 #               (CLASS_ARGS apply to class, class-part and class-rest: e.g. --also NOTEBOOK:N --report)
 #   class-rest N     the same, starting from the results of a class-part carried in as .class-saved.tar
-#   floor-gap   benchmarks/floor_gap.py ${GAP_ARGS}, then again with CUDA_DEVICE_MAX_CONNECTIONS=32
-#   connections benchmarks/challenge_check.py --part verdicts ${CONN_ARGS}, with 8 hardware queues, then 32
-#   graph       benchmarks/graph_replay.py ${GRAPH_ARGS}: the pipeline replayed as one CUDA graph, vs the probe
+#   floor-gap   <lesson>/benchmarks/floor_gap.py ${GAP_ARGS}, then again with CUDA_DEVICE_MAX_CONNECTIONS=32
+#   connections <lesson>/benchmarks/challenge_check.py --part verdicts ${CONN_ARGS}, with 8 hardware queues, then 32
+#   graph       <lesson>/benchmarks/graph_replay.py ${GRAPH_ARGS}: the pipeline replayed as one CUDA graph, vs the probe
 #   release     benchmarks/release_live.py: each untouched release notebook Run All, live (the last cell's output)
 #   student-side  tests/student_side.py: the bundle (.bundle) installed apart, every release notebook with the right
 #               answers (or STUDENT_ANSWERS=stubs), live; the 19 verdict lines in student_side.txt
 #   topo        where the GPU sits (nvidia-smi topo -m, the NUMA nodes), then the zero-copy gather check's GPU test as
 #               placed by the machine and again with its CPUs bound to the GPU's NUMA node (taskset): a mapped gather
 #               reads host memory row by row over the link, a remote node costs it more than a copy
-#   direction   benchmarks/direction_streams.py ${DIRECTION_ARGS}: copies in and out on a stream each, events between
+#   direction   <lesson>/benchmarks/direction_streams.py ${DIRECTION_ARGS}: copies in and out on a stream each, events between
 set -u
 out=${OUT:?}
 repo=$PWD
@@ -35,6 +35,12 @@ export PYTHONPATH=/tmp/site:$repo PATH=/tmp/site/bin:$PATH JUPYTER_PATH=/tmp/sit
   nproc; git log -1 --format=%h 2>/dev/null
 } > "$out/env.txt" 2>&1
 lessons=$(python3 -c 'from labcore.lessons import names; print(*names())')  # lessons.txt
+# A lesson's own benchmark, found by its file name in the lessons' benchmarks/ folders (this script names no lesson)
+bench() {
+  local found=(*/benchmarks/"$1")
+  [[ -f ${found[0]} ]] || { echo "no lesson has benchmarks/$1" >&2; exit 2; }
+  echo "${found[0]}"
+}
 while [[ $# -gt 0 ]]; do
   part=$1; shift
   case $part in
@@ -50,9 +56,9 @@ while [[ $# -gt 0 ]]; do
         { timeout 60 python3 -m "$a" --device 7; echo "exit $?"; } > "$out/${a}_cli_no_gpu7.txt" 2>&1
       done ;;
     challenge)
-      { time timeout 400 python3 benchmarks/challenge_check.py ${CHALLENGE_ARGS:-}; } > "$out/challenge_check.txt" 2>&1 ;;
+      { time timeout 400 python3 "$(bench challenge_check.py)" ${CHALLENGE_ARGS:-}; } > "$out/challenge_check.txt" 2>&1 ;;
     bar)
-      { time timeout ${BAR_S:-500} python3 benchmarks/challenge_bar.py ${BAR_ARGS:-}; echo "exit $?"; } \
+      { time timeout ${BAR_S:-500} python3 "$(bench challenge_bar.py)" ${BAR_ARGS:-}; echo "exit $?"; } \
         > "$out/challenge_bar.txt" 2>&1 ;;
     profile)
       for a in $lessons; do
@@ -81,17 +87,17 @@ while [[ $# -gt 0 ]]; do
       cp /tmp/cls/grades.csv "$out/grades_$n.csv" 2>/dev/null
       cp /tmp/cls/report/measured.csv "$out/measured_$n.csv" 2>/dev/null ;;
     floor-gap)
-      { time timeout 150 python3 benchmarks/floor_gap.py ${GAP_ARGS:-}; } > "$out/floor_gap.txt" 2>&1
-      { time CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 150 python3 benchmarks/floor_gap.py ${GAP_ARGS:-}; } > "$out/floor_gap_32.txt" 2>&1 ;;
+      { time timeout 150 python3 "$(bench floor_gap.py)" ${GAP_ARGS:-}; } > "$out/floor_gap.txt" 2>&1
+      { time CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 150 python3 "$(bench floor_gap.py)" ${GAP_ARGS:-}; } > "$out/floor_gap_32.txt" 2>&1 ;;
     connections)
-      { time CUDA_DEVICE_MAX_CONNECTIONS=8 timeout 250 python3 benchmarks/challenge_check.py --part verdicts ${CONN_ARGS:-}; } > "$out/connections_8.txt" 2>&1
-      { time CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 250 python3 benchmarks/challenge_check.py --part verdicts ${CONN_ARGS:-}; } > "$out/connections_32.txt" 2>&1 ;;
+      { time CUDA_DEVICE_MAX_CONNECTIONS=8 timeout 250 python3 "$(bench challenge_check.py)" --part verdicts ${CONN_ARGS:-}; } > "$out/connections_8.txt" 2>&1
+      { time CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 250 python3 "$(bench challenge_check.py)" --part verdicts ${CONN_ARGS:-}; } > "$out/connections_32.txt" 2>&1 ;;
     graph)
-      { time timeout 150 python3 benchmarks/graph_replay.py ${GRAPH_ARGS:-}; } > "$out/graph_replay.txt" 2>&1 ;;
+      { time timeout 150 python3 "$(bench graph_replay.py)" ${GRAPH_ARGS:-}; } > "$out/graph_replay.txt" 2>&1 ;;
     release)
       { time timeout ${RELEASE_S:-300} python3 benchmarks/release_live.py; } > "$out/release_live.txt" 2>&1 ;;
     direction)
-      { time timeout ${DIRECTION_S:-200} python3 benchmarks/direction_streams.py ${DIRECTION_ARGS:-}; } > "$out/direction_streams.txt" 2>&1 ;;
+      { time timeout ${DIRECTION_S:-200} python3 "$(bench direction_streams.py)" ${DIRECTION_ARGS:-}; } > "$out/direction_streams.txt" 2>&1 ;;
     student-side)
       # the student bundle (carried as .bundle, made by python -m grader bundle .bundle) installed apart from this
       # checkout, each release notebook run with the answers of solutions/ (or STUDENT_ANSWERS=stubs), live; the

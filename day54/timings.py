@@ -56,7 +56,7 @@ class Timing:
 # The challenge is met at most this far above the course's best schedule measured in the same rounds. Its bar lies
 # outside the measurement's own noise: on the H200 (2026-12-03: 15 rounds of one run each, four repeats, a shared
 # link) a copy of the course's best measured 0.990-1.014 of it, every pipeline of 3 or more buffers inside that
-# band, 64 MiB x 2 at 1.09-1.10. benchmarks/challenge_bar.py measures both again.
+# band, 64 MiB x 2 at 1.09-1.10. day54/benchmarks/challenge_bar.py measures both again.
 CHALLENGE_FACTOR = 1.03
 CHALLENGE_NOISE = 0.014  # the spread of "a copy of the course's best over it", measured as above
 # The spread of one schedule's time over the link floor from the check's rounds: one schedule's verdicts over four

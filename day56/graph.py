@@ -7,7 +7,7 @@ to time each one, so it calls the runtime functions CuPy wraps (`cupy.cuda.runti
 `cuGraphExecUpdate` through cuda-bindings (`cuda.bindings.driver`: a call on the two handles alone, so it needs no
 runtime state of its own beside CuPy's; `cudaGraphExecUpdate` of `cuda.bindings.runtime` is the same function).
 
-How a schedule is captured (the approach of benchmarks/graph_replay.py, measured on the H200): the context's
+How a schedule is captured (the approach of day54/benchmarks/graph_replay.py, measured on the H200): the context's
 streams are made non-blocking (a blocking stream would pull the legacy default stream into the capture), an origin
 stream begins the capture, every worker stream waits on an event recorded on the origin (so they join the same
 capture), the schedule enqueues as it would stream by stream, and the origin waits on an event of every worker

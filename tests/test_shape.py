@@ -34,28 +34,10 @@ OUTSIDE = (
 )
 OUTSIDE_FILES = ("setup.py", "conftest.py", "nbgrader_config.py", "pyproject.toml", "profiles/record.sh", ".ci/run")
 # Files outside the lesson folders that still name a lesson, each for its reason: lesson-specific cases inside a
-# test of the whole course (the grading corpus's answers, the bundle's and sandbox's planted references), the
-# benchmarks of one lesson's schedules, and the class report's parsing of each lesson's check messages (to go
-# when the checks report numbers as data). The list may only shrink: a file here that no longer names a lesson
-# fails the test below, so it is taken off.
+# test of the whole course (the bundle's and sandbox's planted references), and the class report's parsing of each
+# lesson's check messages (to go when the checks report numbers as data). The list may only shrink: a file here
+# that no longer names a lesson fails the test below, so it is taken off.
 STILL_NAMING = {
-    **dict.fromkeys(
-        (
-            "benchmarks/challenge_bar.py",
-            "benchmarks/challenge_check.py",
-            "benchmarks/challenge_noise.py",
-            "benchmarks/challenge_sweep.py",
-            "benchmarks/cupy_vs_cpp.py",
-            "benchmarks/direction_streams.py",
-            "benchmarks/distinct_schedules.py",
-            "benchmarks/floor_gap.py",
-            "benchmarks/floor_rounds.py",
-            "benchmarks/graph_replay.py",
-            "benchmarks/two_students.py",
-        ),
-        "a benchmark of the day-54 schedules",
-    ),
-    "benchmarks/compile_child.py": "a benchmark of the zero-copy mailbox's compile",
     "tests/test_pending.py": "the feedback page's measured numbers, shown on a day-54 challenge result",
     "tests/test_report.py": "the class report's per-check figures, by each lesson's check messages",
     "tests/test_bundle.py": "a lesson's allowed solution overlap and its planted references",
@@ -239,6 +221,17 @@ def test_the_naming_scan_sees_code_and_not_prose(tmp_path):
         '    return f"python -m {1} lesson_x", "lesson_x_run", "course/lesson_x/"\n'
     )
     assert naming(path, ("lesson_x",)) == ["2: lesson_x", "5: lesson_x", "5: lesson_x"]
+
+
+def test_the_gpu_visit_runs_benchmarks_that_exist():
+    """benchmarks/h200.sh runs the course's scripts by path and a lesson's benchmark by its file name (`bench NAME`,
+    found in the lessons' benchmarks/ folders): each path is there, and each name is one lesson's."""
+    text = (ROOT / "benchmarks" / "h200.sh").read_text()
+    paths = set(re.findall(r"python3 ((?:benchmarks|tests)/\w+\.py)", text))
+    named = set(re.findall(r"\$\(bench (\w+\.py)\)", text))
+    assert len(paths) >= 3 and len(named) >= 3
+    assert sorted(p for p in paths if not (ROOT / p).is_file()) == []
+    assert {n: len(list(ROOT.glob(f"*/benchmarks/{n}"))) for n in sorted(named)} == dict.fromkeys(sorted(named), 1)
 
 
 @pytest.mark.parametrize("name", names())

@@ -1,7 +1,7 @@
-// The day-54 schedules in plain CUDA C++, the reference that benchmarks/cupy_vs_cpp.py
-// holds the CuPy version against (benchmarks/README.md).
+// The day-54 schedules in plain CUDA C++, the reference that day54/benchmarks/cupy_vs_cpp.py
+// holds the CuPy version against (day54/benchmarks/README.md).
 //
-// It runs the same kernel as day54/kernel.py (the source is included below), with the
+// It runs the same kernel as labcore/pipeline/kernel.py (the source is included below), with the
 // same launch shape and constants, over the same schedules as day54/schedules.py:
 //   naive      one blocking worker stream, one device buffer pair, chunk after chunk;
 //   pipelined  chunk k on buffer pair k % B and worker stream k % B.
@@ -27,11 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "../day54/kernels/fma_chain.cu"
+#include "../../labcore/pipeline/kernels/fma_chain.cu"
 
 namespace {
 
-// Launch shape and constants of day54/kernel.py. a = 1 - 2^-10 and b = 2^-10 are
+// Launch shape and constants of labcore/pipeline/kernel.py. a = 1 - 2^-10 and b = 2^-10 are
 // exact in float32, so both sides feed the kernel the same bits.
 constexpr int kThreadsPerBlock = 256;
 constexpr float kFmaA = 1.0f - 1.0f / 1024.0f;
@@ -226,7 +226,7 @@ void printRecord(const char* schedule, unsigned long long window, int buffers, c
     std::fflush(stdout);
 }
 
-// The float64 closed form of day54/kernel.py: a^n x + b (1 - a^n) / (1 - a).
+// The float64 closed form of labcore/pipeline/kernel.py: a^n x + b (1 - a^n) / (1 - a).
 double closedForm(float x, int fmas) {
     const double a = kFmaA, b = kFmaB;
     const double an = std::pow(a, fmas);

@@ -1,6 +1,6 @@
 """Would replaying a schedule as one CUDA graph bring it closer to the link floor than issuing it stream by stream?
 
-    python benchmarks/graph_replay.py [--rounds 4] [--candidates 16x6,32x4,8x6,8x8,4x8]
+    python day54/benchmarks/graph_replay.py [--rounds 4] [--candidates 16x6,32x4,8x6,8x8,4x8]
 
 The checker replays a student's recorded schedule operation by operation on blocking streams. Here the pipelined
 schedule is also captured once (stream capture on non-blocking streams forked from one origin stream) and each
@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Callable
 
 import cupy as cp
-from floor_rounds import Bench  # benchmarks/, beside this script
+from floor_rounds import Bench  # day54/benchmarks/, beside this script
 
 from day54 import schedules
 from labcore.pipeline.context import CupyContext

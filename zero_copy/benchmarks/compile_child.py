@@ -3,7 +3,7 @@ publish step, compiled to PTX by NVRTC in this process and in the compile server
 source new (no cache), in a few rounds; wall and CPU seconds per compile (CPU of this process, the server and its
 children), and the server's start once.
 
-    python benchmarks/compile_child.py [--compiles 15] [--rounds 3]
+    python zero_copy/benchmarks/compile_child.py [--compiles 15] [--rounds 3]
 
 No GPU needed. The checker compiles a submission's publish step once offline and twice live (its PTX, then the
 cubin that runs).

@@ -1,6 +1,6 @@
 """Does the challenge's bar hold on this GPU? The check itself, run again and again on three answers.
 
-    python benchmarks/challenge_bar.py [--runs 20] [--solution-runs 5] [--notebook PATH]
+    python day54/benchmarks/challenge_bar.py [--runs 20] [--solution-runs 5] [--notebook PATH]
 
 Calls `day54.checks.check_challenge` as a student's kernel does (correct first, then the live rounds: the course's
 best, the answer and the link's probe, one run each a round, outputs verified) on
@@ -34,7 +34,7 @@ from day54.config import MiB
 from labcore import checking
 from labcore.device import gpu_available
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ("solutions/day54/day54.ipynb", "day54/solutions/day54.ipynb")  # before and after lessons move
 
 

@@ -1,6 +1,6 @@
 """Which schedules come closest to the link floor? Every candidate timed against the duplex probe in one run.
 
-    python benchmarks/challenge_sweep.py [--rounds 3] [--windows 8,16,32,64] [--buffers 3,4,6]
+    python day54/benchmarks/challenge_sweep.py [--rounds 3] [--windows 8,16,32,64] [--buffers 3,4,6]
 
 Prints, per round, the link floor (duplex probe at 64 MiB, 2 streams) and each candidate's median over the
 floor measured in that same round; every candidate's output is checked bit for bit against naive first.

@@ -1,8 +1,8 @@
 """Many correct day-54 schedules, some of them slow: a class that tests "same work, same grade" (a timed verdict is
 measured once for each distinct piece of work).
 
-    python benchmarks/distinct_schedules.py write DIR     # DIR/<name>/day54.ipynb for each schedule, and DIR/also.txt
-    python benchmarks/distinct_schedules.py compare A.csv B.csv [C.csv ...]
+    python day54/benchmarks/distinct_schedules.py write DIR  # DIR/<name>/day54.ipynb a schedule, and DIR/also.txt
+    python day54/benchmarks/distinct_schedules.py compare A.csv B.csv [C.csv ...]
 
 `write` hands in the reference day-54 notebook with `my_pipelined` replaced by each schedule below (every one
 correct: the recording fake finds no race in it), and writes `also.txt`, the `--also NOTEBOOK:N` options of
@@ -95,7 +95,7 @@ SLOW = {
 
 def write(folder: Path) -> None:
     """One day54.ipynb a schedule, and the class's --also options."""
-    course = Course.at(Path(__file__).resolve().parents[1])
+    course = Course.at(Path(__file__).resolve().parents[2])
     options = []
     for name, body in {**FAST, **SLOW}.items():
         notebook = solved_release(course, "day54")

@@ -1,6 +1,6 @@
 """Could a schedule with cross-stream events get closer to the link floor than any stream-ordered one?
 
-    python benchmarks/direction_streams.py [--rounds 3] [--windows 4,8,16] [--buffers 2,3,4]
+    python day54/benchmarks/direction_streams.py [--rounds 3] [--windows 4,8,16] [--buffers 2,3,4]
 
 The lesson's schedules order work only by streams: each buffer pair's copy in, kernel and copy out on one stream,
 so the copies in of several pairs can be ready at once and share the link. Here every copy in goes on one stream
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 import cupy as cp
-from floor_rounds import Bench  # benchmarks/, beside this script
+from floor_rounds import Bench  # day54/benchmarks/, beside this script
 
 from day54 import schedules
 from labcore.pipeline.context import CupyContext

@@ -1,6 +1,6 @@
 """How steady is "yours over the link floor"? The challenge's measurement, repeated, with and without poisoning.
 
-    python benchmarks/challenge_noise.py [--rounds 5] [--runs 3]
+    python day54/benchmarks/challenge_noise.py [--rounds 5] [--runs 3]
 
 For each candidate: `--runs` rounds of the challenge's procedure (rounds of the duplex probe then the candidate,
 3 timed repeats each, the verdict the median of the rounds' ratios), once with the host output poisoned (NaN)
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from challenge_sweep import lookahead  # benchmarks/, beside this script
+from challenge_sweep import lookahead  # day54/benchmarks/, beside this script
 
 from day54 import schedules
 from labcore.pipeline.context import CupyContext, HostArrays

@@ -1,6 +1,6 @@
 """The challenge check's own verdict on candidate schedules, and what the duplex probe does from repeat to repeat.
 
-    python benchmarks/challenge_check.py [--runs 2] [--windows 8,16,32] [--buffers 3,4,6,8] [--probe-rounds 7]
+    python day54/benchmarks/challenge_check.py [--runs 2] [--windows 8,16,32] [--buffers 3,4,6,8] [--probe-rounds 7]
                                          [--schedules pipelined,lookahead] [--part both|verdicts|probe]
 
 Part 1 calls the check's live procedure (`day54.checks._challenge_live`: fresh input, rounds of the course's best,
@@ -17,7 +17,7 @@ import os
 import statistics
 
 import numpy as np
-from challenge_sweep import CANDIDATES  # benchmarks/, beside this script
+from challenge_sweep import CANDIDATES  # day54/benchmarks/, beside this script
 
 from day54 import checks, schedules
 from labcore.pipeline.context import CupyContext, HostArrays

@@ -1,12 +1,12 @@
-"""Time the day-54 schedules through CuPy and through CUDA C++ on one GPU, and compare (benchmarks/README.md).
+"""Time the day-54 schedules through CuPy and through CUDA C++ on one GPU, and compare (README.md beside this file).
 
-The C++ side is benchmarks/double_buffer.cu, built here with nvcc and run as a
+The C++ side is day54/benchmarks/double_buffer.cu, built here with nvcc and run as a
 subprocess; the CuPy side is the day54 package timed by labcore.timing. Both
 run the same kernel source, the same schedules and the same event timing. The
 sides alternate within each round so that drift (clocks, temperature) reaches
 both, and each row's median is over every repeat of every round.
 
-Run from the repo root: python3 benchmarks/cupy_vs_cpp.py --out day54/profiles/h200/cupy_vs_cpp.txt
+Run from the repo root: python3 day54/benchmarks/cupy_vs_cpp.py --out day54/profiles/h200/cupy_vs_cpp.txt
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "benchmarks" / "double_buffer.cu"
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = Path(__file__).resolve().parent / "double_buffer.cu"
 TARGET_RATIO = 1.03
 NVTX_DOMAIN = "cupy_vs_cpp"
 SEED = 54
@@ -85,7 +85,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="cupy_vs_cpp.py",
         description="Compare the day-54 naive and pipelined schedules timed through CuPy with the same "
-        "schedules in CUDA C++ (benchmarks/double_buffer.cu), interleaved on one GPU.",
+        "schedules in CUDA C++ (day54/benchmarks/double_buffer.cu), interleaved on one GPU.",
     )
     parser.add_argument("--total", type=_size, default="1GiB", help="host array size (default 1GiB)")
     parser.add_argument(
@@ -150,7 +150,7 @@ def build(nvcc: str, build_dir: Path) -> Path:
         if done.returncode == 0:
             return binary
         progress(f"nvcc -arch={arch} failed:\n{done.stderr.strip()}")
-    raise RuntimeError("could not build benchmarks/double_buffer.cu (nvcc output above)")
+    raise RuntimeError("could not build day54/benchmarks/double_buffer.cu (nvcc output above)")
 
 
 def run_cpp(binary: Path, args: argparse.Namespace) -> Times:

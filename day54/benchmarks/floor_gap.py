@@ -1,6 +1,6 @@
 """Where a stream-ordered pipeline's time over the link floor goes, on a quiet link.
 
-    python benchmarks/floor_gap.py [--rounds 4] [--windows 8,16,32] [--buffers 6]
+    python day54/benchmarks/floor_gap.py [--rounds 4] [--windows 8,16,32] [--buffers 6]
 
 Each round times, back to back against the lesson's duplex probe (64 MiB copies, the challenge's link floor):
 the same probe at each window (what smaller copies cost by themselves), the pipelined schedule at each window with
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from floor_rounds import Bench, MiB  # benchmarks/, beside this script
+from floor_rounds import Bench, MiB  # day54/benchmarks/, beside this script
 
 from day54 import schedules
 from labcore.pipeline.context import CupyContext

@@ -1,4 +1,4 @@
-"""What the link-floor benchmarks share (direction_streams, floor_gap, graph_replay; imported from benchmarks/).
+"""What the link-floor benchmarks share (direction_streams, floor_gap, graph_replay; imported from beside them).
 
 `Bench(rounds, repeats)` holds fresh 1 GiB pinned input and output, the challenge's duplex probe (64 MiB copies)
 and naive's output; `bit_exact(candidates)` checks each candidate's output against it; `against_floor(candidates)`

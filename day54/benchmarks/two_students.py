@@ -1,6 +1,6 @@
 """Two students measuring on one GPU at once get the ratios one student gets alone, because they take turns.
 
-    python benchmarks/two_students.py [--rounds 10]
+    python day54/benchmarks/two_students.py [--rounds 10]
 
 Each student is a process that times day54's core measurement, the naive pass and the pipelined one (the
 lesson's main window, 2 buffer pairs, `labcore.timing.time_pass`: one warm-up, then the lesson's repeats), in
