@@ -20,9 +20,9 @@ course_figures = pytest.importorskip("course_figures", reason="the test extra (s
 
 NUMBER = re.compile(r"(?<![\d.])\d+\.\d+(?![\d.])")  # 19.580, 0.91, +0.0: not a version's pieces (580.159.04)
 COMMANDS = {n: [sys.executable, "-m", n] for n in names()}
-# a profile folder a page names: a lesson's own (day/profiles/h200/), or a dated log's (profiles/<card>/<folder>/,
-# profiles/h200/... or profiles/h100/... when the device lent an H100)
-PROFILE_FOLDER = re.compile(r"(?<![\w/])(?:([a-z_][a-z0-9_]*)/profiles/h200/|profiles/(h[0-9]+)/([\w-]+)/)")
+# a profile folder a page names: a lesson's own (day/profiles/<card>/, h200 or the one GPU's a lesson ships), or a
+# dated log's (profiles/<card>/<folder>/, profiles/h200/... or profiles/h100/... when the device lent an H100)
+PROFILE_FOLDER = re.compile(r"(?<![\w/])(?:([a-z_][a-z0-9_]*)/profiles/(h[0-9]+)/|profiles/(h[0-9]+)/([\w-]+)/)")
 
 
 def figures(lesson: str) -> set[str]:
@@ -78,8 +78,8 @@ def recorded_numbers(folders: list[Path]) -> list[float]:
 def unrecorded(entry: str) -> list[str]:
     """The entry's decimal numbers that no file of the folders it names holds (to the entry's rounding)."""
     folders = [
-        ROOT / own / "profiles" / "h200" if own else ROOT / "profiles" / card / log
-        for own, card, log in PROFILE_FOLDER.findall(entry)
+        ROOT / own / "profiles" / own_card if own else ROOT / "profiles" / card / log
+        for own, own_card, card, log in PROFILE_FOLDER.findall(entry)
     ]
     have = recorded_numbers(folders)
     return sorted(
