@@ -5,10 +5,19 @@ Run in parallel (pytest-xdist, the README's `-n auto --dist loadfile`), a test f
 fixtures (a graded class, an installed bundle) are made once, on one worker. Files marked `slow` are handed out
 first, longest first (the marker's `seconds`: its CPU seconds alone, about), so that the long ones start early
 and the short ones fill in after.
+
+SUITE_TIMES=DIR in the environment measures the suite per file: each process that runs tests (each xdist worker)
+writes DIR/times-<worker>.json, {file: [wall seconds, CPU seconds]} (its own user+sys and that of the children it
+waited for, set-up and tear-down included), and the run's summary prints the files that took the most CPU.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import resource
+import time
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -63,9 +72,52 @@ if LoadScopeScheduling is not None:
         def _split_scope(self, nodeid: str) -> str:
             return nodeid.split("::", 1)[0]
 
-    @pytest.hookimpl(tryfirst=True)
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: `-p no:xdist` runs without the plugin
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
         return FilesInOrder(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
+TIMES_ENV = "SUITE_TIMES"
+_times: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    if not os.environ.get(TIMES_ENV):
+        return (yield)
+    wall, cpu = time.monotonic(), _cpu()
+    outcome = yield
+    spent = _times[item.nodeid.split("::", 1)[0]]
+    spent[0] += time.monotonic() - wall
+    spent[1] += _cpu() - cpu
+    return outcome
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if (folder := os.environ.get(TIMES_ENV)) and _times:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        Path(folder, f"times-{worker}.json").write_text(json.dumps(_times, indent=1, sort_keys=True))
+
+
+def pytest_terminal_summary(terminalreporter: object, config: pytest.Config) -> None:
+    if not (folder := os.environ.get(TIMES_ENV)) or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for path in sorted(Path(folder).glob("times-*.json")):
+        for name, (wall, cpu) in json.loads(path.read_text()).items():
+            files[name][0] += wall
+            files[name][1] += cpu
+    write = terminalreporter.write_line  # type: ignore[attr-defined]
+    total = sum(cpu for _, cpu in files.values())
+    write(f"per file ({TIMES_ENV}={folder}): {len(files)} files, {total:.0f} CPU s in test processes and children")
+    for name, (wall, cpu) in sorted(files.items(), key=lambda kv: -kv[1][1])[:25]:
+        write(f"  {cpu:7.1f} CPU s  {wall:7.1f} s wall  {name}")
 
 
 @pytest.fixture
