@@ -23,12 +23,14 @@ the lesson cells of the autograded notebooks carry a note instead of outputs.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
 import json
 import secrets
 import shutil
+import sqlite3
 import tempfile
 import threading
 import time
@@ -41,6 +43,7 @@ from grader.autograde import Outcome, absent, outcome, record_all
 from grader.grading import GradingDir, past_run_files, too_large
 from grader.layout import (
     COURSE_ID,
+    GRADEBOOK,
     KERNEL_DIED,
     KERNEL_STUCK,
     MAX_NOTEBOOK_CELLS,
@@ -68,6 +71,7 @@ from labcore.errors import UsageError
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
 
+BEFORE_RECORDING = "gradebook-before-recording.db"  # in DIR/.grading: keep_gradebook's copy
 RECORD_BATCH = 8  # the Recorder waits for this many students ready (or the assignment's end) before it records
 LESSON_NOTE = (
     "(lesson cell: not run while grading, which runs only your answers and the tests; run the notebook yourself to "
@@ -541,6 +545,21 @@ def _outcome(
         return outcome(grading, assignment, student, "", f"{UNRECORDED}: {_why(exc)}", gb)
 
 
+def keep_gradebook(grading: GradingDir) -> Path:
+    """A copy of the gradebook as it is before a recording (SQLite's backup: consistent, whatever else reads it):
+    nbgrader's commands write without waiting for the disk (grader.runner), so a machine that loses power while
+    recording may leave DIR/gradebook.db damaged; this copy, with the stored results, rebuilds it, the grades an
+    instructor gave by hand included."""
+    kept = grading.root / STORE / BEFORE_RECORDING
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    partial = kept.with_suffix(".partial")
+    with contextlib.closing(sqlite3.connect(f"{(grading.root / GRADEBOOK).as_uri()}?mode=ro", uri=True)) as book:
+        with contextlib.closing(sqlite3.connect(partial)) as copy_of:
+            book.backup(copy_of)
+    partial.replace(kept)
+    return kept
+
+
 class Recorder:
     """The one writer: a thread of its own records students as they become ready, a batch at a time (one nbgrader
     command at a time, every assignment in turn), while the cluster grades the rest.
@@ -553,6 +572,7 @@ class Recorder:
 
     def __init__(self, grading: GradingDir, batch: int = RECORD_BATCH) -> None:
         self.grading, self.batch = grading, batch
+        keep_gradebook(grading)
         self._lock = threading.Condition()
         self._ready: dict[str, list[Ready]] = {}  # assignment -> students ready, not yet recorded
         self._finished: dict[str, Graded] = {}  # assignments with no more students to come

@@ -631,3 +631,30 @@ def test_python_m_grader_exits_2_without_a_traceback():
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("error: /nonexistent/grading is not a grading directory")
+
+
+def test_recording_keeps_the_gradebook_as_it_was_and_nbgrader_writes_without_syncing(tmp_path):
+    """nbgrader's commands write the gradebook without waiting for the disk (grader.runner): before a recording, the
+    Recorder keeps a consistent copy of the gradebook beside the stored results, from which it can be rebuilt."""
+    import sqlite3
+
+    from grader import runner
+    from grader.classgrade import BEFORE_RECORDING, STORE, keep_gradebook
+    from grader.grading import GradingDir
+
+    with contextlib.closing(sqlite3.connect(tmp_path / GRADEBOOK)) as book:
+        book.execute("create table grade (student, points)")
+        book.execute("insert into grade values ('ana', 3.5)")
+        book.commit()
+    kept = keep_gradebook(GradingDir(tmp_path, must_exist=False))
+    assert kept == tmp_path / STORE / BEFORE_RECORDING
+    with contextlib.closing(sqlite3.connect(kept)) as copy:
+        assert copy.execute("select * from grade").fetchall() == [("ana", 3.5)]
+    missing = tmp_path / "none"
+    missing.mkdir()
+    with pytest.raises(sqlite3.OperationalError):  # never an empty gradebook made where there was none
+        keep_gradebook(GradingDir(missing, must_exist=False))
+    assert not (missing / GRADEBOOK).exists()
+    with contextlib.closing(sqlite3.connect(":memory:")) as connection:
+        runner._no_sync(connection, None)
+        assert connection.execute("PRAGMA synchronous").fetchone() == (0,)
