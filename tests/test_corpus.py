@@ -34,13 +34,17 @@ from labcore.lessons import names
 
 from installed import grader
 
-pytestmark = pytest.mark.slow(seconds=535)  # grades a class of about 450 notebooks
+pytestmark = pytest.mark.slow(seconds=300)  # grades a class of about 230 notebooks
 LIVE = gpu_available()  # the checker measures on this GPU: Submission.live's points apply
 TIMEOUT_S = 60 if LIVE else 20  # per cell: the honest cells take a few seconds; one submission loops forever
 JOBS = 8 if LIVE else max(2, len(os.sched_getaffinity(0)))  # offline: a sandbox per core
-# A class's worth of honest students graded beside the corpus: each hands in the reference of both assignments
-# (live, a few: each costs GPU seconds, and benchmarks/class_grade.py grades a class of 100 live)
-COPIES = tuple(f"copy-{n:03d}" for n in range(6 if LIVE else 100))
+# Honest students graded beside the corpus, each handing in the reference of every assignment. Their names sort
+# after every corpus submission's, so each assignment grades them last, in the warm sandboxes every cheat, crash and
+# hostile cell of the corpus ran in before them: whatever a submission could leave behind for later students reaches
+# them. Enough to pass through each sandbox several times (offline a sandbox per core); a class of 100 is
+# benchmarks/class_grade.py's (live, fewer: each costs GPU seconds).
+COPIES = tuple(f"zz-copy-{n:03d}" for n in range(6 if LIVE else 16))
+assert all(copy > sub.name for copy in COPIES for sub in CORPUS), "the copies are graded after the corpus"
 REFERENCES = {s.assignment: s for s in CORPUS if s.name.split("-", 1)[1] == "reference"}  # not d54-alias-reference
 assert sorted(REFERENCES) == sorted(POINTS), REFERENCES
 
@@ -86,7 +90,7 @@ def accepted_reasons() -> set[str]:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """(grading root, {(student, assignment, cell id): points or None}, {(student, assignment): raw score of the
-    export}) for the corpus and the hundred students who hand in the references."""
+    export}) for the corpus and the honest students graded after it (COPIES)."""
     base = tmp_path_factory.mktemp("corpus")
     subs, root = base / "submissions", base / "grading"
     for sub in CORPUS:
@@ -212,8 +216,8 @@ def test_no_output_of_the_sandbox_quotes_a_hidden_line_in_any_encoding(graded):
 
 @pytest.mark.parametrize("assignment", sorted(REFERENCES))
 def test_every_copy_of_the_reference_gets_the_references_points(graded, assignment):
-    """Graded in the same class as the corpus, each student handing in the reference (100 offline, 6 live) gets
-    its points."""
+    """Graded in the same class as the corpus, after it, each student handing in the reference (16 offline, 6 live)
+    gets its points."""
     _, points, totals = graded
     reference = REFERENCES[assignment]
     wrong = {
