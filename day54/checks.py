@@ -87,7 +87,6 @@ def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
 
 
 CASES = 8  # configurations drawn for the correctness check, beside the cell's own
-MAX_CALLS_PER_CHUNK = 16  # a trace with more calls than this per chunk is refused before anything replays it
 
 
 def _draws(name: str) -> random.Random:
@@ -146,15 +145,9 @@ def traced(
 
     `streams` None means one stream per buffer pair (the lesson's contexts); the challenge picks its own.
     """
-    question = f"your schedule's calls at {n_chunks} chunks x {buffers} buffers, {format_window(window)} windows"
-    inputs: tuple[Any, ...] = ("day54 trace", n_chunks, buffers, window)
-    if streams is not None:
-        question += f", {streams} streams"
-        inputs += (streams,)
-    text = answers.answer(question, inputs, ask_trace, schedule, n_chunks, buffers, window, streams)
-    if answers.planning():
-        return None
-    return _trace_of(text, question, (n_chunks, buffers, streams or buffers, window))
+    question, read = checking.trace_question(n_chunks, buffers, window, streams)
+    inputs = ("day54 trace", n_chunks, buffers, window, *(() if streams is None else (streams,)))
+    return answers.answer(question, inputs, ask_trace, schedule, n_chunks, buffers, window, streams, read=read)
 
 
 @answers.asker
@@ -204,21 +197,19 @@ def check_schedule_correct(schedule: Callable[[Any], None], *, buffers: int = 2,
     recorded = [traced(schedule, c.n_chunks, c.buffers, c.window) for c in cases]
     live = live_cases("correct")
     live_traces = [traced(schedule, c.n_chunks, c.buffers, c.window) for c in live]
-    if answers.collecting():
-        return
-    for one in recorded + live_traces:  # the live ones too: offline they are four more configurations
-        problem = _fake_problems(one)
-        assert problem is None, problem
-    shown = ", ".join(c.describe() for c in cases + live)
-    if not gpu_available():
-        say(
-            f"offline: every chunk's output comes from its own input and no access to the same bytes is unordered "
-            f"at {shown} (chunks x buffers at a window; recording fake, no GPU to run it on)"
-        )
-        return
-    for one in live_traces:
-        _live_correct(one)
-    say(f"by the ordering rules at {shown}; live on fresh random input at {', '.join(c.describe() for c in live)}")
+    answers.asked()
+    checking.judge_correct(  # the live ones too: offline they are four more configurations
+        recorded + live_traces,
+        cases,
+        live,
+        _fake_problems,
+        _live_correct,
+        (
+            "offline: every chunk's output comes from its own input and no access to the same bytes is unordered at "
+            "{shown} (chunks x buffers at a window; recording fake, no GPU to run it on)",
+            "by the ordering rules at {shown}; live on fresh random input at {live}",
+        ),
+    )
 
 
 def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2) -> None:
@@ -227,10 +218,10 @@ def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2) -
     At two configurations of `buffers` drawn for this grading run (drawn_cases): a chunk count the buffers do not
     divide (5-60) and many (100-200), windows 4 KiB to 256 MiB.
     """
-    for case in drawn_cases(f"reuse {buffers}", buffers=buffers, count=4, many=200)[2:4]:
-        recorded = traced(schedule, case.n_chunks, buffers, case.window)
-        if answers.collecting():
-            continue
+    cases = drawn_cases(f"reuse {buffers}", buffers=buffers, count=4, many=200)[2:4]
+    recorded_all = [traced(schedule, case.n_chunks, buffers, case.window) for case in cases]
+    answers.asked()
+    for case, recorded in zip(cases, recorded_all, strict=True):
         problem = _fake_problems(recorded)
         assert problem is None, problem
         ctx = _on_fake(recorded)
@@ -243,8 +234,7 @@ def check_no_early_reuse(schedule: Callable[[Any], None], *, buffers: int = 2) -
                 )
             if rec.op == "d2h":
                 last_out[rec.pair] = rec
-    if not answers.collecting():
-        say(f"{buffers} buffers: every pair is reused only after its previous chunk was copied out")
+    say(f"{buffers} buffers: every pair is reused only after its previous chunk was copied out")
 
 
 def practice_problems(recorded: trace.Trace) -> list[str]:
@@ -269,8 +259,7 @@ def check_good_practice(schedule: Callable[[Any], None], *, buffers: int = 2) ->
     assert_own_schedule(schedule)
     rng = _draws(f"practice {buffers}")
     recorded = traced(schedule, rng.randint(20, 64), buffers, _window(rng, 64 * MiB))
-    if answers.collecting():
-        return
+    answers.asked()
     problem = _fake_problems(recorded)
     assert problem is None, f"practices count only in a schedule that does the work, and this one does not: {problem}"
     found = practice_problems(recorded)
@@ -344,8 +333,7 @@ def check_pipelined_ratio(
     assert_own_schedule(schedule)
     recorded = traced(schedule, TIMED_TOTAL_BYTES // window, buffers, window)
     twin = traced(schedule, timed_twin(buffers), buffers, window)  # the timed shape never changes: this one does
-    if answers.collecting():
-        return
+    answers.asked()
     problem = _fake_problems(recorded) or _fake_problems(twin)
     assert problem is None, f"the schedule that would be timed is wrong, so its time does not count: {problem}"
 
@@ -496,20 +484,6 @@ def ask_challenge(schedule: Callable[[Any], None], settings: Any, counts_by_buff
     }
 
 
-def _trace_of(text: Any, question: str, want: tuple[int, int, int, int]) -> trace.Trace:
-    """A trace that came back as an answer, refused unless of the configuration asked (chunks, buffers, streams,
-    window) and of a few calls per chunk."""
-    assert isinstance(text, str), f"{question}: the answer is not a trace"
-    found = trace.Trace.from_json(text)
-    shape = (found.n_chunks, found.n_buffers, found.n_streams, found.window_bytes)
-    assert shape == want, f"{question}: the trace is of another configuration {shape}"
-    limit = MAX_CALLS_PER_CHUNK * want[0] + 64
-    assert len(found.events) <= limit, (
-        f"{question}: {len(found.events)} calls, more than {limit}; a schedule makes a few per chunk"
-    )
-    return found
-
-
 def challenge_results(found: ChallengeTiming, picked: ChallengeSettings) -> tuple[Result | None, Result]:
     """The challenge's two numbers as data: yours over the course's best (judged; None where the course's best is
     withheld, the student's kernel) and over the link floor (shown, and what the class report ranks by)."""
@@ -592,15 +566,14 @@ def check_challenge(schedule: Callable[[Any], None], settings: Any) -> None:
         settings,
         counts_by_buffers,
     )
-    if answers.collecting():
-        return
+    answers.asked()
     assert isinstance(asked, dict) and "settings" in asked, "the challenge's answer is not settings and traces"
     picked = challenge_settings(asked["settings"])
     texts = asked.get("traces")
     counts = counts_by_buffers[picked.buffers]
     assert isinstance(texts, list) and len(texts) == len(counts) + 1, "the challenge's traces are missing"
     timed, *others = (
-        _trace_of(
+        checking.trace_of(
             text,
             f"your schedule's calls at {n} chunks, {picked.describe()}",
             (n, picked.buffers, picked.streams, picked.window),
@@ -636,8 +609,7 @@ def check_sweep_ratios(
 
     While grading, the record is the lesson's shipped profile, whatever the notebook's `record` holds.
     """
-    if answers.grading():
-        record = shipped_profile()
+    record = answers.lesson_data(record, shipped_profile)
     scale = sweep_scale(buffers)
     records = (
         (record, "this run's record", None),
@@ -651,12 +623,11 @@ def check_sweep_ratios(
             sweep_ratios,
             buffers,
             factors,
-            None if answers.grading() else record,
+            answers.lesson_data(record),
         )
         for rec, label, factors in records
     ]
-    if answers.collecting():
-        return got[0]
+    answers.asked()
     for (rec, label, _), mine in zip(records, got, strict=True):
         want = {w: report.ratio(rec, w, buffers) for w in report.windows(rec)}
         assert isinstance(mine, dict), f"on {label}: sweep_ratios returned a {type(mine).__name__}, not a dict"
@@ -690,8 +661,7 @@ def ask_sweep(
 
 def check_worst_window(result: dict[int, float]) -> None:
     """Of the sweep, the largest window has the worst (highest) ratio, as the edge argument predicts."""
-    if answers.collecting():
-        return
+    answers.asked()  # it asks nothing; what it judges is the sweep check's answer, which planning has not got
     assert isinstance(result, dict) and result, f"expected the sweep's ratios per window, got {result!r}"
     worst = max(result, key=result.get)
     assert worst == max(result), f"the worst ratio is at {worst // MiB} MiB, not the largest window"
@@ -713,15 +683,14 @@ def check_prediction(
     cases: list[tuple[float, float, float, int, int, float | None]] | None = None,
 ) -> None:
     """The student's cost model gives the model's bound on each case, within `tolerance` (relative)."""
-    if not answers.grading():  # while grading, the sandbox withholds the model itself
-        assert_own_function(
-            predict_ms,
-            n_params=6,
-            what="predict_pipelined_ms",
-            references=(predict, chain_ms, fill_drain_ms),
-            forbidden=("predict", "chain_ms", "fill_drain_ms", "Stages", "model"),
-            hint="work the bounds out yourself",
-        )
+    assert_own_function(
+        predict_ms,
+        n_params=6,
+        what="predict_pipelined_ms",
+        references=(predict, chain_ms, fill_drain_ms),
+        forbidden=("predict", "chain_ms", "fill_drain_ms", "Stages", "model"),
+        hint="work the bounds out yourself",
+    )
     checking.check_predicted(
         predict_ms,
         ("predict_pipelined_ms", "day54 predict"),
@@ -761,8 +730,7 @@ def check_pitfall_names(answer: Any) -> None:
     named = answers.answer(
         "your names for the pitfall timelines A-E", ("day54 pitfall names",), answers.ask_value, answer
     )
-    if answers.collecting():
-        return
+    answers.asked()
     letters = _pitfall_letters(named)
     chosen = {}
     for letter in pitfalls.LETTERS:
@@ -773,11 +741,11 @@ def check_pitfall_names(answer: Any) -> None:
         )
         chosen[letter] = spelled
     twice = sorted({name for name in chosen.values() if list(chosen.values()).count(name) > 1})
-    if not answers.grading():
-        assert not twice, f"you named {twice[0]} more than once, and each pitfall is one timeline"
-        decided_when_graded("five timelines, five different pitfall names, each one of the lesson's")
-        return
-    key = pitfalls.pitfall_key()
+    key = checking.answer_key(
+        pitfalls.pitfall_key,
+        "five timelines, five different pitfall names, each one of the lesson's",
+        mistake=f"you named {twice[0]} more than once, and each pitfall is one timeline" if twice else None,
+    )
     right = sum(chosen[letter] == key[letter] for letter in pitfalls.LETTERS)
     assert right == len(pitfalls.LETTERS), (
         f"{right} of {len(pitfalls.LETTERS)} timelines named right"

@@ -28,7 +28,6 @@ from labcore import answers, checking, measured, public
 from labcore.checking import (
     Case,
     assert_own_function,
-    decided_when_graded,
     expected_output,
     format_window,
     rounds_decided,
@@ -52,7 +51,6 @@ TIMED_TOTAL_BYTES = 1 << 30  # the lesson's array
 TIMED_WINDOW = 64 * MiB
 MAX_ONCE_ROUNDS = 9  # a near miss of ONCE_FACTOR is measured again, up to this many rounds in all
 ONCE_FACTOR = 1.10  # your stream-ordered schedule may take this much of the buffers-allocated-once pipeline's time
-MAX_CALLS_PER_CHUNK = 16
 
 
 def assert_own_schedule(schedule: Callable[[Any], None]) -> None:
@@ -100,23 +98,11 @@ def live_cases(name: str) -> list[Case]:
 # -- traces ---------------------------------------------------------------------------------------------------------
 
 
-def traced(schedule: Callable[[Any], None], n_chunks: int, buffers: int, window: int) -> trace.Trace | None:
+def traced(schedule: Callable[[Any], None], n_chunks: int, buffers: int, window: int) -> trace.Trace:
     """The schedule's trace at one configuration: recorded here, or in the grading sandbox and read back."""
-    question = f"your schedule's calls at {n_chunks} chunks x {buffers} buffers, {format_window(window)} windows"
-    text = answers.answer(
-        question, ("day55 trace", n_chunks, buffers, window), ask_trace, schedule, n_chunks, buffers, window
-    )
-    if answers.planning():
-        return None
-    assert isinstance(text, str), f"{question}: not a trace ({type(text).__name__})"
-    recorded = trace.Trace.from_json(text)
-    want = (n_chunks, buffers, buffers, window)
-    got = (recorded.n_chunks, recorded.n_buffers, recorded.n_streams, recorded.window_bytes)
-    assert got == want, f"{question}: the trace answered is of another configuration {got}"
-    assert len(recorded.events) <= MAX_CALLS_PER_CHUNK * max(n_chunks, 1), (
-        f"{question}: {len(recorded.events)} calls, more than {MAX_CALLS_PER_CHUNK} a chunk"
-    )
-    return recorded
+    question, read = checking.trace_question(n_chunks, buffers, window)
+    inputs = ("day55 trace", n_chunks, buffers, window)
+    return answers.answer(question, inputs, ask_trace, schedule, n_chunks, buffers, window, read=read)
 
 
 @answers.asker
@@ -184,21 +170,25 @@ def check_stream_ordered_correct(schedule: Callable[[Any], None], *, buffers: in
     cases = [Case(n_chunks, buffers, 64 * MiB), *drawn_cases("correct")]
     live = live_cases("correct")
     recorded = [traced(schedule, c.n_chunks, c.buffers, c.window) for c in cases + live]
-    if answers.collecting():
-        return
-    for one in recorded:
-        found = stream_ordered_problems(one)
-        assert not found, f"{_shape(one)}: {len(found)} problem(s); first: {found[0]}"
-    shown = ", ".join(c.describe() for c in cases + live)
-    if not gpu_available():
-        say(
-            f"offline: race-free stream-ordered allocation per chunk, every output from its own input, at {shown} "
-            "(recording fake, no GPU to run it on)"
-        )
-        return
-    for one in recorded[len(cases) :]:
-        _live_correct(one)
-    say(f"by the ordering rules at {shown}; live and bit-exact at {', '.join(c.describe() for c in live)}")
+    answers.asked()
+    checking.judge_correct(
+        recorded,
+        cases,
+        live,
+        _first_problem,
+        _live_correct,
+        (
+            "offline: race-free stream-ordered allocation per chunk, every output from its own input, at {shown} "
+            "(recording fake, no GPU to run it on)",
+            "by the ordering rules at {shown}; live and bit-exact at {live}",
+        ),
+    )
+
+
+def _first_problem(recorded: trace.Trace) -> str | None:
+    """How many problems stream_ordered_problems finds, and the first (None: none)."""
+    found = stream_ordered_problems(recorded)
+    return f"{_shape(recorded)}: {len(found)} problem(s); first: {found[0]}" if found else None
 
 
 def _timed_hooks(host: HostArrays, expected: Any, chunk_elems: int, name: str) -> dict[str, Any]:
@@ -260,8 +250,7 @@ def check_stream_ordered_time(schedule: Callable[[Any], None], *, buffers: int =
     once, timed in the same run on the same GPU (the release threshold at its default 0). Offline: pending a GPU."""
     assert_own_schedule(schedule)
     recorded = traced(schedule, TIMED_TOTAL_BYTES // TIMED_WINDOW, buffers, TIMED_WINDOW)
-    if answers.collecting():
-        return
+    answers.asked()
     found = stream_ordered_problems(recorded)
     assert not found, f"the schedule that would be timed is wrong, so its time does not count: {found[0]}"
     if not gpu_available():
@@ -300,15 +289,14 @@ PREDICTION = public.Expectation(  # the visible cases, and the model's time at e
 def check_malloc_prediction(predict_ms: Callable[..., float], *, tolerance: float = 0.01, cases=None) -> None:
     """Your predict_malloc_ms gives the model's time of cudaMalloc/cudaFree per chunk on each case, within
     `tolerance` (relative)."""
-    if not answers.grading():
-        assert_own_function(
-            predict_ms,
-            n_params=6,
-            what="predict_malloc_ms",
-            references=(per_chunk_malloc_ms,),
-            forbidden=("per_chunk_malloc_ms", "model", "Stages"),
-            hint="work it out yourself",
-        )
+    assert_own_function(
+        predict_ms,
+        n_params=6,
+        what="predict_malloc_ms",
+        references=(per_chunk_malloc_ms,),
+        forbidden=("per_chunk_malloc_ms", "model", "Stages"),
+        hint="work it out yourself",
+    )
     checking.check_predicted(
         predict_ms,
         ("predict_malloc_ms", "day55 predict"),
@@ -337,8 +325,7 @@ def pitfall_key() -> dict[str, str]:
 def check_pitfalls(answer: Any) -> None:
     """Your verdict for each of the schedules A-E of exercise 3: one of VERDICTS each."""
     named = answers.answer("your verdicts for the schedules A-E", ("day55 pitfalls",), answers.ask_value, answer)
-    if answers.collecting():
-        return
+    answers.asked()
     assert isinstance(named, dict), f"your answer is a {type(named).__name__}; give {PITFALL_ANSWER}"
     mine = {}
     for key, verdict in named.items():
@@ -349,10 +336,9 @@ def check_pitfalls(answer: Any) -> None:
         mine[letter] = spelled
     missing = [letter for letter in LETTERS if letter not in mine]
     assert not missing, f"your answer gives no verdict for {', '.join(missing)}; give {PITFALL_ANSWER}"
-    if not answers.grading():
-        decided_when_graded(f"a verdict for each of the {len(LETTERS)} schedules, each one of {', '.join(VERDICTS)}")
-        return
-    key = pitfall_key()
+    key = checking.answer_key(
+        pitfall_key, f"a verdict for each of the {len(LETTERS)} schedules, each one of {', '.join(VERDICTS)}"
+    )
     right = [letter for letter in LETTERS if mine[letter] == key[letter]]
     assert len(right) == len(LETTERS), (
         f"{len(right)} of {len(LETTERS)} right: replay each schedule on a RecordingContext(…, allocated=False) and "

@@ -27,7 +27,7 @@ from day56 import graph, model, schedules
 from day56.config import MiB
 from labcore import answers, checking, measured, public
 from labcore.answers import reference
-from labcore.checking import Case, Result, assert_own_function, decided_when_graded, expected_output, say, verdicts
+from labcore.checking import Case, Result, assert_own_function, expected_output, say, verdicts
 from labcore.device import gpu_available
 from labcore.gpulock import gpu_turn
 from labcore.pending import PendingGPU, pending_message
@@ -38,7 +38,6 @@ from labcore.pipeline.verify import bit_exact_check
 from labcore.timing import time_pass
 
 KiB = 1 << 10
-MAX_CALLS_PER_CHUNK = 16  # a trace with more calls than this per chunk is refused before anything replays it
 
 
 def _draws(name: str) -> random.Random:
@@ -73,22 +72,20 @@ def check_break_even(fn: Callable[..., float], *, cases: list[tuple[float, float
     """Your break_even_launches(one_off_ms, enqueue_ms, launch_ms) gives the model's whole number of launches
     (inf where a launch saves nothing) on four cases drawn for this grading run, and on `cases` if given; in your
     own kernel on OWN_BREAK_EVEN in place of the drawn ones, every case judged on the public values (BREAK_EVEN)."""
-    if not answers.grading():
-        assert_own_function(
-            fn,
-            n_params=3,
-            what="break_even_launches",
-            references=(model.break_even_launches,),
-            forbidden=("model",),
-            hint="work the arithmetic out yourself",
-        )
-    asked = [*(cases or []), *(break_even_cases() if answers.grading() else OWN_BREAK_EVEN)]
+    assert_own_function(
+        fn,
+        n_params=3,
+        what="break_even_launches",
+        references=(model.break_even_launches,),
+        forbidden=("model",),
+        hint="work the arithmetic out yourself",
+    )
+    asked = [*(cases or []), *answers.asked_cases(break_even_cases, OWN_BREAK_EVEN)]
     got_all = [
         answers.answer(f"break_even_launches{tuple(case)}", ("day56 break-even", case), answers.ask_call, fn, *case)
         for case in asked
     ]
-    if answers.collecting():
-        return
+    answers.asked()
     for case, got in zip(asked, got_all, strict=True):
         want = BREAK_EVEN.want(case)
         one_off, enqueue, launch = case
@@ -140,26 +137,11 @@ def ask_trace(schedule: Callable[[Any], None], n_chunks: int, buffers: int, wind
     return trace.record(schedule, n_chunks, buffers, window_bytes=window).to_json()
 
 
-def traced(schedule: Callable[[Any], None], case: Case) -> trace.Trace | None:
+def traced(schedule: Callable[[Any], None], case: Case) -> trace.Trace:
     """The schedule's trace at one configuration: recorded here, or in the grading sandbox and read back."""
-    question = f"your schedule's calls at {case.n_chunks} chunks x {case.buffers} buffers, {case.window} B windows"
-    text = answers.answer(
-        question,
-        ("day56 trace", case.n_chunks, case.buffers, case.window),
-        ask_trace,
-        schedule,
-        *dataclasses.astuple(case),
-    )
-    if answers.planning():
-        return None
-    assert isinstance(text, str), f"{question}: the answer is a {type(text).__name__}, not a trace"
-    recorded = trace.Trace.from_json(text)
-    shape = (recorded.n_chunks, recorded.n_buffers, recorded.window_bytes)
-    assert shape == (case.n_chunks, case.buffers, case.window), f"{question}: a trace of another configuration {shape}"
-    assert len(recorded.events) <= MAX_CALLS_PER_CHUNK * case.n_chunks + 16, (
-        f"{question}: {len(recorded.events)} calls, more than {MAX_CALLS_PER_CHUNK} a chunk"
-    )
-    return recorded
+    question, read = checking.trace_question(case.n_chunks, case.buffers, case.window)
+    inputs = ("day56 trace", case.n_chunks, case.buffers, case.window)
+    return answers.answer(question, inputs, ask_trace, schedule, *dataclasses.astuple(case), read=read)
 
 
 def capture_problem(recorded: trace.Trace) -> str | None:
@@ -219,20 +201,18 @@ def check_capture_safe(schedule: Callable[[Any], None]) -> None:
     cases = capture_cases("capture")
     live = live_cases("capture")
     recorded = [traced(schedule, case) for case in cases + live]
-    if answers.collecting():
-        return
-    for one in recorded:
-        problem = capture_problem(one)
-        assert problem is None, problem
-    shown = ", ".join(c.describe() for c in cases + live)
-    if not gpu_available():
-        say(
-            f"offline: captured on the recording fake at {shown}: nothing a capture refuses, no race, every chunk right"
-        )
-        return
-    for one in recorded[len(cases) :]:
-        _live_graph(one)
-    say(f"captured on the fake at {shown}; live as a graph on fresh input at {', '.join(c.describe() for c in live)}")
+    answers.asked()
+    checking.judge_correct(
+        recorded,
+        cases,
+        live,
+        capture_problem,
+        _live_graph,
+        (
+            "offline: captured on the recording fake at {shown}: nothing a capture refuses, no race, every chunk right",
+            "captured on the fake at {shown}; live as a graph on fresh input at {live}",
+        ),
+    )
 
 
 # -- exercise 3: the graph's timing (a GPU decides) --------------------------------------------------------------
@@ -322,8 +302,7 @@ def check_capture_timed(schedule: Callable[[Any], None]) -> None:
     assert_own_schedule(schedule)
     case = Case(TIMED_CHUNKS, 3, TIMED_WINDOW)
     recorded = traced(schedule, case)
-    if answers.collecting():
-        return
+    answers.asked()
     problem = capture_problem(recorded)
     assert problem is None, problem
     if not gpu_available():
@@ -418,8 +397,7 @@ def pitfall_key() -> dict[str, str]:
 def check_pitfalls(answer: Any) -> None:
     """Your answers to the four questions of PITFALL_QUESTIONS, one of its choices each."""
     given = answers.answer("your answers to the capture pitfalls", ("day56 pitfalls",), answers.ask_value, answer)
-    if answers.collecting():
-        return
+    answers.asked()
     expected = "a dict with one of the listed choices for each of " + ", ".join(PITFALL_QUESTIONS)
     assert isinstance(given, dict), f"your answer is a {type(given).__name__}; give {expected}"
     chosen = {}
@@ -428,10 +406,9 @@ def check_pitfalls(answer: Any) -> None:
         word = value.strip().lower() if isinstance(value, str) else value
         assert word in choices, f"{key} ({question}): {value!r} is not one of {', '.join(choices)}"
         chosen[key] = word
-    if not answers.grading():
-        decided_when_graded(f"an answer to each of the {len(PITFALL_QUESTIONS)} questions, each one of its choices")
-        return
-    key = pitfall_key()
+    key = checking.answer_key(
+        pitfall_key, f"an answer to each of the {len(PITFALL_QUESTIONS)} questions, each one of its choices"
+    )
     wrong = [k for k in PITFALL_QUESTIONS if chosen[k] != key[k]]
     assert not wrong, (
         f"{len(PITFALL_QUESTIONS) - len(wrong)} of {len(PITFALL_QUESTIONS)} right; look again at {', '.join(wrong)}"

@@ -12,7 +12,7 @@ environment, so nothing a student's code sets in it changes what a check means:
     Role.plan(FILE, seed)     the trusted side (grader.checker) runs the test cells, visible and hidden, with the
                      student's names as placeholders: each question is appended to FILE as data (key, asker's
                      qualified name, arguments with `{"student": name}` for a student's name), nothing is computed
-                     (the answer is UNANSWERED), and the check stops (`collecting()`); the question list is all the
+                     (the answer is UNANSWERED), and the check ends at `asked()`; the question list is all the
                      sandbox learns of the tests
     ASK              the grading sandbox (grader.zygote's child, which it marks before any student code runs with
                      LABCORE_ANSWERS=ask: the one mark read from the environment, and no check runs there) runs
@@ -31,7 +31,29 @@ round-trips through the same encoding in all roles, so the student's own kernel 
 The inputs are the trusted side's: random inputs come from `fresh_seed(name)`, fresh on every call in a
 student's kernel and, while grading, derived from the role's seed (new for every grading run) in the planner and
 the checker, which build the same inputs; the sandbox gets them as the questions' arguments. While grading, a check
-reads the lesson's data from the shipped profile (`grading()`), never from a variable of the student's notebook.
+reads the lesson's data from the shipped profile (`lesson_data`), never from a variable of the student's notebook.
+
+A check reads the same in every role: it asks all its questions, says they are asked, then judges. What a role
+needs is done here, never branched on in a lesson's checks:
+
+    got = [answer(question, inputs, ask_call, fn, *case) for case in asked_cases(drawn, OWN_CASES)]
+    asked()          # planning or collecting, the check ends here (CheckEnds); judging or own, it goes on
+    for case, value in zip(...): assert ...
+
+    answer(..., read=parse)       parse(value) of a real answer (a trace's JSON into a Trace); the planner's
+                                  UNANSWERED is never parsed
+    asked_cases(drawn, own)       the cases asked: drawn() for this grading run, `own` (public ones) in the student's
+    lesson_data(given, shipped)   the record judged on: shipped() while grading, the notebook's own `given` else
+                                  (without `shipped`: None while grading, a question's argument, whose asker reads
+                                  the shipped profile itself)
+    labcore.checking.answer_key   the withheld key a check judges against while grading; in the student's own
+                                  kernel the check ends there, saying the rest is decided when graded
+    labcore.checking.assert_own_function   the early word that an answer is the student's own (own kernel only)
+    labcore.public.Expectation.judges(case)  whether this process judges a case (grading: every one; the
+                                  student's own kernel: the visible ones its public file answers)
+
+`CheckEnds` is no failure: `labcore.checking.verdicts(globals())`, at the end of every lesson's checks module,
+makes each check return None on it.
 """
 
 from __future__ import annotations
@@ -68,6 +90,12 @@ class NoAnswer(AssertionError):
     """The checker found no answer to a question (an AssertionError: the check fails, saying why)."""
 
 
+class CheckEnds(BaseException):
+    """A check ends here, having done all this process's role lets it (`asked`, labcore.checking.answer_key): not a
+    failure. labcore.checking.verdicts makes a check return None on it; like pytest's outcomes it is no Exception,
+    so no `except Exception` on its way swallows it."""
+
+
 class AnswerRaised(AssertionError):
     """The student's code raised instead of answering (an AssertionError: the check fails, naming the error)."""
 
@@ -83,6 +111,7 @@ class ReferenceWithheld(RuntimeError):
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def reference(fn: F | None = None, *, recordable: bool = True) -> Any:
@@ -320,9 +349,26 @@ def collecting() -> bool:
     return _role().kind in ("plan", "collect")
 
 
-def planning() -> bool:
-    """True in the trusted planner: questions are recorded, not answered (answer() gives UNANSWERED)."""
-    return _role().kind == "plan"
+def asked() -> None:
+    """A check's questions are all asked: planning or collecting them, the check ends here (CheckEnds) before it
+    judges anything; judging, or in the student's own kernel, it goes on."""
+    if collecting():
+        raise CheckEnds("asked")
+
+
+def asked_cases(drawn: Callable[[], list[Any]], own: list[Any]) -> list[Any]:
+    """The cases a check asks: drawn for this grading run while grading (`drawn()`, from the run's seed), else the
+    fixed `own` ones, which the lesson's public file answers in the student's kernel (labcore.public)."""
+    return drawn() if grading() else list(own)
+
+
+def lesson_data(given: T, shipped: Callable[[], T] | None = None) -> T | None:
+    """The lesson's data a check judges on (a record): the notebook's `given` in the student's own kernel; while
+    grading the shipped profile (`shipped()`), never a variable of the student's notebook. Without `shipped`, None
+    while grading: a question's argument, which must be data, and whose asker reads the shipped profile itself."""
+    if not grading():
+        return given
+    return None if shipped is None else shipped()
 
 
 def grading() -> bool:
@@ -456,7 +502,7 @@ def ask_value(value: Any) -> Any:
 class Unanswered:
     """What a question gives in the planner: no answer yet, an object like any other (equal to itself only, with no
     arithmetic and no truth value), so a check that used it instead of stopping after its questions fails loudly.
-    A check asks all its questions, then stops where `collecting()` is true, before it judges anything."""
+    A check asks all its questions, then ends at `asked()` where it plans or collects, before it judges anything."""
 
     def __repr__(self) -> str:
         return "<an answer the sandbox has not given yet>"
@@ -497,18 +543,20 @@ def _planned_arg(value: Any) -> Any:
 # -- the roles --------------------------------------------------------------------------------------------------
 
 
-def answer(question: str, inputs: Any, ask_with: Callable[..., Any], *args: Any) -> Any:
+def answer(
+    question: str, inputs: Any, ask_with: Callable[..., Any], *args: Any, read: Callable[[Any], Any] | None = None
+) -> Any:
     """The student's answer to one question: computed here, planned, computed and filed, or read back.
 
     `question` says in words what is asked (it appears in messages), `inputs` are the trusted values the question
     was asked with (they key the answer), and `ask_with(*args)` computes it from the student's code: an `@asker`.
     Errors the student's code raises become AnswerRaised; a value that cannot travel as data is refused the same way.
+    `read`, where given, turns a real answer into what the check judges (AssertionError where it cannot); the
+    planner's UNANSWERED is given back as it is.
     """
     now = _role()
     kind, path = now.kind, now.path
     key = key_of(question, inputs)
-    if kind == "judge":
-        return _read_back(path, key, question)
     if kind == "plan":
         name = f"{ask_with.__module__}.{ask_with.__qualname__}"
         assert _ASKERS.get(name) is ask_with, f"{name} is not an @asker: a question must name one"
@@ -516,10 +564,14 @@ def answer(question: str, inputs: Any, ask_with: Callable[..., Any], *args: Any)
         return UNANSWERED
     if kind == "ask":
         raise RuntimeError("the grading sandbox answers planned questions (labcore.answers.ask); it runs no check")
-    line = _computed(key, lambda: ask_with(*args))
-    if kind == "collect":
-        _file(path, line)
-    return _value_of(line, question)
+    if kind == "judge":
+        value = _read_back(path, key, question)
+    else:
+        line = _computed(key, lambda: ask_with(*args))
+        if kind == "collect":
+            _file(path, line)
+        value = _value_of(line, question)
+    return value if read is None else read(value)
 
 
 def _computed(key: str, compute: Callable[[], Any]) -> AnswerLine:

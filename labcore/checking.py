@@ -26,11 +26,13 @@ import statistics
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from labcore import answers
+from labcore.device import gpu_available
 from labcore.gpulock import gpu_turn
 from labcore.pending import PENDING_GPU
+from labcore.pipeline.trace import Trace
 from labcore.record import Record
 
 MAX_FOUND_LINES = 3  # a message longer than this is cut: a verdict is a few lines
@@ -173,7 +175,11 @@ def assert_own_function(
     forbidden: Iterable[str] = (),
     hint: str = "write it yourself",
 ) -> None:
-    """The graded function was written in the notebook: the right arity, not a reference, calling none of them."""
+    """The graded function was written in the notebook: the right arity, not a reference, calling none of them. An
+    early word in the student's own kernel only: while grading the sandbox withholds the lesson's references
+    themselves, under any name (labcore.answers.reference), and the checker holds a placeholder for `fn`."""
+    if answers.grading():
+        return
     assert callable(fn), f"expected a function for {what}, got {type(fn).__name__}"
     code = getattr(fn, "__code__", None)
     assert code is not None and code.co_argcount == n_params, (
@@ -213,8 +219,23 @@ def decided_when_graded(checked: str, rest: str = "whether each is right", withh
     say(f"{checked}; {rest} is decided when your notebook is graded ({withheld} is not in your copy)")
 
 
+K = TypeVar("K")
+
+
+def answer_key(key: Callable[[], K], checked: str, *, mistake: str | None = None) -> K:
+    """The withheld answer key (`key()`, a lesson's `@reference`) a check judges against while grading. In the
+    student's own kernel, which holds no key, the check ends here (labcore.answers.CheckEnds): failing on a `mistake`
+    found without the key, else saying what it checked and that the rest is decided when graded."""
+    if answers.grading():
+        return key()
+    assert mistake is None, mistake
+    decided_when_graded(checked)
+    raise answers.CheckEnds("decided when graded")
+
+
 def verdicts(namespace: dict[str, Any], prefix: str = "check_") -> None:
-    """Make every check defined in a checks module (`verdicts(globals())` at its end) fail in one verdict."""
+    """Make every check defined in a checks module (`verdicts(globals())` at its end) fail in one verdict, and end
+    quietly where its role ends it (labcore.answers.CheckEnds)."""
     module = namespace["__name__"]
     for name, fn in list(namespace.items()):
         if name.startswith(prefix) and callable(fn) and getattr(fn, "__module__", None) == module:
@@ -226,6 +247,8 @@ def _speaks_in_verdicts(check: Callable[..., Any]) -> Callable[..., Any]:
     def checked(*args: Any, **kwargs: Any) -> Any:
         try:
             return check(*args, **kwargs)
+        except answers.CheckEnds:  # all this process's role lets the check do is done: no verdict
+            return None
         except Exception as exc:
             if not answers.grading() and not hasattr(exc, "_render_traceback_"):
                 lines = verdict(exc, _cell_source(sys._getframe(1)), check.__name__, args)
@@ -312,6 +335,57 @@ class Case:
         return f"{self.n_chunks}x{self.buffers} at {format_window(self.window)}"
 
 
+MAX_CALLS_PER_CHUNK = 16  # a trace with more calls than this per chunk (and 64 to set up) is refused unreplayed
+
+
+def trace_of(text: Any, question: str, want: tuple[int, int, int, int]) -> Trace:
+    """A trace that came back as an answer, refused unless of the configuration asked (chunks, buffers, streams,
+    window) and of a few calls per chunk."""
+    assert isinstance(text, str), f"{question}: the answer is a {type(text).__name__}, not a trace"
+    found = Trace.from_json(text)
+    shape = (found.n_chunks, found.n_buffers, found.n_streams, found.window_bytes)
+    assert shape == want, f"{question}: the trace is of another configuration {shape}"
+    limit = MAX_CALLS_PER_CHUNK * want[0] + 64
+    assert len(found.events) <= limit, (
+        f"{question}: {len(found.events)} calls, more than {limit}; a schedule makes a few per chunk"
+    )
+    return found
+
+
+def trace_question(
+    n_chunks: int, buffers: int, window: int, streams: int | None = None
+) -> tuple[str, Callable[[Any], Trace]]:
+    """A trace question's words and its reader (labcore.answers.answer's `read`): the answer as a Trace of this
+    configuration (`streams` None: one stream per buffer pair), or AssertionError (trace_of)."""
+    question = f"your schedule's calls at {n_chunks} chunks x {buffers} buffers, {format_window(window)} windows"
+    question += "" if streams is None else f", {streams} streams"
+    want = (n_chunks, buffers, streams or buffers, window)
+    return question, lambda text: trace_of(text, question, want)
+
+
+def judge_correct(
+    recorded: list[Trace],
+    cases: list[Case],
+    live: list[Case],
+    problem: Callable[[Trace], str | None],
+    run_live: Callable[[Trace], Any],
+    said: tuple[str, str],
+) -> None:
+    """A schedule's correctness, judged on its traces at `cases` and then at `live`: each free of `problem` (the
+    recording fake's verdict), and with a GPU each live one run on fresh input (`run_live`, AssertionError on a
+    wrong output). `said` words the pass offline and live, with {shown} (every case) and {live} (the live ones)."""
+    for one in recorded:
+        found = problem(one)
+        assert found is None, found
+    shown = ", ".join(c.describe() for c in cases + live)
+    if not gpu_available():
+        say(said[0].format(shown=shown))
+        return
+    for one in recorded[len(cases) :]:
+        run_live(one)
+    say(said[1].format(shown=shown, live=", ".join(c.describe() for c in live)))
+
+
 def expected_output(host: Any, ctx: Any) -> Any:
     """Naive's output for the host's input, kept on the device (ctx.expected_output); the host output poisoned."""
     with gpu_turn():  # untimed, but it would disturb a neighbour's timed pass
@@ -329,8 +403,6 @@ def assert_own_schedule(
 ) -> None:
     """In the student's own kernel, an early word: the schedule is written in the notebook, not the lesson's. While
     grading the sandbox withholds the lesson's schedules themselves (labcore.answers.reference), under any name."""
-    if answers.grading():
-        return
     assert_own_function(schedule, n_params=1, what="schedule", references=references, forbidden=forbidden, hint=hint)
 
 
@@ -349,8 +421,7 @@ def check_predicted(
     got_all = [
         answers.answer(f"{name}{tuple(case)}", (key, case), answers.ask_call, predict_ms, *case) for case in cases
     ]
-    if answers.collecting():
-        return
+    answers.asked()
     for case, got in zip(cases, got_all, strict=True):
         expected = want(list(case))
         assert isinstance(got, (int, float)) and not isinstance(got, bool), f"you predict {got!r}, not a number"

@@ -62,6 +62,11 @@ class Expectation:
         """Whether `case` is one the public file answers (a visible case)."""
         return any(_key(c) == _key(case) for c, _ in shipped_values(self.lesson).get(self.name, []))
 
+    def judges(self, case: Any) -> bool:
+        """Whether this process judges an answer at `case`: while grading every case; in the student's own kernel
+        only a visible one, which the public file answers (any other is checked when graded)."""
+        return answers.grading() or self.has(case)
+
     def known(self, case: Any) -> Any:
         """The reference's value at `case`: the reference itself while grading; else the public file's, or the
         reference's where it is not withheld (the instructors' checkout), or None."""

@@ -19,7 +19,7 @@ from grader import warm
 from grader.checker import statements
 from grader.program import answers_program, checker_program
 from grader.zygote import Answering
-from labcore import answers
+from labcore import answers, checking
 
 MARKER = "HIDDEN_MARKER_q9z"  # a string only the hidden region holds
 
@@ -40,6 +40,47 @@ def test_the_plan_records_questions_with_the_students_names_and_computes_nothing
     assert line["asker"] == "labcore.answers.ask_call"
     assert line["args"] == [{"student": "clamp"}, 5, 0, 10]
     assert line["key"] == answers.key_of("clamp(5, 0, 10)", ("call", "clamp", (5, 0, 10)))
+
+
+def test_a_check_reads_the_same_in_every_role_and_labcore_does_what_each_needs(tmp_path):
+    """One check, written once (ask, asked(), judge), in every role: planning and collecting it ends at asked() with
+    its questions filed and nothing judged; judging it reads the answers back (parsed by `read`) and judges them
+    against the key; in the student's own kernel it judges the fixed cases and, the key withheld, says so."""
+    said = []
+
+    def check_double(fn):
+        cases = answers.asked_cases(lambda: [7, 11], [2])
+        got = [
+            answers.answer(f"double({x})", ("double", x), answers.ask_call, fn, x, read=lambda v: v // 2) for x in cases
+        ]
+        answers.asked()
+        assert got == cases, f"halved, {got} is not {cases}"
+        said.append(checking.answer_key(lambda: "the key", f"{len(cases)} cases"))
+
+    namespace = {"__name__": "checks_under_test", "check_double": check_double}
+    check_double.__module__ = "checks_under_test"
+    checking.verdicts(namespace)
+    check = namespace["check_double"]
+    plan, filed = tmp_path / "plan.jsonl", tmp_path / "answers.jsonl"
+    with answers.acting(answers.Role.plan(plan, 3)):
+        assert check(answers.Answer("double")) is None
+    assert [json.loads(x)["args"] for x in plan.read_text().splitlines()] == [
+        [{"student": "double"}, 7],
+        [{"student": "double"}, 11],
+    ]
+    with answers.acting(answers.Role.collect(filed, 3)):
+        assert check(lambda x: 2 * x) is None
+    assert said == [] and len(filed.read_text().splitlines()) == 2
+    with answers.acting(answers.Role.collect(wrong := tmp_path / "wrong.jsonl", 3)):
+        check(lambda x: x)  # collecting judges nothing: the wrong answers are filed all the same
+    with answers.acting(answers.Role.judge(filed, 3)):
+        check(answers.Answer("double"))
+    assert said == ["the key"]
+    with answers.acting(answers.Role.judge(wrong, 3)), pytest.raises(AssertionError, match="halved, \\[3, 5\\]"):
+        check(answers.Answer("double"))  # judged on what came back
+    with pytest.raises(AssertionError, match=r"halved, \[1\] is not \[2\]"):
+        check(lambda x: x)  # the student's own kernel: the fixed case, computed here
+    assert check(lambda x: 2 * x) is None and said == ["the key"]  # the key withheld: decided when graded
 
 
 def test_no_environment_variable_changes_a_role(monkeypatch, tmp_path):

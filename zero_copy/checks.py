@@ -89,8 +89,6 @@ def request_ids(n_rows: int, table_rows: int, pattern: str, seed: int) -> np.nda
 def _own_gather_launch(gather_launch: Callable[[int], Any]) -> None:
     """gather_launch(n_rows) is written in the notebook, not the package's launch (the student's kernel only:
     while grading the sandbox withholds the lesson's answers, labcore.answers.reference)."""
-    if answers.grading():
-        return
     assert_own_function(
         gather_launch,
         n_params=1,
@@ -101,8 +99,6 @@ def _own_gather_launch(gather_launch: Callable[[int], Any]) -> None:
 
 
 def _own_order_ids(order_ids: Callable[[np.ndarray], Any]) -> None:
-    if answers.grading():
-        return
     assert_own_function(order_ids, n_params=1, what="order_ids(ids)", forbidden=("sorted_order",), hint=_HINT)
 
 
@@ -274,8 +270,7 @@ def check_gather_correct(
     asked = _ask_gather(
         "check_gather_correct", gather_launch, order_ids, n_rows=n_rows, row_bytes=row_bytes, pattern=pattern
     )
-    if answers.collecting():
-        return
+    answers.asked()
     _, how, (threads, blocks, _, _) = _gather_verdict(asked, repeats=0)
     say(f"{how}; grid {blocks:,} x {threads}")
 
@@ -284,8 +279,7 @@ def check_gather_launch(gather_launch: Callable[[int], Any], n_values: tuple[int
     """For every batch size: a grid CUDA launches, one whole warp per row, and no block without a row."""
     _own_gather_launch(gather_launch)
     configs = [_asked_launch(gather_launch, n) for n in n_values]
-    if answers.collecting():
-        return
+    answers.asked()
     for n, config in zip(n_values, configs, strict=True):
         threads, blocks = _launch_config(n, config)
         problem = gather.mapping_problem(threads, blocks, n)
@@ -356,8 +350,7 @@ def check_gather_bandwidth(
     asked = _ask_gather(
         "check_gather_bandwidth", gather_launch, order_ids, n_rows=n_rows, row_bytes=row_bytes, pattern="random"
     )
-    if answers.collecting():
-        return
+    answers.asked()
     run, how, (threads, _, sorted_ids, _) = _gather_verdict(asked, repeats=GATHER_REPEATS)
     if run is None:
         say(how)
@@ -424,18 +417,16 @@ def check_break_even(
 
     While grading, a record given is read from the lesson's shipped profile, whatever the notebook's variable holds.
     """
-    if not answers.grading():  # while grading, the sandbox withholds the model itself
-        assert_own_function(
-            break_even_reads,
-            n_params=2,
-            what="break_even_reads(link_gbps, hbm_gbps)",
-            forbidden=("crossover_reads", "fit_breakeven"),
-            hint=_HINT,
-        )
+    assert_own_function(
+        break_even_reads,
+        n_params=2,
+        what="break_even_reads(link_gbps, hbm_gbps)",
+        forbidden=("crossover_reads", "fit_breakeven"),
+        hint=_HINT,
+    )
     todo = list(cases if cases is not None else BREAK_EVEN_CASES)
     if record is not None:
-        if answers.grading():
-            record = replay.load_profile()
+        record = answers.lesson_data(record, replay.load_profile)
         measured = rates(record)
         todo.insert(0, [measured.h2d_gbps, measured.hbm_gbps])
     got_all = [
@@ -449,13 +440,12 @@ def check_break_even(
         )
         for link, hbm in todo
     ]
-    if answers.collecting():
-        return
+    answers.asked()
     found = []
     for (link, hbm), value in zip(todo, got_all, strict=True):
         got = _real(value, f"break_even_reads({link:g}, {hbm:g})")
         found.append(got)
-        if not (answers.grading() or BREAK_EVEN.has([link, hbm])):  # this run's own L and H, live: graded later
+        if not BREAK_EVEN.judges([link, hbm]):  # this run's own L and H, live: graded later
             say(f"this run's L = {link:.1f} and H = {hbm:.0f} GB/s: your r* = {got:.6g}, checked when graded")
             continue
         _assert_break_even(link, hbm, got, value)
@@ -514,8 +504,7 @@ def check_mailbox_publish(publish_source: str, *, rounds: int = MAILBOX_ROUNDS) 
     """Payload stores, then a system-scope fence, then the flag, on every path of the compiled kernel; the host
     reads the exact payload while it runs."""
     source = answers.answer("your publish() source", ("zero_copy publish",), answers.ask_value, publish_source)
-    if answers.collecting():
-        return
+    answers.asked()
     assert isinstance(source, str), f"expected CUDA source as a str, got {type(source).__name__}"
     assert len(source) <= MAX_PUBLISH_CHARS, (
         f"MY_PUBLISH holds {len(source):,} characters; a publish step is a few lines (at most {MAX_PUBLISH_CHARS:,})"
