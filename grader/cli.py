@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from grader import runner, sandbox
 from grader.autograde import Outcome
@@ -73,9 +74,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = _Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", metavar="DIR", help="the course checkout (default: the one this grader is in)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _course_commands(sub)
+    _grading_commands(sub)
+    return parser.parse_args(argv)
+
+
+def _course_commands(sub: Any) -> None:
+    """generate, validate and bundle: what the checkout makes."""
     gen = sub.add_parser("generate", help=f"regenerate {RELEASE_DIR}/ from the lessons' {SOURCE_DIR}/")
     gen.add_argument("--check", action="store_true", help="regenerate into a temp folder; exit 1 on any difference")
-    val = sub.add_parser("validate", help="solutions pass, release stubs fail cleanly")
+    _one_assignment(sub.add_parser("validate", help="solutions pass, release stubs fail cleanly"), timeout=True)
     bundle = sub.add_parser("bundle", help="the students' install: notebooks, lesson packages, profiles")
     bundle.add_argument("out", metavar="OUT", help="a new or empty folder outside the checkout")
     bundle.add_argument(
@@ -84,11 +92,34 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="only the lessons of lessons.txt up to and including LESSON, in list order: the bundle of one release "
         "date (default: every lesson)",
     )
+
+
+def _grading_commands(sub: Any) -> None:
+    """setup, collect, autograde, feedback, export and report: what grading a class does in its directory."""
     setup_cmd = sub.add_parser("setup", help="make a grading directory outside the checkout")
     setup_cmd.add_argument("dir", metavar="DIR")
+    _one_assignment(setup_cmd)
     collect_cmd = sub.add_parser("collect", help="copy students' folders into DIR/submitted")
     collect_cmd.add_argument("dir", metavar="DIR")
     collect_cmd.add_argument("submissions", metavar="SUBMISSIONS")
+    _autograde_command(sub)
+    feedback = sub.add_parser("feedback", help="HTML feedback without hidden tests")
+    feedback.add_argument("dir", metavar="DIR")
+    _one_assignment(feedback)
+    export_cmd = sub.add_parser("export", help="grades as CSV")
+    export_cmd.add_argument("dir", metavar="DIR")
+    export_cmd.add_argument(
+        "--to", metavar="CSV", help="where to write (default DIR/grades.csv; not inside the checkout)"
+    )
+    report = sub.add_parser("report", help="an HTML class report: scores, failure reasons, measured ratios")
+    report.add_argument("dir", metavar="DIR")
+    report.add_argument("--out", metavar="HTML", help="the page (default DIR/report/index.html); PNGs beside it")
+    report.add_argument(
+        "--anonymous", action="store_true", help="name no student: leaderboards by place, failures by count"
+    )
+
+
+def _autograde_command(sub: Any) -> None:
     auto = sub.add_parser("autograde", help="grade all submitted notebooks")
     auto.add_argument("dir", metavar="DIR")
     auto.add_argument(
@@ -117,22 +148,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="grade again what DIR/.grading already holds a result for (default: only new or changed submissions)",
     )
-    feedback = sub.add_parser("feedback", help="HTML feedback without hidden tests")
-    feedback.add_argument("dir", metavar="DIR")
-    export_cmd = sub.add_parser("export", help="grades as CSV")
-    export_cmd.add_argument("dir", metavar="DIR")
-    export_cmd.add_argument(
-        "--to", metavar="CSV", help="where to write (default DIR/grades.csv; not inside the checkout)"
-    )
-    report = sub.add_parser("report", help="an HTML class report: scores, failure reasons, measured ratios")
-    report.add_argument("dir", metavar="DIR")
-    report.add_argument("--out", metavar="HTML", help="the page (default DIR/report/index.html); PNGs beside it")
-    report.add_argument(
-        "--anonymous", action="store_true", help="name no student: leaderboards by place, failures by count"
-    )
-    for command in (val, setup_cmd, auto, feedback):
-        command.add_argument("--assignment", metavar="A", help="only this assignment (default: all)")
-    for command in (val, auto):
+    _one_assignment(auto, timeout=True)
+
+
+def _one_assignment(command: argparse.ArgumentParser, *, timeout: bool = False) -> None:
+    """--assignment, and where the command runs notebooks --timeout."""
+    command.add_argument("--assignment", metavar="A", help="only this assignment (default: all)")
+    if timeout:
         command.add_argument(
             "--timeout",
             type=_positive,
@@ -140,7 +162,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             metavar="SECONDS",
             help=f"limit per notebook cell (default {CELL_TIMEOUT_S})",
         )
-    return parser.parse_args(argv)
 
 
 def _bar(total: int, desc: str) -> Progress:

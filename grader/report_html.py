@@ -204,78 +204,81 @@ def render(grading_name: str, data: ClassData, figures: dict[str, str], *, anony
         + ".</p>",
     ]
     for assignment in data.states.assignment.unique():
-        parts.append(f"<h2>{_e(assignment)}</h2><h3>Scores</h3>")
-        parts.append(
-            "<p>Graded submissions only; full marks, 0 and in between count students. Written answers are graded "
-            "by hand in the formgrader and are not in the autograded total. Pending a GPU: cells a check could not "
-            "verify without a GPU; they count 0 (in the mean and the total) until graded on a GPU, and are neither "
-            "full marks, 0 nor in between here (the total row: students with any such cell).</p>"
-        )
-        parts.append(
-            _table(
-                f"scores-{assignment}",
-                ["cell", "points", "graded", "full marks", "0", "in between", "pending a GPU", "mean"],
-                _score_rows(data, assignment),
-            )
-        )
-        if f"scores-{assignment}" in figures:
-            parts.append(f'<img src="{_e(figures[f"scores-{assignment}"])}" alt="scores of {_e(assignment)}">')
-        waiting = data.grades[(data.grades.assignment == assignment) & data.grades.gpu]
-        if not waiting.empty:
-            parts.append("<h3>Pending a GPU</h3>")
-            parts.append(
-                "<p>Cells a check could not verify without a GPU (neither passed nor failed): 0 until the class is "
-                "graded again on a GPU machine.</p>"
-            )
-            by_cell = waiting.groupby("cell", sort=False).student.agg(list)
-            rows = [
-                [f"<code>{_e(c)}</code>", f"#{len(names)}", _students(names, anonymous)] for c, names in by_cell.items()
-            ]
-            parts.append(_table(f"pending-gpu-{assignment}", ["cell", "students", "who"], rows))
-        parts.append("<h3>Why cells failed</h3>")
-        parts.append(
-            "<p>Each failing test cell's error, its first line with numbers as # and paths as &lt;path&gt;, counted "
-            "per cell, most common first; one real message beside each. Submissions that were not handed in or "
-            "could not be graded are counted as whole submissions.</p>"
-        )
-        rows = _failure_rows(failure_table(data, assignment), anonymous)
-        parts.append(
-            _table(f"failures-{assignment}", ["count", "cell", "reason", "example", "students"], rows)
-            if rows
-            else "<p>No cell failed.</p>"
-        )
-        mine = [m for m in data.measured if m.assignment == assignment]
-        if mine:
-            parts.append("<h3>Measured against the reference</h3>")
-            parts.append(
-                "<p>The numbers the timing checks measured (recorded by the checks as data, not read from their "
-                "sentences), one histogram per check and setting: the dashed line is the threshold, the solid one "
-                "the reference's value measured the same way in the same run. Source: live on the GPU, the "
-                "student's own exports, simulated on recorded stage times, or a recorded profile.</p>"
-            )
-            rows = []
-            by_figure: dict[str, list[Measured]] = collections.defaultdict(list)
-            for m in mine:
-                by_figure[m.result.figure].append(m)
-            for figure, found in by_figure.items():
-                rows += _measured_rows(figure, found)
-            header = [
-                "check",
-                "students",
-                "passed",
-                "median",
-                "min",
-                "max",
-                "threshold",
-                "reference",
-                "noise",
-                "source",
-                "figure",
-            ]
-            parts.append(_table(f"measured-{assignment}", header, rows))
-            for figure in by_figure:
-                if figure in figures:
-                    parts.append(f'<img src="{_e(figures[figure])}" alt="{_e(figure)}">')
-            parts += _leaderboards(data, assignment, anonymous)
+        parts += _scores(data, assignment, figures)
+        parts += _pending_gpu(data, assignment, anonymous)
+        parts += _failures(data, assignment, anonymous)
+        parts += _measured(data, assignment, figures, anonymous)
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _scores(data: ClassData, assignment: str, figures: dict[str, str]) -> list[str]:
+    """An assignment's heading, its scores per cell, and their figure."""
+    parts = [
+        f"<h2>{_e(assignment)}</h2><h3>Scores</h3>",
+        "<p>Graded submissions only; full marks, 0 and in between count students. Written answers are graded "
+        "by hand in the formgrader and are not in the autograded total. Pending a GPU: cells a check could not "
+        "verify without a GPU; they count 0 (in the mean and the total) until graded on a GPU, and are neither "
+        "full marks, 0 nor in between here (the total row: students with any such cell).</p>",
+        _table(
+            f"scores-{assignment}",
+            ["cell", "points", "graded", "full marks", "0", "in between", "pending a GPU", "mean"],
+            _score_rows(data, assignment),
+        ),
+    ]
+    if f"scores-{assignment}" in figures:
+        parts.append(f'<img src="{_e(figures[f"scores-{assignment}"])}" alt="scores of {_e(assignment)}">')
+    return parts
+
+
+def _pending_gpu(data: ClassData, assignment: str, anonymous: bool) -> list[str]:
+    """The cells pending a GPU and whose they are (nothing where none is)."""
+    waiting = data.grades[(data.grades.assignment == assignment) & data.grades.gpu]
+    if waiting.empty:
+        return []
+    by_cell = waiting.groupby("cell", sort=False).student.agg(list)
+    rows = [[f"<code>{_e(c)}</code>", f"#{len(names)}", _students(names, anonymous)] for c, names in by_cell.items()]
+    return [
+        "<h3>Pending a GPU</h3>",
+        "<p>Cells a check could not verify without a GPU (neither passed nor failed): 0 until the class is "
+        "graded again on a GPU machine.</p>",
+        _table(f"pending-gpu-{assignment}", ["cell", "students", "who"], rows),
+    ]
+
+
+def _failures(data: ClassData, assignment: str, anonymous: bool) -> list[str]:
+    """Why cells failed: each reason counted per cell, most common first."""
+    rows = _failure_rows(failure_table(data, assignment), anonymous)
+    return [
+        "<h3>Why cells failed</h3>",
+        "<p>Each failing test cell's error, its first line with numbers as # and paths as &lt;path&gt;, counted "
+        "per cell, most common first; one real message beside each. Submissions that were not handed in or "
+        "could not be graded are counted as whole submissions.</p>",
+        _table(f"failures-{assignment}", ["count", "cell", "reason", "example", "students"], rows)
+        if rows
+        else "<p>No cell failed.</p>",
+    ]
+
+
+MEASURED_HEADER = ["check", "students", "passed", "median", "min", "max", "threshold", "reference", "noise"]
+
+
+def _measured(data: ClassData, assignment: str, figures: dict[str, str], anonymous: bool) -> list[str]:
+    """The numbers the timing checks measured, a histogram per check and setting, and the leaderboards."""
+    mine = [m for m in data.measured if m.assignment == assignment]
+    if not mine:
+        return []
+    by_figure: dict[str, list[Measured]] = collections.defaultdict(list)
+    for m in mine:
+        by_figure[m.result.figure].append(m)
+    rows = [row for figure, found in by_figure.items() for row in _measured_rows(figure, found)]
+    parts = [
+        "<h3>Measured against the reference</h3>",
+        "<p>The numbers the timing checks measured (recorded by the checks as data, not read from their "
+        "sentences), one histogram per check and setting: the dashed line is the threshold, the solid one "
+        "the reference's value measured the same way in the same run. Source: live on the GPU, the "
+        "student's own exports, simulated on recorded stage times, or a recorded profile.</p>",
+        _table(f"measured-{assignment}", [*MEASURED_HEADER, "source", "figure"], rows),
+    ]
+    parts += [f'<img src="{_e(figures[figure])}" alt="{_e(figure)}">' for figure in by_figure if figure in figures]
+    return parts + _leaderboards(data, assignment, anonymous)

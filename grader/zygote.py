@@ -435,6 +435,45 @@ def run_job(job: dict[str, Any], ip: Any, tell: Any = None, forward: Any = None,
     }
 
 
+class _Cells:
+    """The child's report pipe read line by line: which cell it runs and until when, and whether it said it ended."""
+
+    def __init__(self, limit_s: float, ack: int, asking: _Asking, tell: Any, answering: _Forwarding) -> None:
+        self.limit_s, self.ack, self.asking, self.tell, self.answering = limit_s, ack, asking, tell, answering
+        self.current: int | None = None
+        self.deadline: float | None = None
+        self.interrupted = False
+        self.ended = False
+
+    def wait_s(self) -> float | None:
+        """How long the watch may wait for the child before the running cell is past its deadline."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    def read(self, lines: list[bytes]) -> None:
+        for line in lines:
+            if line + b"\n" == END:
+                self.ended = True
+            elif line.startswith(b"{"):  # an answer, in order with the cell starts around it
+                self.answering.line(line)
+            elif line.strip().isdigit():
+                self._started(int(line))
+                _ack(self.ack)
+
+    def _started(self, cell: int) -> None:
+        # the pipe is the student's too: only a later cell restarts the clock and asks its questions
+        if self.current is not None and cell <= self.current:
+            return
+        self.current, self.deadline, self.interrupted = cell, time.monotonic() + self.limit_s, False
+        self.asking.started(cell)
+        if self.tell is not None:
+            self.tell(cell)
+
+    def interrupt(self, pid: int) -> None:
+        """Past the limit: interrupt the cell, as a notebook's kernel would be, and give it GRACE_S to stop."""
+        os.kill(pid, signal.SIGINT)
+        self.deadline, self.interrupted = time.monotonic() + GRACE_S, True
+
+
 def _watch(
     job: dict[str, Any], pid: int, read: int, ack: int, asking: _Asking, tell: Any, answering: _Forwarding
 ) -> tuple[list[int], dict[str, Any] | None, _Forwarding]:
@@ -442,51 +481,35 @@ def _watch(
     out, where and why it was lost or None, the answers passed on)."""
     gone = os.pidfd_open(pid)  # the child's end: not the pipe's EOF (a process it left may hold the pipe open)
     os.set_blocking(read, False)
-    limit = float(job["timeout_s"])
-    current, deadline, interrupted, ended = None, None, False, False
+    cells = _Cells(float(job["timeout_s"]), ack, asking, tell, answering)
     timed_out: list[int] = []
     lost: dict[str, Any] | None = None
     buffer = b""
     try:
-        while not ended:
-            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, writable, _ = select.select([read, gone], asking.waiting(), [], wait)
+        while not cells.ended:
+            ready, writable, _ = select.select([read, gone], asking.waiting(), [], cells.wait_s())
             if writable:
                 asking.flush()
             if ready:
                 chunk, at_end = _drain(read)
                 *lines, buffer = (buffer + chunk).split(b"\n")
-                for line in lines:
-                    if line + b"\n" == END:
-                        ended = True
-                    elif line.startswith(b"{"):  # an answer, in order with the cell starts around it
-                        answering.line(line)
-                    elif line.strip().isdigit():
-                        cell = int(line)
-                        # the pipe is the student's too: only a later cell restarts the clock and asks its questions
-                        if current is None or cell > current:
-                            current, deadline, interrupted = cell, time.monotonic() + limit, False
-                            asking.started(cell)
-                            if tell is not None:
-                                tell(cell)
-                        _ack(ack)
+                cells.read(lines)
                 buffer = answering.bounded(buffer)
                 if gone in ready or at_end:
                     break
             elif writable:
                 continue
-            elif not interrupted:  # past the limit: interrupt the cell, as a notebook's kernel would be
-                timed_out.append(current)
-                os.kill(pid, signal.SIGINT)
-                deadline, interrupted = time.monotonic() + GRACE_S, True
+            elif not cells.interrupted:
+                timed_out.append(cells.current)
+                cells.interrupt(pid)
             else:
-                lost = {"cell": current, "why": "stopped" if _stopped(pid) else "stuck"}  # a stopped child never
-                os.kill(pid, signal.SIGKILL)  # sees its interrupt
+                lost = {"cell": cells.current, "why": "stopped" if _stopped(pid) else "stuck"}  # a stopped child
+                os.kill(pid, signal.SIGKILL)  # never sees its interrupt
                 break
     finally:
         os.close(gone)
-    if lost is None and not ended:
-        lost = {"cell": current, "why": "died"}
+    if lost is None and not cells.ended:
+        lost = {"cell": cells.current, "why": "died"}
     return timed_out, lost, answering
 
 

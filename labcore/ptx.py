@@ -846,46 +846,62 @@ class _Explorer(Generic[F]):
         """Run one path until it ends (1), meets a state already followed (0), or forks (the other way onto work)."""
         while True:
             frame = path.frames[-1]
-            blocks = frame.function.blocks
             if frame.index == 0 and not self.first_visit(path):
                 return self.again(path)
-            if frame.index >= len(blocks[frame.block].instructions):  # fell off the block's end
-                if frame.block + 1 >= len(blocks):
-                    if self.leave(path, Instruction("ret")):  # the function's end, without a ret
-                        return 1
-                    continue
-                frame.block, frame.index = frame.block + 1, 0
+            if frame.index >= len(frame.function.blocks[frame.block].instructions):  # fell off the block's end
+                if self.fall_through(path):
+                    return 1
                 continue
-            instruction = blocks[frame.block].instructions[frame.index]
-            self.steps += 1
-            if self.steps > self.machine.max_steps:
-                raise Unfollowed(
-                    f"more than {self.machine.max_steps:,} instructions on the paths of {self.entry}: too many "
-                    f"paths (branches on values the analysis cannot know), or loops too long to follow"
-                )
-            if instruction.guard:
-                negate = instruction.guard.startswith("!")
-                truth = _truth(frame.regs.get(instruction.guard.lstrip("!")))
-                truth = _not(truth) if negate else truth
-                if truth is None:  # both ways, each knowing its predicate from here on
-                    register = instruction.guard.lstrip("!")
-                    other = path.copy()
-                    other.frames[-1].index += 1  # the way on which the guard is false: skip it
-                    other.frames[-1].regs[register] = negate
-                    work.append(other)
-                    frame.regs[register] = not negate
-                elif truth is False:
-                    frame.index += 1
-                    continue
+            instruction = frame.function.blocks[frame.block].instructions[frame.index]
+            self.count_step()
+            if instruction.guard and not self.guard_holds(path, instruction.guard, work):
+                frame.index += 1
+                continue
             if instruction.parts[0] == "selp" and len(instruction.operands) == 4:
-                chooser = instruction.operands[3]
-                if chooser.startswith("%") and _truth(frame.regs.get(chooser)) is None:  # not known: both ways
-                    other = path.copy()
-                    other.frames[-1].regs[chooser] = False
-                    work.append(other)
-                    frame.regs[chooser] = True
+                self.choose(path, instruction.operands[3], work)
             if self.execute(path, instruction):
                 return 1
+
+    def fall_through(self, path: _Path[F]) -> bool:
+        """Past a block's last instruction: on into the next block, or, past the function's last, a return without
+        a ret; whether the path ended."""
+        frame = path.frames[-1]
+        if frame.block + 1 >= len(frame.function.blocks):
+            return self.leave(path, Instruction("ret"))
+        frame.block, frame.index = frame.block + 1, 0
+        return False
+
+    def count_step(self) -> None:
+        self.steps += 1
+        if self.steps > self.machine.max_steps:
+            raise Unfollowed(
+                f"more than {self.machine.max_steps:,} instructions on the paths of {self.entry}: too many "
+                f"paths (branches on values the analysis cannot know), or loops too long to follow"
+            )
+
+    def guard_holds(self, path: _Path[F], guard: str, work: list[_Path[F]]) -> bool:
+        """Whether the guarded instruction runs on this path: its predicate known, or not known and then both ways,
+        each knowing its predicate from here on (the way on which the guard is false onto work, skipping it)."""
+        frame = path.frames[-1]
+        negate, register = guard.startswith("!"), guard.lstrip("!")
+        truth = _truth(frame.regs.get(register))
+        truth = _not(truth) if negate else truth
+        if truth is None:
+            other = path.copy()
+            other.frames[-1].index += 1
+            other.frames[-1].regs[register] = negate
+            work.append(other)
+            frame.regs[register] = not negate
+        return truth is not False
+
+    def choose(self, path: _Path[F], chooser: str, work: list[_Path[F]]) -> None:
+        """A selp whose chooser is a register not known: both ways (false onto work)."""
+        frame = path.frames[-1]
+        if chooser.startswith("%") and _truth(frame.regs.get(chooser)) is None:
+            other = path.copy()
+            other.frames[-1].regs[chooser] = False
+            work.append(other)
+            frame.regs[chooser] = True
 
     def first_visit(self, path: _Path[F]) -> bool:
         """Whether this state at this block's start is new (asked where paths join and at loop heads); a path's

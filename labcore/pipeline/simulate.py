@@ -99,6 +99,82 @@ def pool_grows(ctx: RecordingContext, keeps_pool: bool) -> set[int]:
     return grows
 
 
+class _Engines:
+    """What a simulation holds: each engine's ready operations (a heap by issue order), what runs on each engine
+    (the operation, its start and its work left, ms), and how many operations each still waits on."""
+
+    def __init__(self, ctx: RecordingContext, rates: Rates) -> None:
+        ops = list(ctx.ops)
+        self.rates = rates
+        self.by_index = {rec.index: rec for rec in ops}
+        self.issued = {rec.index: n for n, rec in enumerate(ops)}
+        self.grows = pool_grows(ctx, rates.keeps_pool)
+        self.waiting: dict[int, int] = {}
+        self.dependents: dict[int, list[Recorded]] = {}
+        self.ready: dict[str, list[tuple[int, int]]] = {engine: [] for engine in ENGINES}
+        self.running: dict[str, tuple[Recorded, float, float]] = {}
+        self.pending = len(ops)
+        for rec in ops:
+            before = {index for index in rec.after.values() if index >= 0}
+            self.waiting[rec.index] = len(before)
+            for index in before:
+                self.dependents.setdefault(index, []).append(rec)
+            if not before:
+                self._make_ready(rec)
+
+    def _make_ready(self, rec: Recorded) -> None:
+        heapq.heappush(self.ready[ENGINE[rec.op]], (self.issued[rec.index], rec.index))
+
+    def _issued_at(self, engine: str) -> float:
+        """When the host has issued the engine's first ready operation."""
+        return self.ready[engine][0][0] * self.rates.enqueue_ms
+
+    def start(self, now: float) -> None:
+        """Each idle engine starts its first ready operation, once the host has issued it."""
+        for engine in ENGINES:
+            if engine not in self.running and self.ready[engine] and self._issued_at(engine) <= now + 1e-12:
+                rec = self.by_index[heapq.heappop(self.ready[engine])[1]]
+                self.running[engine] = (rec, now, self.rates.work(rec.op, rec.index in self.grows))
+                self.pending -= 1
+
+    def next_step(self, now: float) -> tuple[float, dict[str, float]]:
+        """How long until an operation ends or the host issues a ready one, and each running engine's speed."""
+        later = [self._issued_at(e) - now for e in ENGINES if e not in self.running and self.ready[e]]
+        if not self.running and not later:
+            raise RuntimeError("schedule deadlocked in the simulator")  # cannot happen with stream order alone
+        both = "h2d" in self.running and "d2h" in self.running
+        speed = {e: (1 / self.rates.duplex_stretch if both and e in ("h2d", "d2h") else 1.0) for e in self.running}
+        return min([left / speed[e] for e, (_, _, left) in self.running.items()] + later), speed
+
+    def advance(self, step: float, speed: dict[str, float]) -> list[tuple[Recorded, float]]:
+        """Every running engine `step` ms on; the operations that finished, each with its start (ms)."""
+        finished = []
+        for engine, (rec, start, left) in list(self.running.items()):
+            left -= step * speed[engine]
+            if left > 1e-12:
+                self.running[engine] = (rec, start, left)
+                continue
+            del self.running[engine]
+            finished.append((rec, start))
+            for after in self.dependents.get(rec.index, []):
+                self.waiting[after.index] -= 1
+                if not self.waiting[after.index]:
+                    self._make_ready(after)
+        return finished
+
+
+def _timed_op(key: str, rec: Recorded, start_ms: float, end_ms: float) -> Op:
+    return Op(
+        key=key,
+        op=rec.op,
+        chunk=rec.chunk,
+        stream=rec.stream if rec.op in ALLOCATION_OPS else max(rec.stream, 0),
+        start_ns=round(start_ms * 1e6),
+        duration_ns=round((end_ms - start_ms) * 1e6),
+        buffer=rec.pair,
+    )
+
+
 def simulate(ctx: RecordingContext, rates: Rates, key: str = "simulated") -> list[Op]:
     """Play the recorded operations forward; returns their simulated timeline (ns from the start).
 
@@ -106,61 +182,13 @@ def simulate(ctx: RecordingContext, rates: Rates, key: str = "simulated") -> lis
     stream, the last one that must (stream order makes the earlier ones of that stream finish before it). Each
     engine's ready operations wait in a heap by issue order, so a step costs a logarithm, not a scan of all.
     """
-    ops = list(ctx.ops)
-    by_index = {rec.index: rec for rec in ops}
-    issued = {rec.index: n for n, rec in enumerate(ops)}
-    waiting: dict[int, int] = {}
-    dependents: dict[int, list[Recorded]] = {}
-    ready: dict[str, list[tuple[int, int]]] = {engine: [] for engine in ENGINES}
-    grows = pool_grows(ctx, rates.keeps_pool)
-    for rec in ops:
-        before = {index for index in rec.after.values() if index >= 0}
-        waiting[rec.index] = len(before)
-        for index in before:
-            dependents.setdefault(index, []).append(rec)
-        if not before:
-            heapq.heappush(ready[ENGINE[rec.op]], (issued[rec.index], rec.index))
-    pending = len(ops)
-    running: dict[str, tuple[Recorded, float, float]] = {}  # engine -> (op, start_ms, remaining work ms)
+    engines = _Engines(ctx, rates)
     now, timeline = 0.0, []
-
-    def issued_at(order: int) -> float:  # when the host has issued the operation of this issue order
-        return order * rates.enqueue_ms
-
-    while pending or running:
-        for engine in ENGINES:
-            if engine not in running and ready[engine] and issued_at(ready[engine][0][0]) <= now + 1e-12:
-                rec = by_index[heapq.heappop(ready[engine])[1]]
-                running[engine] = (rec, now, rates.work(rec.op, rec.index in grows))
-                pending -= 1
-        later = [issued_at(ready[e][0][0]) - now for e in ENGINES if e not in running and ready[e]]
-        if not running and not later:
-            raise RuntimeError("schedule deadlocked in the simulator")  # cannot happen with stream order alone
-        both = "h2d" in running and "d2h" in running
-        speed = {e: (1 / rates.duplex_stretch if both and e in ("h2d", "d2h") else 1.0) for e in running}
-        step = min([left / speed[e] for e, (_, _, left) in running.items()] + later)
+    while engines.pending or engines.running:
+        engines.start(now)
+        step, speed = engines.next_step(now)
         now += step
-        for engine, (rec, start, left) in list(running.items()):
-            left -= step * speed[engine]
-            if left <= 1e-12:
-                del running[engine]
-                for after in dependents.get(rec.index, []):
-                    waiting[after.index] -= 1
-                    if not waiting[after.index]:
-                        heapq.heappush(ready[ENGINE[after.op]], (issued[after.index], after.index))
-                timeline.append(
-                    Op(
-                        key=key,
-                        op=rec.op,
-                        chunk=rec.chunk,
-                        stream=rec.stream if rec.op in ALLOCATION_OPS else max(rec.stream, 0),
-                        start_ns=round(start * 1e6),
-                        duration_ns=round((now - start) * 1e6),
-                        buffer=rec.pair,
-                    )
-                )
-            else:
-                running[engine] = (rec, start, left)
+        timeline += [_timed_op(key, rec, start, now) for rec, start in engines.advance(step, speed)]
     return sorted(timeline, key=lambda o: o.start_ns)
 
 
