@@ -13,6 +13,7 @@ from day55 import live, model, schedules
 from day55.config import COMPONENTS, VARIANTS, PassKey
 from labcore.answers import ReferenceWithheld
 from labcore.errors import UsageError
+from labcore.kit.verdicts import Verdict, held
 from labcore.pipeline.stages import Stages
 from labcore.record import Record
 from labcore.sizes import format_size
@@ -149,26 +150,12 @@ def sweep_text(record: Record) -> str:
     return "window sweep (each pass / allocated once, same window)\n" + "\n".join(rows)
 
 
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    """One of the lesson's claims: what the model predicted before the measurement, what was measured, the verdict."""
-
-    text: str
-    predicted: str
-    measured: str
-    holds: bool
-
-    def line(self) -> str:
-        verdict = "holds" if self.holds else "DOES NOT HOLD"
-        return f"{verdict}: {self.text} (predicted {self.predicted}; measured {self.measured})"
-
-
 def _or(simulated_ms: float | None, measured_ms: float) -> str:
     """A simulated time, or (no call costs in the record) the measured one, saying which."""
     return f"{measured_ms:.2f} ms measured" if simulated_ms is None else f"{simulated_ms:.2f} ms"
 
 
-def claims(record: Record, window: int) -> list[Claim]:
+def claims(record: Record, window: int) -> list[Verdict]:
     """The lesson's claims at one window, each with the model's prediction and the measurement."""
     st, once = stages(record, window), measured(record, "once", window)
     found = []
@@ -179,7 +166,7 @@ def claims(record: Record, window: int) -> list[Claim]:
     except ReferenceWithheld:  # the student edition where no result was recorded: the floor alone
         predicted = st.sum_ms
     found.append(
-        Claim(
+        _claim(
             "cudaMalloc/cudaFree per chunk serializes the device: at least the one-stream sum of the stages",
             f"{predicted:.2f} ms, >= sum {st.sum_ms:.2f} ms",
             f"{malloc:.2f} ms",
@@ -188,7 +175,7 @@ def claims(record: Record, window: int) -> list[Claim]:
     )
     keep = measured(record, "async-keep", window)
     found.append(
-        Claim(
+        _claim(
             "cudaMallocAsync/cudaFreeAsync on the chunk's stream keeps the pipeline: within 10% of allocating once",
             _or(simulated(record, "async-keep", window), once),
             f"{keep:.2f} ms ({keep / once:.2f}x once)",
@@ -197,7 +184,7 @@ def claims(record: Record, window: int) -> list[Claim]:
     )
     zero = measured(record, "async", window)
     found.append(
-        Claim(
+        _claim(
             "with no synchronize inside the loop the release threshold hardly matters: threshold 0 within 10% of "
             "UINT64_MAX",
             f"{_or(simulated(record, 'async', window), zero)} vs {_or(simulated(record, 'async-keep', window), keep)}",
@@ -209,7 +196,7 @@ def claims(record: Record, window: int) -> list[Claim]:
         waits, waits_keep = measured(record, "async-sync", window), measured(record, "async-sync-keep", window)
         grown = (simulated(record, "async-sync", window) or 0) - (simulated(record, "async-sync-keep", window) or 0)
         found.append(
-            Claim(
+            _claim(
                 "with the host waiting every round, threshold 0 hands the pool back at each wait and the loop pays to "
                 "grow it again: slower than UINT64_MAX",
                 f"{grown:+.2f} ms",
@@ -220,14 +207,19 @@ def claims(record: Record, window: int) -> list[Claim]:
     if has(record, "cupy", window):
         cupy = measured(record, "cupy", window)
         found.append(
-            Claim(
+            _claim(
                 "CuPy's pool hides the cost: cupy.empty per chunk, pool warm, within 10% of allocating once",
                 "the pool serves every chunk from blocks it kept: no cudaMalloc, no cudaFree",
                 f"{cupy:.2f} ms ({cupy / once:.2f}x once)",
                 cupy <= 1.10 * once,
             )
         )
-    return found
+    return [dataclasses.replace(v, number=n) for n, v in enumerate(found, 1)]
+
+
+def _claim(text: str, predicted: str, measured_as: str, holds: bool) -> Verdict:
+    """One claim: the model's prediction beside the measurement (numbered in claims' order)."""
+    return Verdict(0, text, held(holds), f"predicted {predicted}; measured {measured_as}")
 
 
 def render(record: Record, window: int | None = None) -> str:

@@ -73,17 +73,8 @@ class Config:
 
 
 def _check_sizes(cfg: Config) -> None:
-    if cfg.row_bytes < VECTOR_BYTES or cfg.row_bytes % VECTOR_BYTES:
-        raise UsageError(
-            f"--row-bytes {cfg.row_bytes} is not a positive multiple of {VECTOR_BYTES} "
-            f"(the gather copies 16-byte words); try 1KiB"
-        )
-    if cfg.table_bytes < cfg.row_bytes or cfg.table_bytes % cfg.row_bytes:
-        raise UsageError(
-            f"--table-size {format_size(cfg.table_bytes)} is not a whole number of "
-            f"{format_size(cfg.row_bytes)} rows; use a multiple of --row-bytes, e.g. "
-            f"{format_size(max(1, cfg.table_bytes // cfg.row_bytes) * cfg.row_bytes)}"
-        )
+    _words("--row-bytes", cfg.row_bytes, "the gather copies 16-byte words; try 1KiB")
+    _whole("--table-size", cfg.table_bytes, ("--row-bytes", cfg.row_bytes, "rows"), "the table is read row by row")
     if cfg.buffer_bytes < (1 << 20) or cfg.buffer_bytes & (cfg.buffer_bytes - 1):
         raise UsageError(
             f"--buffer-size {format_size(cfg.buffer_bytes)} is not a power of two of at least 1MiB "
@@ -93,13 +84,12 @@ def _check_sizes(cfg: Config) -> None:
         ("--stream-size", cfg.stream_bytes),
         ("--window", cfg.chunk_bytes),
         ("--saxpy-size", cfg.saxpy_bytes),
+        ("--both-chunk", cfg.both_chunk_bytes),
     ):
-        if nbytes < VECTOR_BYTES or nbytes % VECTOR_BYTES:
-            raise UsageError(
-                f"{option} {format_size(nbytes)} is not a positive multiple of {VECTOR_BYTES} bytes "
-                f"(kernels load float4)"
-            )
-    _check_both_sizes(cfg)
+        _words(option, nbytes, "the kernels load float4")
+    _whole(
+        "--both-size", cfg.both_bytes, ("--both-chunk", cfg.both_chunk_bytes, "chunks"), "the pipeline cuts it equally"
+    )
     if cfg.chunk_bytes > min(cfg.stream_bytes, cfg.saxpy_bytes):
         raise UsageError(
             f"--window {format_size(cfg.chunk_bytes)} is larger than the data it splits "
@@ -108,17 +98,19 @@ def _check_sizes(cfg: Config) -> None:
         )
 
 
-def _check_both_sizes(cfg: Config) -> None:
-    if cfg.both_chunk_bytes < VECTOR_BYTES or cfg.both_chunk_bytes % VECTOR_BYTES:
+def _words(option: str, nbytes: int, why: str) -> None:
+    """UsageError unless `nbytes` is a positive multiple of the kernels' 16-byte word."""
+    if nbytes < VECTOR_BYTES or nbytes % VECTOR_BYTES:
+        raise UsageError(f"{option} {format_size(nbytes)} is not a positive multiple of {VECTOR_BYTES} bytes ({why})")
+
+
+def _whole(option: str, nbytes: int, part: tuple[str, int, str], why: str) -> None:
+    """UsageError unless `nbytes` is a whole number of parts (the part's option, its size, what the parts are)."""
+    part_option, part_bytes, parts = part
+    if nbytes < part_bytes or nbytes % part_bytes:
         raise UsageError(
-            f"--both-chunk {format_size(cfg.both_chunk_bytes)} is not a positive multiple of {VECTOR_BYTES} bytes "
-            f"(the kernels load float4); try 16MiB"
-        )
-    if cfg.both_bytes < cfg.both_chunk_bytes or cfg.both_bytes % cfg.both_chunk_bytes:
-        raise UsageError(
-            f"--both-size {format_size(cfg.both_bytes)} is not a whole number of --both-chunk "
-            f"{format_size(cfg.both_chunk_bytes)} chunks (the pipeline cuts it into equal chunks); e.g. "
-            f"{format_size(max(1, cfg.both_bytes // cfg.both_chunk_bytes) * cfg.both_chunk_bytes)}"
+            f"{option} {format_size(nbytes)} is not a whole number of {format_size(part_bytes)} {parts} ({why}); "
+            f"use a multiple of {part_option}, e.g. {format_size(max(1, nbytes // part_bytes) * part_bytes)}"
         )
 
 

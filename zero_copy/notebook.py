@@ -194,6 +194,11 @@ def _per_read(record: Record) -> dict[str, Any]:
     return breakeven_verdict(record)["per_reads"][-1]
 
 
+def _of(verdict: Callable[[Record], dict[str, Any]], key: str) -> Callable[[Record], Any]:
+    """One number of a verdict of the record."""
+    return lambda record: verdict(record)[key]
+
+
 def _both(key: str) -> Callable[[Record], Any]:
     """A number of the both-ways verdict; None (shown as "-") for a record made before the experiment existed."""
     return lambda record: both_ways_verdict(record)[key] if "both_ways" in record.extra else None
@@ -209,43 +214,35 @@ QUANTITIES: dict[str, Quantity] = {
     "link_gbps": Quantity("pinned H2D copy, GB/s (L)", lambda r: rates(r).h2d_gbps),
     "hbm_over_link": Quantity("HBM copy rate over L (H/L)", lambda r: rates(r).hbm_gbps / rates(r).h2d_gbps),
     "zero_copy_read_once_gbps": Quantity(
-        "kernel reading mapped memory once, GB/s", lambda r: streaming_verdict(r)["zero_copy_gbps"]
+        "kernel reading mapped memory once, GB/s", _of(streaming_verdict, "zero_copy_gbps")
     ),
     "write_combined_over_mapped": Quantity(
-        "write-combined / ordinary mapped GB/s", lambda r: streaming_verdict(r)["write_combined_over_mapped"]
+        "write-combined / ordinary mapped GB/s", _of(streaming_verdict, "write_combined_over_mapped")
     ),
     "pipeline_fraction_of_link": Quantity(
-        "chunked copy pipeline GB/s over L", lambda r: streaming_verdict(r)["pipeline_fraction_of_link"]
+        "chunked copy pipeline GB/s over L", _of(streaming_verdict, "pipeline_fraction_of_link")
     ),
     "scattered_over_coalesced": Quantity(
-        "scattered / coalesced useful GB/s", lambda r: access_verdict(r)["scattered_over_coalesced"]
+        "scattered / coalesced useful GB/s", _of(access_verdict, "scattered_over_coalesced")
     ),
-    "breakeven_reads": Quantity("measured break-even r*", lambda r: breakeven_verdict(r)["crossover_measured"]),
+    "breakeven_reads": Quantity("measured break-even r*", _of(breakeven_verdict, "crossover_measured")),
     "zero_copy_over_copy_at_max_r": Quantity(
         "zero-copy / copy time at the largest r", lambda r: _per_read(r)["zero_copy_ms"] / _per_read(r)["copy_ms"]
     ),
-    "gather_fraction_of_copy": Quantity(
-        "sorted gather / pinned copy, GB/s", lambda r: gather_verdict(r)["fraction_of_copy"]
-    ),
-    "unsorted_over_sorted": Quantity(
-        "unsorted / sorted gather time", lambda r: gather_verdict(r)["unsorted_over_sorted"]
-    ),
-    "gather_speedup_over_cpu": Quantity(
-        "CPU take + copy / GPU gather time", lambda r: gather_verdict(r)["speedup_over_cpu"]
-    ),
-    "flag_latency_us": Quantity("launch to flag seen by the host, us", lambda r: mailbox_verdict(r)["flag_latency_us"]),
+    "gather_fraction_of_copy": Quantity("sorted gather / pinned copy, GB/s", _of(gather_verdict, "fraction_of_copy")),
+    "unsorted_over_sorted": Quantity("unsorted / sorted gather time", _of(gather_verdict, "unsorted_over_sorted")),
+    "gather_speedup_over_cpu": Quantity("CPU take + copy / GPU gather time", _of(gather_verdict, "speedup_over_cpu")),
+    "flag_latency_us": Quantity("launch to flag seen by the host, us", _of(mailbox_verdict, "flag_latency_us")),
     "read_while_running": Quantity("payload read while the kernel ran, every round", _read_while_running),
-    "reread_mapped_over_hbm": Quantity(
-        "far re-reads, mapped / HBM time", lambda r: reread_verdict(r)["mapped_over_hbm"]
-    ),
+    "reread_mapped_over_hbm": Quantity("far re-reads, mapped / HBM time", _of(reread_verdict, "mapped_over_hbm")),
     "near_reread_buffers": Quantity(
-        "near re-reads' time, in buffers over the link", lambda r: reread_verdict(r)["near_buffers_crossed"]
+        "near re-reads' time, in buffers over the link", _of(reread_verdict, "near_buffers_crossed")
     ),
     "saxpy_sync_over_mapped": Quantity(
-        "SAXPY, synchronous copies / mapped time", lambda r: saxpy_verdict(r)["sync_over_mapped"]
+        "SAXPY, synchronous copies / mapped time", _of(saxpy_verdict, "sync_over_mapped")
     ),
     "saxpy_async_over_mapped": Quantity(
-        "SAXPY, chunked async copies / mapped time", lambda r: saxpy_verdict(r)["async_over_mapped"]
+        "SAXPY, chunked async copies / mapped time", _of(saxpy_verdict, "async_over_mapped")
     ),
     "both_floor_ms": Quantity("link floor: B in and B out at once, ms", _both("floor_ms")),
     "both_mapped_over_floor": Quantity("mapped both ways (best grid) / link floor", _both("mapped_over_floor")),
