@@ -12,6 +12,7 @@ tests, and the verdict lines in tests/test_preprocessors.py.
 from __future__ import annotations
 
 import csv
+import importlib
 from pathlib import Path
 
 import nbformat
@@ -33,16 +34,27 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 20
 ASSIGNMENTS = names()
 
-# Right for the 2 buffers the visible check asks about, wrong for the 3 that only the hidden check asks about.
-IGNORES_BUFFERS = """def sweep_ratios(record, buffers):
-    return {w: report.measured(record, "pipelined", w, 2) / report.measured(record, "naive", w, 1)
-            for w in report.windows(record)}"""
 
+def _points(assignment: str, cell_id: str) -> float:
+    nb = nbformat.read(lesson(assignment).solutions, as_version=4)
+    return float(next(c for c in nb.cells if c.get("id") == cell_id).metadata["nbgrader"].get("points", 0))
+
+
+# Each lesson's wrong answer that only a hidden test catches, where its folder declares one (FAILS_ONLY_HIDDEN in
+# <lesson>/tests/corpus.py: the test cell that catches it, and the answer cells' sources)
+HIDDEN_ONLY = {
+    a: found
+    for a in ASSIGNMENTS
+    if (found := getattr(importlib.import_module(f"{a}.tests.corpus"), "FAILS_ONLY_HIDDEN", None)) is not None
+}
 # student -> assignment -> {cell id: source} (None: the untouched release), and the score each must get
 CASES = {
     "reference": ({a: {} for a in ASSIGNMENTS}, {a: autograded_points(a) for a in ASSIGNMENTS}),
     "untouched": (dict.fromkeys(ASSIGNMENTS), dict.fromkeys(ASSIGNMENTS, 0)),
-    "ignores_buffers": ({"day54": {"sweep_ratios": IGNORES_BUFFERS}}, {"day54": 9}),
+    "fails_a_hidden_test": (
+        {a: edits for a, (_, edits) in HIDDEN_ONLY.items()},
+        {a: autograded_points(a) - _points(a, test) for a, (test, _) in HIDDEN_ONLY.items()},
+    ),
 }
 
 
@@ -112,11 +124,6 @@ def _pending(root: Path, student: str, assignment: str) -> list[str]:
     return [cell for cell, ename in _errors(root, student, assignment) if ename == PENDING_GPU]
 
 
-def _points(assignment: str, cell_id: str) -> float:
-    nb = nbformat.read(lesson(assignment).solutions, as_version=4)
-    return float(next(c for c in nb.cells if c.get("id") == cell_id).metadata["nbgrader"].get("points", 0))
-
-
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_the_solutions_pass_and_the_stubs_fail_cleanly(graded, assignment):
     """The reference raises in no cell at all and says it replays; the untouched release fails only by its stubs."""
@@ -153,9 +160,18 @@ def test_feedback_has_no_hidden_test_source(graded):
         assert not [line for line in hidden if line in text], page
 
 
-def test_a_failed_hidden_test_is_a_verdict_in_the_feedback(graded):
-    """The wrong sweep failed inside the hidden region; its feedback says 'failed' with the score, nothing more."""
+def test_some_lesson_declares_a_wrong_answer_only_a_hidden_test_catches():
+    """Not vacuous: the hidden-test case below is graded for at least one lesson."""
+    assert HIDDEN_ONLY
+
+
+@pytest.mark.parametrize("assignment", list(HIDDEN_ONLY))
+def test_a_failed_hidden_test_is_a_verdict_in_the_feedback(graded, assignment):
+    """The wrong answer failed inside the hidden region of its test cell (day 54's: a sweep right for the 2 buffers
+    the visible check asks about, wrong for the 3 only the hidden check asks about); its feedback says 'failed' with
+    the score, nothing more."""
     root, _ = graded
-    assert _errors(root, "ignores_buffers", "day54") == [("test_sweep", "AssertionError")]
-    text = html_text(root / "feedback" / "ignores_buffers" / "day54" / "day54.html")
-    assert "hidden tests: failed -- score 0 / 2" in text
+    test = HIDDEN_ONLY[assignment][0]
+    assert _errors(root, "fails_a_hidden_test", assignment) == [(test, "AssertionError")]
+    text = html_text(root / "feedback" / "fails_a_hidden_test" / assignment / f"{assignment}.html")
+    assert f"hidden tests: failed -- score 0 / {_points(assignment, test):g}" in text

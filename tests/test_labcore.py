@@ -5,22 +5,22 @@ from __future__ import annotations
 import base64
 import copy
 import json
-from pathlib import Path
+import re
 from typing import ClassVar
 
 import numpy as np
 import pytest
 
-from day54 import plots as day54_plots
-from day54 import report
-from day54.replay import load_profile
 from labcore import answers, plots
 from labcore.errors import UsageError
+from labcore.lessons import names
+from labcore.profiles import shipped_profile
 from labcore.record import Op, Record, load, validate
 from labcore.sizes import format_size, parse_size, parse_sizes
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "day54" / "profiles" / "h200" / "results.json"
+# Every lesson's shipped record (the one a replay reads), and those that hold a per-op trace
+RECORDS = {name: shipped_profile(name) / "results.json" for name in names()}
+TRACED = [name for name, path in RECORDS.items() if json.loads(path.read_text()).get("trace")]
 
 
 @pytest.mark.parametrize(
@@ -53,47 +53,59 @@ def test_format_size_round_trips():
     assert parse_sizes("4MiB,64MiB") == [4 << 20, 64 << 20]
 
 
-@pytest.fixture
-def data():
-    return json.loads(RESULTS.read_text())
-
-
-def test_shipped_record_is_valid_and_round_trips(data, tmp_path):
-    """The shipped results.json validates, loads, saves and loads again unchanged."""
+@pytest.mark.parametrize("name", names())
+def test_shipped_record_is_valid_and_round_trips(name, tmp_path):
+    """Each lesson's shipped results.json validates, loads, saves and loads again unchanged, every pass's times
+    too."""
+    data = json.loads(RECORDS[name].read_text())
     validate(data)
-    record = load(RESULTS)
+    record = load(RECORDS[name])
     saved = record.save(tmp_path / "again.json")
     assert json.loads(saved.read_text()) == record.to_dict()
-    assert (
-        Record.from_dict(record.to_dict()).pass_times("naive w=64MiB b=1").times_ms
-        == record.pass_times("naive w=64MiB b=1").times_ms
-    )
+    again = Record.from_dict(record.to_dict())
+    assert data["passes"]
+    for run in data["passes"]:
+        assert again.pass_times(run["key"]).times_ms == record.pass_times(run["key"]).times_ms == run["times_ms"]
+
+
+# Malformed records, each with the error it must raise ({first}: the first pass's key, as the error names it)
+RECORD_MUTATIONS = [
+    (lambda d: d.pop("device"), "lacks the field 'device'"),
+    (lambda d: d.update(schema=2), "schema 2 is not the supported 1"),
+    (lambda d: d.update(passes="none"), "record.passes should be list"),
+    (lambda d: d["passes"][0].update(times_ms=[]), r"passes\[0\] \({first}\) needs positive times_ms"),
+    (lambda d: d["passes"][0].update(times_ms=[1.0, -2.0]), "needs positive times_ms"),
+]
+TRACE_MUTATIONS = [
+    (lambda d: d["trace"][0].update(op="memset"), r"trace\[0\]\.op is 'memset'"),
+    (lambda d: d["trace"][0].update(chunk="3"), r"trace\[0\]\.chunk should be int, got str"),
+]
 
 
 @pytest.mark.parametrize(
-    ("mutate", "message"),
-    [
-        (lambda d: d.pop("device"), "lacks the field 'device'"),
-        (lambda d: d.update(schema=2), "schema 2 is not the supported 1"),
-        (lambda d: d.update(passes="none"), "record.passes should be list"),
-        (lambda d: d["passes"][0].update(times_ms=[]), r"passes\[0\] \(h2d w=4MiB b=1\) needs positive times_ms"),
-        (lambda d: d["passes"][0].update(times_ms=[1.0, -2.0]), "needs positive times_ms"),
-        (lambda d: d["trace"][0].update(op="memset"), r"trace\[0\]\.op is 'memset'"),
-        (lambda d: d["trace"][0].update(chunk="3"), r"trace\[0\]\.chunk should be int, got str"),
-    ],
+    ("name", "mutate", "message"),
+    [(name, *m) for name in names() for m in RECORD_MUTATIONS]
+    + [(name, *m) for name in TRACED for m in TRACE_MUTATIONS],
 )
-def test_schema_errors_name_the_field(data, mutate, message):
-    """Each malformed record is refused with the field that is wrong."""
+def test_schema_errors_name_the_field(name, mutate, message):
+    """Each malformed record (every lesson's shipped one, broken; its trace where it has one) is refused with the
+    field that is wrong."""
+    data = json.loads(RECORDS[name].read_text())
     broken = copy.deepcopy(data)
     mutate(broken)
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(UsageError, match=message.format(first=re.escape(data["passes"][0]["key"]))):
         validate(broken, source="x.json")
+
+
+def test_some_lesson_ships_a_trace():
+    """Not vacuous: the trace's schema errors above are checked on at least one shipped record."""
+    assert TRACED
 
 
 def test_save_refuses_a_directory(tmp_path):
     """--json DIR is a clear error, not an overwrite."""
     with pytest.raises(UsageError, match="is a directory"):
-        load(RESULTS).save(tmp_path)
+        load(RECORDS[names()[0]]).save(tmp_path)
 
 
 def test_timeline_draws_every_op_on_its_row():
@@ -111,21 +123,6 @@ def test_timeline_draws_every_op_on_its_row():
     assert [t.get_text() for t in top.get_yticklabels()] == ["copy in (H2D)", "kernel (SMs)", "copy out (D2H)"]
     by_stream = plots.timeline([("a", ops)], by="stream").axes[0]
     assert [t.get_text() for t in by_stream.get_yticklabels()] == ["stream 0", "stream 1"]
-
-
-def test_day54_figures_carry_the_record_numbers():
-    """The sweep plots the replayed ratios; the stage bars are the table's numbers."""
-    record = load_profile(RESULTS)
-    sweep = day54_plots.sweep(record)
-    lines = {line.get_label(): list(line.get_ydata()) for line in sweep.axes[0].get_lines()}
-
-    assert lines["2 buffers measured"] == pytest.approx([report.ratio(record, w, 2) for w in report.windows(record)])
-    assert lines["threshold 0.7"][0] == pytest.approx(0.70)
-    stages = day54_plots.stages(record)
-    widths = [patch.get_width() for patch in stages.axes[0].patches]
-    assert widths[0] == pytest.approx(report.stages(record, 64 << 20).sum_ms)
-    timeline = day54_plots.timeline(record)
-    assert len(timeline.axes) == 3 and len(timeline.axes[0].collections) == 48
 
 
 class _FakeDevice:

@@ -142,7 +142,7 @@ def test_the_feedback_page_shows_what_the_checks_measured(autograded, monkeypatc
     path = autograded.root / "autograded" / "ann" / "zc" / "zc.ipynb"
     nb = nbformat.read(path, as_version=4)
     best = Result(
-        "day54 challenge: yours / the course's best",
+        "the challenge: yours / the course's best",
         "your settings",
         "x the course's best",
         1.012,
@@ -162,6 +162,6 @@ def test_the_feedback_page_shows_what_the_checks_measured(autograded, monkeypatc
     feedback.finish_pages(autograded, "zc")
     text = page.read_text()
     assert (
-        "<li>day54 challenge: yours / the course&#x27;s best (your settings): 1.012 x the course&#x27;s best, met: "
+        "<li>the challenge: yours / the course&#x27;s best (your settings): 1.012 x the course&#x27;s best, met: "
         "at most 1.03, the reference 1.000, noise +-1.4%, live</li>"
     ) in text

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import nbformat
@@ -24,6 +23,7 @@ from grader.runner import REPO
 from grader.warm import Job, WarmSandbox
 from grader.withhold import withhold_cuda, withhold_python
 from labcore.errors import UsageError
+from labcore.lessons import lesson as lesson_of
 from labcore.lessons import names
 
 # -- withholding ----------------------------------------------------------------------------------------------
@@ -82,44 +82,46 @@ def test_cuda_reference_regions_become_a_comment():
     assert count == 1 and "secret" not in text and text.startswith("a();\n") and text.endswith("b();\n")
 
 
+# Every withheld Python reference of the library looked up and called (None for each argument it needs): the name
+# and what it raised, one a line
+CALL_EVERY_REFERENCE = """
+import importlib
+import inspect
+import sys
+
+for name in sys.argv[1:]:
+    module, attr = name.rsplit(".", 1)
+    fn = getattr(importlib.import_module(module), attr)
+    needed = [p for p in inspect.signature(fn).parameters.values() if p.default is p.empty]
+    args = [None for p in needed if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    kwargs = {p.name: None for p in needed if p.kind is p.KEYWORD_ONLY}
+    try:
+        fn(*args, **kwargs)
+        print(name, "returned")
+    except Exception as exc:
+        print(name, type(exc).__name__)
+"""
+
+
 def test_the_library_withholds_every_marked_reference(tmp_path):
+    """Every listed lesson's references are withheld (each lesson's own tests name the ones it must withhold), and
+    each, called, raises ReferenceWithheld."""
     withheld = sandbox_library(REPO, tmp_path)
-    assert {
-        "day54.schedules.pipelined",
-        "day54.schedules.pitfall_more_streams_than_buffers",  # with streams == buffers, the reference
-        "day54.model.predict",
-        "zero_copy.model.crossover_reads",
-    } <= set(withheld)
     assert {p.name for p in tmp_path.iterdir()} == {"labcore", *names(), "grader"}
     assert (tmp_path / "labcore" / "lessons.txt").read_text() == (REPO / "lessons.txt").read_text()
     for lesson in names():  # every listed lesson is there, its references withheld, without its solutions or tests
         assert [w for w in withheld if w.startswith(f"{lesson}.")], lesson
         assert not (tmp_path / lesson / "solutions").exists() and not (tmp_path / lesson / "tests").exists()
-    calls = "\n".join(
-        f"import importlib\n"
-        f"try:\n    importlib.import_module({w.rsplit('.', 1)[0]!r}).{w.rsplit('.', 1)[1]}\n"
-        f"except AttributeError:\n    pass\n"
-        for w in withheld
-        if ":" not in w and "." in w
-    )
-    script = textwrap.dedent(
-        """
-        from day54 import schedules, model
-        for fn, args in ((schedules.pipelined, (None,)), (model.predict, (None, 2))):
-            try:
-                fn(*args)
-            except Exception as exc:
-                print(type(exc).__name__)
-        """
-    )
+    functions = [w for w in withheld if ":" not in w and "." in w]  # a CUDA file's regions are "path: n region(s)"
+    assert len(functions) >= len(names())
     run = subprocess.run(
-        [sys.executable, "-c", calls + script],
+        [sys.executable, "-c", CALL_EVERY_REFERENCE, *functions],
         capture_output=True,
         text=True,
         cwd=tmp_path,
         env={"PYTHONPATH": str(tmp_path)},
     )
-    assert run.stdout.split() == ["ReferenceWithheld", "ReferenceWithheld"], run.stderr
+    assert run.stdout.splitlines() == [f"{w} ReferenceWithheld" for w in functions], run.stderr
 
 
 # -- the sandbox ------------------------------------------------------------------------------------------------
@@ -151,39 +153,54 @@ def _printed(result: dict) -> list[str]:
     return found
 
 
-def test_the_sandbox_sees_neither_the_checkout_nor_the_grading_files_nor_the_network(box, tmp_path):
-    secret = tmp_path / "grading" / "source" / "day54.ipynb"
+@pytest.mark.parametrize("lesson", names())
+def test_the_sandbox_sees_neither_the_checkout_nor_the_grading_files_nor_the_network(box, tmp_path, lesson):
+    """A lesson's source notebook (in the checkout, in the grading folder) is out of reach, its package is the
+    sandbox's own copy, the run files are all the job's folder holds, and there is no network and no GPU device."""
+    secret = tmp_path / "grading" / "source" / f"{lesson}.ipynb"
     secret.parent.mkdir(parents=True)
     secret.write_text("the answers")
     result = _run(
         box,
-        f"import os; print([os.path.exists(p) for p in ({str(REPO / 'solutions')!r}, {str(secret)!r}, "
+        f"import os; print([os.path.exists(p) for p in ({str(lesson_of(lesson).solutions)!r}, {str(secret)!r}, "
         f"{str(Path.home())!r} + '/.bashrc')])",
         "print(sorted(os.listdir('.')))",
-        "import day54; print(day54.__file__)",
+        f"import {lesson}; print({lesson}.__file__)",
         "import socket\ntry:\n    socket.create_connection(('8.8.8.8', 53), timeout=2)\n"
         "except OSError as exc:\n    print('no network', exc.errno)",
         "print(sorted(p for p in os.listdir('/dev') if 'nvidia' in p))",
-        run_files={"day54_run_nvtx_sum.csv": b"x\n"},
+        run_files={f"{lesson}_run_nvtx_sum.csv": b"x\n"},
     )
     printed = _printed(result)
     assert printed[0] == "[False, False, False]"
-    assert printed[1] == "['day54_run_nvtx_sum.csv']"
-    assert printed[2] == "/sandbox/lib/day54/__init__.py"
+    assert printed[1] == f"['{lesson}_run_nvtx_sum.csv']"
+    assert printed[2] == f"/sandbox/lib/{lesson}/__init__.py"
     assert printed[3].startswith("no network")
     assert printed[4] == "[]"
 
 
-def test_the_sandbox_answers_only_by_asking_and_nothing_it_writes_leaves_it(box, tmp_path):
+def _a_reference(name: str) -> str:
+    """The first reference a lesson's package withholds (module.function), as the sandbox's library names it."""
+    for path in sorted(lesson_of(name).folder.glob("*.py")):
+        _, found = withhold_python(path.read_text(), str(path), f"{name}.{path.stem}")
+        if found:
+            return f"{name}.{path.stem}.{found[0]}"
+    raise AssertionError(f"{name} withholds no reference")
+
+
+@pytest.mark.parametrize("lesson", names())
+def test_the_sandbox_answers_only_by_asking_and_nothing_it_writes_leaves_it(box, tmp_path, lesson):
+    reference = _a_reference(lesson)
+    module, function = reference.rsplit(".", 1)
     result = _run(
         box,
         "import os\nprint(os.environ['LABCORE_ANSWERS'])",
         "open('/tmp/x', 'w').write('x'); open('left.txt', 'w').write('y')",
-        "from day54 import schedules\nschedules.pipelined(None)",
+        f"import inspect\nfrom {module} import {function} as fn\nfn(*[None] * len(inspect.signature(fn).parameters))",
     )
     printed = _printed(result)
     assert printed[0] == "ask"  # no answers file: answers go to the zygote on its pipe
-    assert printed[-1].startswith("ReferenceWithheld: day54.schedules.pipelined is the lesson's reference answer")
+    assert printed[-1].startswith(f"ReferenceWithheld: {reference} is the lesson's reference answer")
     assert result["answers"] == "" and not (tmp_path / "x").exists()
     assert not list(box.work.iterdir()) and not list(box.out.iterdir())  # the job's folders are gone
 
@@ -227,7 +244,7 @@ def _cell(source: str, grade_id: str = "", **meta: object) -> nbformat.NotebookN
 def _notebook() -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.cells = [
-        _cell("%matplotlib inline\nfrom day54 import checks\nMiB = 1 << 20", "setup", locked=True),
+        _cell("%matplotlib inline\nfrom a_lesson import checks\nMiB = 1 << 20", "setup", locked=True),
         _cell("record = notebook.measure()", "measure", locked=True),
         _cell("def my_pipelined(ctx):\n    pass", "my_pipelined", solution=True),
         _cell("checks.check_schedule_correct(my_pipelined, buffers=2)", "t1", grade=True, points=3, locked=True),
@@ -314,7 +331,7 @@ def test_filled_whole_notebooks_show_the_lesson_cells_and_note_their_withheld_er
     """--feedback now: a lesson cell's outputs (a figure among them) are shown; its error calling a withheld
     reference becomes a note, not the student's error."""
     png = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}, "metadata": {}}
-    withheld = _error("ReferenceWithheld", "day54.model.predict is ...")
+    withheld = _error("ReferenceWithheld", "a_lesson.model.predict is ...")
     nb = filled(_notebook(), _result({"1": [_stream("measured\n"), png, withheld]}, {}, whole=True))
     shown = nb.cells[1].outputs
     assert [o.output_type for o in shown] == ["stream", "display_data", "stream"]

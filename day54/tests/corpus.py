@@ -762,6 +762,17 @@ PAIR_BY_PAIR = """def my_pipelined(ctx):
             ctx.copy_out(k, pair)"""
 
 
+# -- a wrong answer that only a hidden test catches ----------------------------------------------------------------
+
+# Right for the 2 buffers the visible check asks about, wrong for the 3 that only the hidden check asks about
+IGNORES_BUFFERS = """def sweep_ratios(record, buffers):
+    return {w: report.measured(record, "pipelined", w, 2) / report.measured(record, "naive", w, 1)
+            for w in report.windows(record)}"""
+# tests/test_course_e2e.py grades it in the real course and reads its feedback: (the test cell that catches it, the
+# answer cells' sources)
+FAILS_ONLY_HIDDEN = ("test_sweep", {"sweep_ratios": IGNORES_BUFFERS})
+
+
 # -- the submissions ----------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""The pitfalls drawn as timelines from the shipped exports, and the "name the pitfall" exercise and its check."""
+"""The pitfalls drawn as timelines from the shipped exports, and the "name the pitfall" exercise and its check; the
+lesson's figures carry the shipped record's numbers."""
 
 from __future__ import annotations
 
@@ -293,3 +294,18 @@ def test_a_live_run_traces_every_pitfall_and_draws_them(tmp_path):
     assert _bars(plots.unlabelled_pitfalls(saved).axes[1]) == _bars(
         plots.pitfalls(record).axes[2 * pitfalls.NAMES.index(RIGHT["A"]) + 1]
     )
+
+
+def test_the_figures_carry_the_record_numbers():
+    """The sweep plots the replayed ratios; the stage bars are the table's numbers."""
+    record = load_profile(PROFILE / "results.json")
+    sweep = plots.sweep(record)
+    lines = {line.get_label(): list(line.get_ydata()) for line in sweep.axes[0].get_lines()}
+
+    assert lines["2 buffers measured"] == pytest.approx([report.ratio(record, w, 2) for w in report.windows(record)])
+    assert lines["threshold 0.7"][0] == pytest.approx(0.70)
+    stages = plots.stages(record)
+    widths = [patch.get_width() for patch in stages.axes[0].patches]
+    assert widths[0] == pytest.approx(report.stages(record, 64 << 20).sum_ms)
+    timeline = plots.timeline(record)
+    assert len(timeline.axes) == 3 and len(timeline.axes[0].collections) == 48
