@@ -46,7 +46,7 @@ from grader.course import Course, check
 from grader.layout import RELEASE_DIR, SOURCE_DIR, run_files_glob
 from grader.withhold import write_withheld
 from labcore.answers import RECORD_ENV
-from labcore.errors import UsageError
+from labcore.errors import UsageError, require_listed
 from labcore.lessons import LIST_NAME, PROFILES_DIR, read_list
 
 DIST_NAME = "datamove-course-student"
@@ -112,11 +112,8 @@ def cut(course: Course, through: str | None) -> list[str]:
     listed = course.assignments()
     if through is None:
         return listed
-    if through not in listed:
-        raise UsageError(
-            f"--through {through}: {course.root / LIST_NAME} lists no lesson {through!r}; "
-            f"the lessons are: {', '.join(listed)}"
-        )
+    refusal = f"--through {through}: {course.root / LIST_NAME} lists no lesson {through!r}"
+    require_listed(through, listed, refusal, "the lessons are")
     return listed[: listed.index(through) + 1]
 
 

@@ -102,13 +102,16 @@ def decodings(text: str) -> list[str]:
     """The text of a page and what it could be hiding: every base64 and hex run decoded (and inflated), and each of
     those, the text included, also reversed and rot13; whitespace removed throughout (wrapped base64 joins up)."""
     squeezed = re.sub(r"\s+", "", text)
-    found = [squeezed]
-    for run in set(B64_RUN.findall(squeezed)):
-        found += [t for blob in _base64(run) for t in _texts(blob)]
+    shown = [re.sub(r"\s+", "", t) for t in [squeezed, *_decoded_runs(squeezed)]]
+    return [v for t in shown for v in (t, t[::-1], codecs.encode(t, "rot13"))]
+
+
+def _decoded_runs(squeezed: str) -> list[str]:
+    """What the base64 and hex runs of a text without whitespace decode (and inflate) to."""
+    found = [t for run in set(B64_RUN.findall(squeezed)) for blob in _base64(run) for t in _texts(blob)]
     for run in set(HEX_RUN.findall(squeezed)):
         found += [t for offset in (0, 1) for t in _texts(bytes.fromhex(run[offset:][: (len(run) - offset) // 2 * 2]))]
-    shown = [re.sub(r"\s+", "", t) for t in found]
-    return [v for t in shown for v in (t, t[::-1], codecs.encode(t, "rot13"))]
+    return found
 
 
 def quoted_lines(text: str, lines: set[str]) -> list[str]:
@@ -131,12 +134,7 @@ MIN_ROW_DIGITS = 8
 def _value_texts(text: str) -> list[str]:
     """The page's text and what its base64 and hex runs decode (and inflate) to, each also reversed; whitespace
     kept (it separates numbers)."""
-    squeezed = re.sub(r"\s+", "", text)
-    found = [text]
-    for run in set(B64_RUN.findall(squeezed)):
-        found += [t for blob in _base64(run) for t in _texts(blob)]
-    for run in set(HEX_RUN.findall(squeezed)):
-        found += [t for offset in (0, 1) for t in _texts(bytes.fromhex(run[offset:][: (len(run) - offset) // 2 * 2]))]
+    found = [text, *_decoded_runs(re.sub(r"\s+", "", text))]
     return [v for t in found for v in (t, t[::-1])]
 
 

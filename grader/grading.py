@@ -57,7 +57,7 @@ from grader.layout import (
 )
 from grader.runner import REPO, nbgrader_or_fail
 from labcore import lessons
-from labcore.errors import UsageError, output_folder
+from labcore.errors import UsageError, output_folder, require_listed
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")  # no glob characters: nbgrader treats ids as globs
 SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
@@ -164,10 +164,7 @@ class GradingDir:
         known = self.assignments()
         if assignment is None:
             return known
-        if assignment not in known:
-            raise UsageError(
-                f"no assignment {assignment!r} in {self.root / 'source'}; there are: {', '.join(known) or 'none'}"
-            )
+        require_listed(assignment, known, f"no assignment {assignment!r} in {self.root / 'source'}")
         return [assignment]
 
     def submitted(self, assignment: str) -> list[str]:

@@ -17,6 +17,12 @@ class UsageError(Exception):
     """Bad input: an option, a file or a machine that cannot do the job."""
 
 
+def require_listed(name: str, listed: Sequence[str], refusal: str, listing: str = "there are") -> None:
+    """UsageError unless `name` is one of `listed`: the refusal, then what the valid names are."""
+    if name not in listed:
+        raise UsageError(f"{refusal}; {listing}: {', '.join(listed) or 'none'}")
+
+
 def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:
     """Run a command's main; turn a UsageError (or an OSError no check foresaw) into one line on stderr and exit 2,
     Ctrl-C into 'error: interrupted' and 130. A command that fails removes the output folders it made while they are

@@ -72,6 +72,9 @@ class Config:
         _check_counts(self)
 
 
+FLOAT4 = "the kernels load float4"
+
+
 def _check_sizes(cfg: Config) -> None:
     _words("--row-bytes", cfg.row_bytes, "the gather copies 16-byte words; try 1KiB")
     _whole("--table-size", cfg.table_bytes, ("--row-bytes", cfg.row_bytes, "rows"), "the table is read row by row")
@@ -80,13 +83,10 @@ def _check_sizes(cfg: Config) -> None:
             f"--buffer-size {format_size(cfg.buffer_bytes)} is not a power of two of at least 1MiB "
             f"(the scattered pattern permutes indices modulo the size); try 256MiB"
         )
-    for option, nbytes in (
-        ("--stream-size", cfg.stream_bytes),
-        ("--window", cfg.chunk_bytes),
-        ("--saxpy-size", cfg.saxpy_bytes),
-        ("--both-chunk", cfg.both_chunk_bytes),
-    ):
-        _words(option, nbytes, "the kernels load float4")
+    _words("--stream-size", cfg.stream_bytes, FLOAT4)
+    _words("--window", cfg.chunk_bytes, FLOAT4)
+    _words("--saxpy-size", cfg.saxpy_bytes, FLOAT4)
+    _words("--both-chunk", cfg.both_chunk_bytes, FLOAT4)
     _whole(
         "--both-size", cfg.both_bytes, ("--both-chunk", cfg.both_chunk_bytes, "chunks"), "the pipeline cuts it equally"
     )
