@@ -42,7 +42,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -415,21 +415,14 @@ def _leave_share(state: _State) -> None:
 def gpu_share(device: int | None = None, *, file: TextIO | None = None) -> Iterator[None]:
     """Use this GPU for work that is not timed: alongside other sharers, never while another process's turn is timed
     (waits at the gate meanwhile). Inside a turn it is the turn; a turn inside it drops the share for its length."""
-    if not lock_enabled():
+    out = sys.stderr if file is None else file
+
+    def first(gpu: GpuId, state: _State) -> None:
+        if state.depth == 0:
+            _enter_share(gpu, state, out)
+
+    with _held(device, "shared", first, lambda gpu, state: _leave_share(state)):
         yield
-        return
-    gpu = gpu_id(device)
-    state = _state(gpu.key)
-    with state.mutex:
-        if state.shared == 0 and state.depth == 0:
-            _enter_share(gpu, state, sys.stderr if file is None else file)
-        state.shared += 1
-        try:
-            yield
-        finally:
-            state.shared -= 1
-            if state.shared == 0:
-                _leave_share(state)
 
 
 @contextlib.contextmanager
@@ -440,25 +433,42 @@ def gpu_turn(device: int | None = None, *, file: TextIO | None = None) -> Iterat
     A wait behind others is said once on `file` (default stderr): 'waiting for GPU 0 (NVIDIA H200): 2
     measurements ahead'.
     """
+    out = sys.stderr if file is None else file
+
+    def first(gpu: GpuId, state: _State) -> None:
+        _leave_share(state)  # our own share would keep our turn waiting: it comes back after the turn
+        _acquire(gpu, state, out)
+
+    def last(gpu: GpuId, state: _State) -> None:
+        _release(state)
+        if state.shared:
+            _enter_share(gpu, state, out)
+
+    with _held(device, "depth", first, last):
+        yield
+
+
+@contextlib.contextmanager
+def _held(
+    device: int | None, count: str, first: Callable[[GpuId, _State], None], last: Callable[[GpuId, _State], None]
+) -> Iterator[None]:
+    """One more holder of this GPU's `count` (`shared` or `depth`, under its mutex) for the block: `first` when it
+    is the first, `last` when the last leaves (nothing while locking is off)."""
     if not lock_enabled():
         yield
         return
     gpu = gpu_id(device)
     state = _state(gpu.key)
-    out = sys.stderr if file is None else file
     with state.mutex:
-        if state.depth == 0:
-            _leave_share(state)  # our own share would keep our turn waiting: it comes back after the turn
-            _acquire(gpu, state, out)
-        state.depth += 1
+        if getattr(state, count) == 0:
+            first(gpu, state)
+        setattr(state, count, getattr(state, count) + 1)
         try:
             yield
         finally:
-            state.depth -= 1
-            if state.depth == 0:
-                _release(state)
-                if state.shared:
-                    _enter_share(gpu, state, out)
+            setattr(state, count, getattr(state, count) - 1)
+            if getattr(state, count) == 0:
+                last(gpu, state)
 
 
 # -- who else computes on the GPU ---------------------------------------------------------------------------------

@@ -257,48 +257,37 @@ class CupyContext:
     def _host_ptr(self, array: np.ndarray, k: int) -> int:
         return array.ctypes.data + k * self.window_bytes
 
-    def _run(self, op: str, k: int, pair: int, stream: int | None, enqueue: Any) -> None:
+    def _run(self, op: str, k: int, pair: int, stream: int | None) -> None:
         target = self.stream(pair, stream)
         if self.tracer is None:
-            enqueue(target)
+            self._enqueue(op, k, pair, target)
         else:
             index = pair if stream is None else stream
             nbytes = 0 if op == "kernel" else self.window_bytes
-            self.tracer.around(op, k, target, index, nbytes, pair, lambda: enqueue(target))
+            self.tracer.around(op, k, target, index, nbytes, pair, lambda: self._enqueue(op, k, pair, target))
+
+    def _enqueue(self, op: str, k: int, pair: int, s: Any) -> None:
+        """Chunk k's operation (h2d, kernel or d2h) on buffer pair `pair`, enqueued on the CuPy stream s."""
+        if op == "kernel":
+            launch_fma_chain(self.d_in[pair], self.d_out[pair], self.chunk_elems, self.fmas, s)
+        elif op == "h2d":
+            host = self._host_ptr(self.h_in, k)
+            self._cp.cuda.runtime.memcpyAsync(self.d_in[pair].data.ptr, host, self.window_bytes, _H2D, s.ptr)
+        else:
+            host = self._host_ptr(self.h_out, k)
+            self._cp.cuda.runtime.memcpyAsync(host, self.d_out[pair].data.ptr, self.window_bytes, _D2H, s.ptr)
 
     def copy_in(self, k: int, pair: int, stream: int | None = None) -> None:
         """Enqueue cudaMemcpyAsync of host chunk k into d_in[pair]."""
-        self._run(
-            "h2d",
-            k,
-            pair,
-            stream,
-            lambda s: self._cp.cuda.runtime.memcpyAsync(
-                self.d_in[pair].data.ptr, self._host_ptr(self.h_in, k), self.window_bytes, _H2D, s.ptr
-            ),
-        )
+        self._run("h2d", k, pair, stream)
 
     def launch(self, k: int, pair: int, stream: int | None = None) -> None:
         """Enqueue the FMA kernel from d_in[pair] to d_out[pair] (k only labels the trace)."""
-        self._run(
-            "kernel",
-            k,
-            pair,
-            stream,
-            lambda s: launch_fma_chain(self.d_in[pair], self.d_out[pair], self.chunk_elems, self.fmas, s),
-        )
+        self._run("kernel", k, pair, stream)
 
     def copy_out(self, k: int, pair: int, stream: int | None = None) -> None:
         """Enqueue cudaMemcpyAsync of d_out[pair] into host chunk k."""
-        self._run(
-            "d2h",
-            k,
-            pair,
-            stream,
-            lambda s: self._cp.cuda.runtime.memcpyAsync(
-                self._host_ptr(self.h_out, k), self.d_out[pair].data.ptr, self.window_bytes, _D2H, s.ptr
-            ),
-        )
+        self._run("d2h", k, pair, stream)
 
     def synchronize(self) -> None:
         """cudaDeviceSynchronize: the host waits for every stream."""
