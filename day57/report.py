@@ -3,6 +3,7 @@ profile saw, and the lesson's claims judged on the numbers."""
 
 from __future__ import annotations
 
+from day57 import model
 from day57.config import MANAGED, PASSES, PassKey
 from labcore.kit.verdicts import Verdict, checks_text, held
 from labcore.record import PassTimes, Record
@@ -28,9 +29,18 @@ def ratio(record: Record, name: str, to: str) -> float | None:
     return None if top is None or not bottom else top / bottom
 
 
+def model_mib(record: Record, name: str) -> float:
+    """What the lesson's model (exercise 1) says one timed repeat of a pass moves across the link, MiB: what one
+    more run adds, with the advice for the advised pass (its output) and without for the others (in and out)."""
+    total, advised = record.config["total_bytes"], name == "advised"
+    return (model.bytes_moved(total, 2, advised) - model.bytes_moved(total, 1, advised)) / 2**20
+
+
 def gpu_table(record: Record) -> str:
-    """Every pass: median and spread, GB/s of the job's 2 GiB, against the pipeline and the duplex floor."""
-    lines = [f"{'pass':<10}{'median ms':>11}{'spread ms':>17}{'GB/s':>7}{'/ pipeline':>12}{'/ floor':>9}"]
+    """Every pass: median and spread, GB/s of the job's 2 GiB, against the pipeline and the duplex floor, and the
+    MiB the lesson's model says cross the link in it."""
+    head = f"{'pass':<10}{'median ms':>11}{'spread ms':>17}{'GB/s':>7}{'/ pipeline':>12}{'/ floor':>9}"
+    lines = [head + f"{'model MiB':>11}"]
     for name in PASSES:
         p = found(record, name)
         if p is None:
@@ -39,6 +49,7 @@ def gpu_table(record: Record) -> str:
         lines.append(
             f"{name:<10}{p.median_ms:>11.2f}{f'{low:.2f}-{high:.2f}':>17}{p.gbps() or 0:>7.1f}"
             f"{_x(ratio(record, name, 'pipeline')):>12}{_x(ratio(record, name, 'duplex')):>9}"
+            f"{model_mib(record, name):>11.0f}"
         )
     return "\n".join(lines)
 
@@ -82,7 +93,8 @@ def predictions(record: Record) -> list[Verdict]:
         )
     if advised is not None and floor is not None:
         claim = "with the advice, a re-run beats the duplex floor: its input no longer crosses the link"
-        numbers = f"advised/floor {floor:.2f}x, advised/pipeline {advised:.2f}x"
+        moved = f"the model: {model_mib(record, 'advised'):.0f} of {model_mib(record, 'pipeline'):.0f} MiB a run"
+        numbers = f"advised/floor {floor:.2f}x, advised/pipeline {advised:.2f}x; {moved}"
         said.append(Verdict(3, claim, held(floor < 1), numbers))
     return said
 

@@ -770,8 +770,8 @@ def test_the_full_bundle_says_it_holds_day54s_answer_in_later_lessons(built):
     )
     notes = [line for line in built.lines if "answer in" in line]
     assert notes == [
-        "zero_copy, day55, day56 ship day54's answer in their own code: hand this bundle out once day54's exercises "
-        "have closed (or cut it with --through day54)"
+        "zero_copy, day55, day56, day57 ship day54's answer in their own code: hand this bundle out once day54's "
+        "exercises have closed (or cut it with --through day54)"
     ]
     assert bundle.release_notes(ROOT, ["day54", "zero_copy"]) == [
         "zero_copy ships day54's answer in its own code: hand this bundle out once day54's exercises have closed "
@@ -782,7 +782,7 @@ def test_the_full_bundle_says_it_holds_day54s_answer_in_later_lessons(built):
 def test_builds_on_is_read_from_the_source_and_checked(tmp_path):
     """BUILDS_ON is read without importing a lesson; a lesson declaring none builds on none; one naming a lesson that
     is not listed before it, or not a tuple of names, is refused naming the file."""
-    assert [bundle.builds_on(ROOT, n) for n in names()] == [(), ("day54",), ("day54",), ("day54",)]
+    assert [bundle.builds_on(ROOT, n) for n in names()] == [(), ("day54",), ("day54",), ("day54",), ("day54",)]
     (tmp_path / "lessons.txt").write_text("first\nsecond\n")
     for name, text in {"first": 'BUILDS_ON = ("second",)\n', "second": "BUILDS_ON = 'first'\n"}.items():
         (tmp_path / name).mkdir()
@@ -813,12 +813,14 @@ def test_the_first_cut_ships_no_schedule_of_its_open_exercises(cut_first, answer
 
 
 def test_the_full_bundle_ships_day54s_answer_where_builds_on_says(scanned, answers):
-    """Not vacuous: in the full bundle the scan finds day 54's answer as the zero-copy lesson's pipeline and inside
-    day 55's ways to allocate; every lesson whose code holds an earlier lesson's answer declares it in BUILDS_ON."""
+    """Not vacuous: in the full bundle the scan finds day 54's answer as the zero-copy lesson's and day 57's pipeline
+    and inside day 55's ways to allocate; every lesson whose code holds an earlier lesson's answer declares it in
+    BUILDS_ON."""
     held = {key: holders(scanned.found, answer) for key, answer in answers["day54"].items()}
     assert held["day54 my_pipelined: my_pipelined"] == [
         "day55.schedules.once",
         "day55.schedules.per_chunk_malloc",
+        "day57.managed.pipelined",
         "zero_copy.experiments.pipelined",
     ]
     for lesson, exercises in answers.items():
