@@ -44,7 +44,7 @@ from labcore.pipeline.recording import RecordingContext
 from labcore.pipeline.simulate import simulate
 from labcore.pipeline.stages import Stages
 from labcore.pipeline.verify import bit_exact_check, check_bit_exact
-from labcore.timing import time_pass
+from labcore.timing import grader_pass
 
 KiB = 1 << 10
 TIMED_TOTAL_BYTES = 1 << 30  # the lesson's array
@@ -212,16 +212,7 @@ def _live_times(recorded: trace.Trace, rounds: int) -> tuple[float, float, int]:
     with pool.release_threshold(0):  # the default: what a program that never sets it gets
         for done in range(max(rounds, MAX_ONCE_ROUNDS)):
             for name, fn in runs.items():
-                found = time_pass(
-                    fn,
-                    key=f"grader {name}",
-                    name=name,
-                    params={},
-                    domain="grader",
-                    repeats=3,
-                    warmup=1 if done == 0 else 0,
-                    **_timed_hooks(host, expected, ctx.chunk_elems, name),
-                )
+                found = grader_pass(fn, name, done == 0, **_timed_hooks(host, expected, ctx.chunk_elems, name))
                 medians[name].append(found.median_ms)
             fractions = [m / o / ONCE_FACTOR for m, o in zip(medians["yours"], medians["allocated once"], strict=True)]
             if done + 1 >= rounds and rounds_decided(fractions, least_rounds=rounds):
