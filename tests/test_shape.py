@@ -38,7 +38,6 @@ OUTSIDE_FILES = ("setup.py", "conftest.py", "nbgrader_config.py", "pyproject.tom
 # lesson's check messages (to go when the checks report numbers as data). The list may only shrink: a file here
 # that no longer names a lesson fails the test below, so it is taken off.
 STILL_NAMING = {
-    "tests/test_report.py": "the class report's per-check figures, by each lesson's check messages",
     "tests/test_bundle.py": "a lesson's allowed solution overlap and its planted references",
     "tests/test_bad_input.py": "the bad-input sweep: each lesson's own options and profile files, beside the grader's",
 }
@@ -49,7 +48,8 @@ LESSON_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 def test_the_list_is_the_file_at_the_root():
-    """labcore.lessons reads lessons.txt beside the lesson folders, in its order, comments and blank lines aside."""
+    """labcore.lessons reads lessons.txt beside the lesson folders, in its order, comments and blank lines aside
+    (Lesson rule 2 on the architecture page)."""
     assert lessons.list_file() == ROOT / "lessons.txt"
     assert names() == parse((ROOT / "lessons.txt").read_text()) and len(names()) >= 2
     assert parse("# the course\n\nfirst  # a comment\nsecond\n") == ("first", "second")
@@ -60,11 +60,14 @@ def test_the_list_is_the_file_at_the_root():
     [("day-55\n", "is not a lesson name"), ("Shout\n", "is not a lesson name"), ("a\nb\na\n", "listed twice")],
 )
 def test_a_bad_list_is_one_clear_error(text, needle):
+    """A line that is no lesson name, or a lesson listed twice, is one clear error (Lesson rule 2 on the architecture
+    page)."""
     with pytest.raises(UsageError, match=needle):
         parse(text, "lessons.txt")
 
 
 def test_an_unlisted_lesson_is_refused():
+    """A name not on the list is no lesson (Lesson rule 2 on the architecture page)."""
     with pytest.raises(UsageError, match=r"no lesson 'nope' in .*lessons\.txt; the lessons are: "):
         lesson("nope")
 
@@ -79,12 +82,14 @@ def lesson_folders(root: Path) -> set[str]:
 
 
 def test_every_lesson_folder_is_listed():
-    """A folder with the shape but no line in lessons.txt would be packaged, masked and graded by nobody."""
+    """A folder with the shape but no line in lessons.txt would be packaged, masked and graded by nobody (Lesson rule
+    2 on the architecture page)."""
     assert lesson_folders(ROOT) == set(names())
 
 
 def test_an_unlisted_lesson_folder_is_found(tmp_path):
-    """Not vacuous: a shaped folder without its line is seen (and a half-shaped one is not a lesson)."""
+    """Not vacuous: a shaped folder without its line is seen (and a half-shaped one is not a lesson): Lesson rule 2 on
+    the architecture page."""
     for name, files in {"listed": SHAPE_FILES, "forgotten": SHAPE_FILES, "half": ("__init__.py",)}.items():
         (tmp_path / name).mkdir()
         for file in files:
@@ -98,7 +103,8 @@ def test_an_unlisted_lesson_folder_is_found(tmp_path):
 
 @pytest.mark.parametrize("name", names())
 def test_every_lesson_has_the_shape(name):
-    """The shape's modules, the package's names, its solutions notebook, its shipped profile, its tests."""
+    """The shape's modules, the package's names, its solutions notebook, its shipped profile, its tests (Lesson rules
+    1, 3, 5, 6 and 8 on the architecture page)."""
     found = lesson(name)
     assert found.folder == ROOT / name
     have = {p.name for p in found.folder.glob("*.py")}
@@ -115,7 +121,8 @@ def test_every_lesson_has_the_shape(name):
 
 def test_a_replay_takes_the_default_gpus_profile_else_the_one_a_lesson_has(tmp_path, monkeypatch):
     """A lesson ships at least one GPU's profile: a replay takes DEFAULT_GPU's where there is one, else the one it
-    has (a folder without results.json is no profile: a section's record beside it does not count)."""
+    has (a folder without results.json is no profile: a section's record beside it does not count). Lesson rule 6 on
+    the architecture page."""
     monkeypatch.setenv(OVERRIDE_ENV, str(tmp_path))
     lone = names()[0]
     for gpu, file in (("a100", RESULTS), ("b200x2", "other.json")):
@@ -143,13 +150,14 @@ def options() -> dict[str, set[str]]:
 
 def test_every_lesson_offers_the_shared_options(options):
     """The same idea has the same option in every lesson: the window (chunk) size, plots, the record, a profile to
-    replay, the GPU."""
+    replay, the GPU (Lesson rule 4 on the architecture page)."""
     missing = {name: sorted(set(SHARED_OPTIONS) - have) for name, have in options.items()}
     assert {name: m for name, m in missing.items() if m} == {}
 
 
 def test_no_lesson_spells_a_shared_idea_another_way(options):
-    """Old spellings are not offered (a hidden alias may still work): --chunk is --window everywhere."""
+    """Old spellings are not offered (a hidden alias may still work): --chunk is --window everywhere (Lesson rule 4 on
+    the architecture page)."""
     assert {name: have & {"--chunk", "--plots", "--gpu", "--profile"} for name, have in options.items()} == {
         name: set() for name in options
     }
@@ -198,15 +206,17 @@ def outside_files(root: Path) -> list[Path]:
 
 
 def test_no_code_outside_the_lesson_folders_names_a_lesson():
-    """The grader, labcore, packaging, the site and the cross-cutting tests read the list; they never spell a lesson
-    (docstrings and comments may, as prose). STILL_NAMING is the list of test modules yet to be made generic."""
+    """The grader, labcore, packaging, the site, the course's benchmarks and the cross-cutting tests read the list;
+    they never spell a lesson (docstrings and comments may, as prose). STILL_NAMING is the list of test modules yet to
+    be made generic. Lesson rules 10 and 11 on the architecture page."""
     named = {p.relative_to(ROOT).as_posix(): hits for p in outside_files(ROOT) if (hits := naming(p, names()))}
     assert {f: hits for f, hits in named.items() if f not in STILL_NAMING} == {}
     assert sorted(set(STILL_NAMING) - set(named)) == [], "take these off STILL_NAMING: they name no lesson now"
 
 
 def test_the_naming_scan_sees_code_and_not_prose(tmp_path):
-    """Not vacuous: a name in code or a string is found, the same name in a docstring or comment is not."""
+    """Not vacuous: a name in code or a string is found, the same name in a docstring or comment is not (Lesson rule
+    11 on the architecture page)."""
     path = tmp_path / "m.py"
     path.write_text(
         '"""A module about lesson_x."""\n'
@@ -220,7 +230,8 @@ def test_the_naming_scan_sees_code_and_not_prose(tmp_path):
 
 def test_the_gpu_visit_runs_benchmarks_that_exist():
     """benchmarks/h200.sh runs the course's scripts by path and a lesson's benchmark by its file name (`bench NAME`,
-    found in the lessons' benchmarks/ folders): each path is there, and each name is one lesson's."""
+    found in the lessons' benchmarks/ folders): each path is there, and each name is one lesson's (Lesson rule 10 on
+    the architecture page)."""
     text = (ROOT / "benchmarks" / "h200.sh").read_text()
     paths = set(re.findall(r"python3 ((?:benchmarks|tests)/\w+\.py)", text))
     named = set(re.findall(r"\$\(bench (\w+\.py)\)", text))
@@ -231,7 +242,8 @@ def test_the_gpu_visit_runs_benchmarks_that_exist():
 
 @pytest.mark.parametrize("name", names())
 def test_a_lessons_tests_import_no_other_lesson(name):
-    """A lesson's own tests are about it alone: they import labcore, grader and their lesson, never another."""
+    """A lesson's own tests are about it alone: they import labcore, grader, the course's test helpers and their
+    lesson, never another (Lesson rule 8 on the architecture page)."""
     others = tuple(n for n in names() if n != name)
     found = []
     for path in sorted(lesson(name).tests.glob("*.py")):
