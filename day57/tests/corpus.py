@@ -23,6 +23,10 @@ NO_ADVICE = """def bytes_moved(total_bytes, runs, advised):
 INPUT_ONCE_EVEN_FOR_NO_RUN = """def bytes_moved(total_bytes, runs, advised):
     return total_bytes * (runs + 1) if advised else 2 * total_bytes * runs  # zero runs still move the input"""
 
+# The wrong answer only the hidden test catches (tests/test_course_e2e.py): graded, the visible cell's cases and the
+# drawn ones never ask an advised job of zero runs; the hidden cell does
+FAILS_ONLY_HIDDEN = ("test_bytes_moved", {"bytes_moved": INPUT_ONCE_EVEN_FOR_NO_RUN})
+
 CALLS_THE_MODEL = """import day57.model
 
 
