@@ -13,13 +13,31 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from labcore.sizes import format_size, parse_size
 
+K = TypeVar("K", bound="_Key")
+
+
+class _Key:
+    """What every key shares: its string form matches `_FORM`, and `parse` is the one place that reads it back."""
+
+    _FORM: ClassVar[re.Pattern[str]]
+
+    @classmethod
+    def parse(cls: type[K], text: str) -> K | None:
+        """The key whose string form `text` is; None if it is not one."""
+        match = cls._FORM.match(text)
+        return None if match is None else cls._read(match)
+
+    @classmethod
+    def _read(cls: type[K], match: re.Match[str]) -> K | None:
+        raise NotImplementedError
+
 
 @dataclasses.dataclass(frozen=True)
-class PassKey:
+class PassKey(_Key):
     """One timed pass: its name ('naive', 'pipelined', 'h2d', 'pitfall sync-in-loop', ...), window and depth.
 
     Its string form, 'pipelined w=64MiB b=2', names the NVTX range in nsys exports and the pass in a results
@@ -33,14 +51,11 @@ class PassKey:
     _FORM: ClassVar[re.Pattern[str]] = re.compile(r"^(?P<name>.+) w=(?P<window>\d+[KMG]iB|\d+B) b=(?P<buffers>\d+)$")
 
     def __str__(self) -> str:
-        return f"{self.name} w={format_size(self.window_bytes)} b={self.buffers}"
+        return f"{self.name} w={self.window} b={self.buffers}"
 
     @classmethod
-    def parse(cls, text: str) -> PassKey | None:
-        """'pipelined w=64MiB b=2' -> PassKey('pipelined', 67108864, 2); None if it is not a pass key."""
-        match = cls._FORM.match(text)
-        if not match:
-            return None
+    def _read(cls, match: re.Match[str]) -> PassKey:
+        """'pipelined w=64MiB b=2' -> PassKey('pipelined', 67108864, 2)."""
         return cls(match["name"], parse_size(match["window"]), int(match["buffers"]))
 
     @property
@@ -50,7 +65,7 @@ class PassKey:
 
 
 @dataclasses.dataclass(frozen=True)
-class ChunkKey:
+class ChunkKey(_Key):
     """One timed pass at a chunk count: 'graph n=16'. A lesson subclasses it to list its pass names (NAMES)."""
 
     name: str
@@ -63,9 +78,6 @@ class ChunkKey:
         return f"{self.name} n={self.n_chunks}"
 
     @classmethod
-    def parse(cls, text: str) -> ChunkKey | None:
-        """'graph n=16' -> cls('graph', 16); None if it is not a pass key of the lesson's NAMES."""
-        match = cls._FORM.match(text)
-        if not match or match["name"] not in cls.NAMES:
-            return None
-        return cls(match["name"], int(match["n"]))
+    def _read(cls, match: re.Match[str]) -> ChunkKey | None:
+        """'graph n=16' -> cls('graph', 16); None for a name not among the lesson's NAMES."""
+        return cls(match["name"], int(match["n"])) if match["name"] in cls.NAMES else None
