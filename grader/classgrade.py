@@ -42,6 +42,7 @@ from grader import cluster, hops, warm
 from grader.autograde import Outcome, absent, outcome, record_all
 from grader.grading import GradingDir, past_run_files, too_large
 from grader.layout import (
+    BEFORE_RECORDING,
     COURSE_ID,
     GRADEBOOK,
     KERNEL_DIED,
@@ -71,7 +72,6 @@ from labcore.errors import UsageError
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
 
-BEFORE_RECORDING = "gradebook-before-recording.db"  # in DIR/.grading: keep_gradebook's copy
 RECORD_BATCH = 8  # the Recorder waits for this many students ready (or the assignment's end) before it records
 LESSON_NOTE = (
     "(lesson cell: not run while grading, which runs only your answers and the tests; run the notebook yourself to "

@@ -41,6 +41,7 @@ from typing import Any
 
 from grader.course import Course, run_file_clashes, tag_raising_cells, tree_differences
 from grader.layout import (
+    BEFORE_RECORDING,
     COURSE_ID,
     GRADEBOOK,
     GRADING_CONFIG,
@@ -52,6 +53,7 @@ from grader.layout import (
     RELEASE_DIR,
     SKIPPED_AT_COLLECT,
     SOURCE_DIR,
+    STORE,
     db_url,
     run_files_glob,
 )
@@ -119,8 +121,10 @@ class GradingDir:
         """UsageError naming what is wrong with DIR/gradebook.db: missing, not a file, not SQLite, damaged, or not
         nbgrader's (nbgrader would make a new, empty one in its place, and grades would be lost without a word)."""
         book = self.root / GRADEBOOK
+        kept = self.root / STORE / BEFORE_RECORDING
+        backup = f"{kept} (kept before the last recording), then autograde again" if kept.is_file() else "a backup"
         remedy = (
-            f"restore {GRADEBOOK} from a backup, or make a new grading directory with `python -m grader setup` and "
+            f"restore {GRADEBOOK} from {backup}, or make a new grading directory with `python -m grader setup` and "
             "collect again"
         )
         if not book.exists():

@@ -41,6 +41,7 @@ MAX_NOTEBOOK_CELLS = 2_000
 # In a grading directory: each submission's stored result (grader.classgrade), and beside it, while nbgrader could
 # not record that student, why (the table, the CSV and the report say it)
 STORE = ".grading"
+BEFORE_RECORDING = "gradebook-before-recording.db"  # in STORE: the gradebook as it was before the last recording
 UNRECORDED = "unrecorded.txt"
 # In an autograded notebook's metadata: wall seconds of the sandbox and of the trusted checker (grader.classgrade)
 TIMES_KEY = "datamove_grading"

@@ -650,6 +650,9 @@ def test_recording_keeps_the_gradebook_as_it_was_and_nbgrader_writes_without_syn
     assert kept == tmp_path / STORE / BEFORE_RECORDING
     with contextlib.closing(sqlite3.connect(kept)) as copy:
         assert copy.execute("select * from grade").fetchall() == [("ana", 3.5)]
+    (tmp_path / GRADEBOOK).write_bytes(b"overwritten")  # damaged: the remedy names the copy kept
+    with pytest.raises(UsageError, match=f"restore {GRADEBOOK} from {kept} .kept before the last recording"):
+        GradingDir(tmp_path, must_exist=False).check_gradebook()
     missing = tmp_path / "none"
     missing.mkdir()
     with pytest.raises(sqlite3.OperationalError):  # never an empty gradebook made where there was none
