@@ -52,6 +52,7 @@ def timeline(record: Record) -> Figure:
                 twin.plot(xs, [n for _, n in points], "x", ms=2, color=COLOURS[kind])
                 ax.plot([], [], "x", color=COLOURS[kind], label=kind.replace("_", " ") + " / 100 us")
         ax.set_ylabel("MB / 100 us")
+        ax.set_xlim(0, report.ms(record, name))  # the whole repeat, quiet or not
         if not any(seen[name].get(kind) for kind in COLOURS):
             ax.text(0.5, 0.5, "no migration and no fault", ha="center", transform=ax.transAxes)
         twin.set_ylabel("faults")
