@@ -39,15 +39,13 @@ BYTES_MOVED = public.Expectation(  # the cases your own kernel checks, and the m
 def check_bytes_moved(fn: Callable[..., int], *, cases: list[tuple[int, int, bool]] | None = None) -> None:
     """Your bytes_moved(total_bytes, runs, advised) gives the model's bytes on five cases drawn for this grading run
     and on `cases` if given; in your own kernel on OWN_BYTES_MOVED in place of the drawn ones."""
-    if not answers.grading():
-        assert_own_function(fn, n_params=3, what="bytes_moved", references=(model.bytes_moved,), forbidden=("model",))
-    asked = [*(cases or []), *(bytes_moved_cases() if answers.grading() else OWN_BYTES_MOVED)]
+    assert_own_function(fn, n_params=3, what="bytes_moved", references=(model.bytes_moved,), forbidden=("model",))
+    asked = [*(cases or []), *answers.asked_cases(bytes_moved_cases, OWN_BYTES_MOVED)]
     got_all = [
         answers.answer(f"bytes_moved{tuple(case)}", ("day57 bytes moved", case), answers.ask_call, fn, *case)
         for case in asked
     ]
-    if answers.collecting():
-        return
+    answers.asked()
     for case, got in zip(asked, got_all, strict=True):
         want = BYTES_MOVED.want(list(case))
         total, runs, advised = case
