@@ -27,7 +27,7 @@ from day56 import graph, model, schedules
 from day56.config import MiB
 from labcore import answers, checking, measured, public
 from labcore.answers import reference
-from labcore.checking import Case, Result, assert_own_function, expected_output, say, verdicts
+from labcore.checking import Case, Result, answered_calls, assert_own_function, expected_output, say, verdicts
 from labcore.device import gpu_available
 from labcore.gpulock import gpu_turn
 from labcore.pending import PendingGPU, pending_message
@@ -81,12 +81,7 @@ def check_break_even(fn: Callable[..., float], *, cases: list[tuple[float, float
         hint="work the arithmetic out yourself",
     )
     asked = [*(cases or []), *answers.asked_cases(break_even_cases, OWN_BREAK_EVEN)]
-    got_all = [
-        answers.answer(f"break_even_launches{tuple(case)}", ("day56 break-even", case), answers.ask_call, fn, *case)
-        for case in asked
-    ]
-    answers.asked()
-    for case, got in zip(asked, got_all, strict=True):
+    for case, got in zip(asked, answered_calls(fn, "break_even_launches", "day56 break-even", asked), strict=True):
         want = BREAK_EVEN.want(case)
         one_off, enqueue, launch = case
         where = f"one-off {one_off} ms, enqueue {enqueue} ms, launch {launch} ms"

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from day57 import model
 from labcore import answers, public
-from labcore.checking import assert_own_function, say, verdicts
+from labcore.checking import answered_calls, assert_own_function, say, verdicts
 
 MiB = 1 << 20
 
@@ -41,12 +41,7 @@ def check_bytes_moved(fn: Callable[..., int], *, cases: list[tuple[int, int, boo
     and on `cases` if given; in your own kernel on OWN_BYTES_MOVED in place of the drawn ones."""
     assert_own_function(fn, n_params=3, what="bytes_moved", references=(model.bytes_moved,), forbidden=("model",))
     asked = [*(cases or []), *answers.asked_cases(bytes_moved_cases, OWN_BYTES_MOVED)]
-    got_all = [
-        answers.answer(f"bytes_moved{tuple(case)}", ("day57 bytes moved", case), answers.ask_call, fn, *case)
-        for case in asked
-    ]
-    answers.asked()
-    for case, got in zip(asked, got_all, strict=True):
+    for case, got in zip(asked, answered_calls(fn, "bytes_moved", "day57 bytes moved", asked), strict=True):
         want = BYTES_MOVED.want(list(case))
         total, runs, advised = case
         where = f"{total // MiB} MiB, {runs} run(s), {'with' if advised else 'without'} the advice"

@@ -222,6 +222,14 @@ def decided_when_graded(checked: str, rest: str = "whether each is right", withh
 K = TypeVar("K")
 
 
+def answered_calls(fn: Any, what: str, question: str, cases: Iterable[tuple[Any, ...]]) -> list[Any]:
+    """The student's `what`(*case) at each case, asked as data (labcore.answers.answer, keyed by `question` and the
+    case), every one before the check judges any (answers.asked: planning or collecting, the check ends here)."""
+    got = [answers.answer(f"{what}{tuple(case)}", (question, case), answers.ask_call, fn, *case) for case in cases]
+    answers.asked()
+    return got
+
+
 def answer_key(key: Callable[[], K], checked: str, *, mistake: str | None = None) -> K:
     """The withheld answer key (`key()`, a lesson's `@reference`) a check judges against while grading. In the
     student's own kernel, which holds no key, the check ends here (labcore.answers.CheckEnds): failing on a `mistake`
