@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import importlib
 import io
 import json
 import os
@@ -38,13 +39,32 @@ pytest.importorskip("nbgrader", reason="the course extra (nbgrader) is not insta
 
 from grader.cli import main as grader_main
 from labcore.errors import run_cli
+from labcore.lessons import lesson as lesson_of
+from labcore.lessons import names
 from labcore.mode import run_lesson
+from labcore.profiles import shipped_profile
 
 pytestmark = pytest.mark.slow(seconds=80)  # a toy class set up, 331 commands, some in a child that is interrupted
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "tests" / "data" / "toy_assignment"
-LESSONS = ("day54", "zero_copy", "day55", "day56")
-TRACED = ("day54", "day55", "day56")  # replayed from nsys exports (zero_copy replays its results.json)
+LESSONS = names()
+
+
+def declared(lesson: str, name: str, default: object) -> object:
+    """What a lesson declares to this sweep in its folder's tests/bad_input.py (NAME there), else `default`."""
+    if not (lesson_of(lesson).tests / "bad_input.py").is_file():
+        return default
+    return getattr(importlib.import_module(f"{lesson}.tests.bad_input"), name, default)
+
+
+TRACED = [n for n in LESSONS if declared(n, "REPLAYS_EXPORTS", False)]  # replayed from nsys exports (REPLAYS_EXPORTS)
+
+
+def other_lesson(lesson: str, among: list[str] | tuple[str, ...] = LESSONS) -> str:
+    """Another lesson than `lesson` (the first of `among`), whose files stand in as a foreign lesson's."""
+    return next(n for n in among if n != lesson)
+
+
 AS_ROOT = os.geteuid() == 0  # root writes into a read-only folder: there, only a path no one can make stands in
 TALLY: dict[str, list[str]] = {"run": [], "silent": [], "traceback": []}
 
@@ -104,7 +124,7 @@ RECORDS = {
     "deep": "nested too deep",
     "schema-9": "schema 9 is not the supported",
     "no-lesson": "lacks the field 'lesson'",
-    "foreign": "records the 'zero_copy' lesson|records the 'day56' lesson",
+    "foreign": "records the '{other}' lesson",
     "bad-check": "checks[0].name",
     "unknown-pass-field": "unknown field 'colour'",
     "negative-time": "needs positive times_ms",
@@ -135,6 +155,7 @@ for lesson in LESSONS:
     case(lesson, "profile-empty-folder", ["--from-profile", "{w}/empty-folder"], "neither|no such results", status=2)
     case(lesson, "profile-results-is-a-folder", ["--from-profile", "{w}/results-folder"], "a folder, not", status=2)
     for name, says in RECORDS.items():
+        says = says.format(other=other_lesson(lesson))
         case(lesson, f"record-{name}", ["--from-profile", f"{{w}}/records/{lesson}-{name}.json"], says, status=2)
     case(lesson, "foreign-results-in-folder", ["--from-profile", f"{{w}}/foreign-{lesson}"], "lesson, not", status=2)
     for option, made in (("--plot", f"{{w}}/unmade-{lesson}"), ("--json", f"{{w}}/unmade-{lesson}/r.json")):
@@ -176,32 +197,9 @@ for lesson in TRACED:
     ):
         case(lesson, f"exports-{name}", ["--from-profile", f"{{w}}/exports/{lesson}-{name}"], says, status=2)
 
-case("day54", "buffers-in-words", ["--buffers", "2,three"], "--buffers", status=2)
-case("day54", "buffers-zero", ["--buffers", "0"], "--buffers", status=2)
-case("day54", "windows-bad", ["--windows", "4MiB,huge"], "--windows", status=2)
-case("day54", "fmas-negative", ["--fmas", "-1"], "--fmas", status=2)
-case("day54", "total-not-a-size", ["--total", "1XB"], "--total", status=2)
-case("day54", "gpus-with-windows", ["--gpus", "--windows", "4MiB"], "--windows", status=2)
-case("day54", "gpus-with-device", ["--gpus", "--device", "1"], "--device", status=2)
-case("day55", "buffers-zero", ["--buffers", "0"], "--buffers", status=2)
-case("day55", "windows-bad", ["--windows", "4MiB,,x"], "--windows", status=2)
-case("day55", "fmas-in-words", ["--fmas", "many"], "--fmas", status=2)
-case("day55", "total-zero", ["--total", "0"], "--total 0B: the array needs a size", status=2)
-case("day56", "window-not-dividing", ["--window", "3MiB"], "--window", status=2)
-case("day56", "buffers-zero", ["--buffers", "0"], "--buffers", status=2)
-case("day56", "fmas-negative", ["--fmas", "-5"], "--fmas", status=2)
-case("day56", "total-not-a-size", ["--total", "lots"], "--total", status=2)
-case("zero_copy", "only-unknown", ["--only", "teleport"], "teleport", status=2)
-case("zero_copy", "rows-zero", ["--rows", "0"], "rows", status=2)
-case("zero_copy", "row-bytes-odd", ["--row-bytes", "17"], "row", status=2)
-case("zero_copy", "buffer-size-not-power-of-two", ["--buffer-size", "3MiB"], "buffer", status=2)
-case("zero_copy", "reads-in-words", ["--reads", "1,two"], "--reads", status=2)
-case("zero_copy", "reads-zero", ["--reads", "0"], "reads", status=2)
-case("zero_copy", "streams-zero", ["--streams", "0"], "streams", status=2)
-case("zero_copy", "blocks-per-sm-in-words", ["--both-blocks-per-sm", "a"], "--both-blocks-per-sm", status=2)
-case("zero_copy", "warmup-negative", ["--warmup", "-1"], "warmup", status=2)
-case("zero_copy", "reread-zero", ["--reread-k", "0"], "reread", status=2)
-case("zero_copy", "both-size-not-chunks", ["--both-size", "17MiB"], "both", status=2)
+for lesson in LESSONS:  # the options only a lesson's own command has (BAD_OPTIONS)
+    for name, argv, says in declared(lesson, "BAD_OPTIONS", ()):
+        case(lesson, name, argv, says, status=2)
 
 # -- the grader ----------------------------------------------------------------------------------------------------
 
@@ -497,7 +495,7 @@ case("grader", "python-m-not-a-grading-dir", ["export", "{w}/nowhere"], NOT_GRAD
 
 
 def _shipped(lesson: str) -> Path:
-    return ROOT / lesson / "profiles" / "h200"
+    return shipped_profile(lesson)  # the profile a replay takes: h200's, else the one the lesson ships
 
 
 def _linked(source: Path, dest: Path, skip: tuple[str, ...] = ()) -> Path:
@@ -566,8 +564,7 @@ def _make_exports(base: Path, lesson: str) -> None:
     linked("no-gpu-trace", ("_cuda_gpu_trace.csv",))
     linked("no-ranges", ("_nvtx_pushpop_trace.csv",))
     shutil.copy(
-        ROOT / "zero_copy" / "profiles" / "h200" / "results.json",
-        linked("foreign-results", ("results.json",)) / "results.json",
+        _shipped(other_lesson(lesson)) / "results.json", linked("foreign-results", ("results.json",)) / "results.json"
     )
     (linked("random-bytes-results", ("results.json",)) / "results.json").write_bytes(random.Random(7).randbytes(2048))
     trace = _export(shipped, "cuda_gpu_trace").name
@@ -604,7 +601,7 @@ def _make_exports(base: Path, lesson: str) -> None:
     _rewrite(linked("ranges-tampered-duration"), "nvtx_pushpop_trace", _on_row("Duration", tampered, _timed))
     two = linked("two-prefixes")
     (two / f"other_{ranges.split('_', 1)[1]}").symlink_to(shipped / ranges)
-    other = "day56" if lesson != "day56" else "day54"
+    other = other_lesson(lesson, TRACED)
     mixed = linked("trace-of-another-lesson", (trace,))
     (mixed / trace).symlink_to(_export(_shipped(other), "cuda_gpu_trace"))
 
@@ -614,7 +611,7 @@ def _make_records(base: Path, lesson: str) -> None:
     folder.mkdir(exist_ok=True)
     own = (_shipped(lesson) / "results.json").read_text()
     data = json.loads(own)
-    other = json.loads((_shipped("day56" if lesson == "zero_copy" else "zero_copy") / "results.json").read_text())
+    other = json.loads((_shipped(other_lesson(lesson)) / "results.json").read_text())
 
     def write(name: str, value: object) -> None:
         text = value if isinstance(value, (str, bytes)) else json.dumps(value)
