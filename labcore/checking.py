@@ -426,11 +426,7 @@ def check_predicted(
     is (the function's name, the key its questions are filed under), `where` words a case in a failure. Every case
     is asked before any is judged (labcore.answers)."""
     name, key = asked
-    got_all = [
-        answers.answer(f"{name}{tuple(case)}", (key, case), answers.ask_call, predict_ms, *case) for case in cases
-    ]
-    answers.asked()
-    for case, got in zip(cases, got_all, strict=True):
+    for case, got in zip(cases, answered_calls(predict_ms, name, key, cases), strict=True):
         expected = want(list(case))
         assert isinstance(got, (int, float)) and not isinstance(got, bool), f"you predict {got!r}, not a number"
         assert abs(got - expected) <= tolerance * expected, (
