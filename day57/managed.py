@@ -35,7 +35,7 @@ def _checked(result: Any, what: str) -> None:
         raise RuntimeError(f"{what} failed: {getattr(error, 'name', error)}")
 
 
-def _takes_location(rt: Any) -> bool:
+def _takes_location() -> bool:
     """CUDA 13's signatures (a cudaMemLocation and flags) or CUDA 12's (a device number)."""
     import cuda.bindings
 
@@ -53,7 +53,7 @@ def _location(rt: Any, device: int) -> Any:
 def prefetch(ptr: int, nbytes: int, device: int, stream_ptr: int) -> None:
     """cudaMemPrefetchAsync of [ptr, ptr + nbytes) to `device` (CPU: the host) on a stream."""
     rt = _runtime()
-    if _takes_location(rt):
+    if _takes_location():
         done = rt.cudaMemPrefetchAsync(ptr, nbytes, _location(rt, device), 0, stream_ptr)
     else:
         done = rt.cudaMemPrefetchAsync(ptr, nbytes, device, stream_ptr)
@@ -64,7 +64,7 @@ def advise(ptr: int, nbytes: int, advice: str, device: int) -> None:
     """cudaMemAdvise(ptr, nbytes, cudaMemAdvise<advice>, device): 'SetReadMostly', 'SetPreferredLocation', ..."""
     rt = _runtime()
     value = getattr(rt.cudaMemoryAdvise, f"cudaMemAdvise{advice}")
-    where = _location(rt, device) if _takes_location(rt) else device
+    where = _location(rt, device) if _takes_location() else device
     _checked(rt.cudaMemAdvise(ptr, nbytes, value, where), f"cudaMemAdvise {advice}")
 
 
