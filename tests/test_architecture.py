@@ -1,4 +1,5 @@
-"""The structure site/architecture.md promises: one import direction, no cycles, a lesson imports no other one.
+"""The structure site/architecture.md promises: one import direction, no cycles, a lesson imports no other one; and
+the page's rules a lesson follows, each cited by the tests that check it.
 
 (The lesson shape and the one list of lessons: tests/test_shape.py.)"""
 
@@ -12,6 +13,7 @@ from labcore.lessons import TESTS_DIR, names
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = names()
+BENCHMARKS_DIR = "benchmarks"  # a lesson's benchmark scripts, run from the checkout
 PACKAGES = ("labcore", *LESSONS, "grader")
 
 
@@ -42,8 +44,8 @@ def imports(root: Path, packages: tuple[str, ...]) -> dict[str, list[tuple[str, 
     found: dict[str, list[tuple[str, bool, int]]] = {}
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
-            if TESTS_DIR in path.relative_to(root / package).parts:
-                continue  # a lesson's own tests (tests/test_shape.py keeps them to their lesson)
+            if {TESTS_DIR, BENCHMARKS_DIR} & set(path.relative_to(root / package).parts):
+                continue  # a lesson's own tests and benchmarks, no modules of it (tests/test_shape.py keeps them to it)
             module = _module_name(path, root)
             tree = ast.parse(path.read_text(), filename=str(path))
             top = set(map(id, tree.body))
@@ -103,7 +105,8 @@ def violations(root: Path, packages: tuple[str, ...], allowed: dict[str, set[str
 
 
 def test_imports_follow_the_direction_and_make_no_cycle():
-    """labcore <- lessons <- grader, imports at the top, no cycles: site/architecture.md holds."""
+    """labcore <- lessons <- grader, imports at the top, no cycles: site/architecture.md holds (Lesson rule 7 on the
+    architecture page)."""
     assert violations(ROOT, PACKAGES, allowed(LESSONS)) == []
 
 
@@ -156,3 +159,67 @@ def test_no_file_names_a_document_that_is_not_in_the_repository():
         for match in re.finditer(r"\b(seed \d{3}|seeds/|issue \d+|DESIGN\b|STYLE\b)", text):
             problems.append(f"{path.relative_to(ROOT)}: cites {match[1]!r}")
     assert problems == []
+
+
+# -- the rules a lesson follows: each on the page, each cited by a test that checks it -----------------------------
+
+RULES_HEADING = "## The rules a lesson follows"
+CITATION = re.compile(r"Lesson rules? (\d+(?:(?:, | and |, and )\d+)*) on the architecture page")
+
+
+def lesson_rules(page: str) -> dict[int, str]:
+    """{number: rule} of the page's numbered list under RULES_HEADING (to the next heading)."""
+    section = page.split(RULES_HEADING, 1)[1].split("\n## ", 1)[0] if RULES_HEADING in page else ""
+    return {int(m[1]): m[2] for m in re.finditer(r"^(\d+)\. (.+)$", section, re.M)}
+
+
+def rule_citations(paths: list[Path]) -> dict[int, list[str]]:
+    """{rule number: ['file::test', ...]} of every test function whose docstring cites a lesson rule."""
+    cited: dict[int, list[str]] = {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                doc = " ".join((ast.get_docstring(node) or "").split())
+                for match in CITATION.finditer(doc):
+                    for number in re.findall(r"\d+", match[1]):
+                        cited.setdefault(int(number), []).append(f"{path.name}::{node.name}")
+    return cited
+
+
+def rule_problems(rules: dict[int, str], cited: dict[int, list[str]]) -> list[str]:
+    """Rules numbered out of order, rules no test cites, and citations of a rule the page does not have."""
+    problems = [] if list(rules) == list(range(1, len(rules) + 1)) else [f"rules numbered {list(rules)}"]
+    problems += [f"rule {n} is cited by no test: {rule}" for n, rule in rules.items() if n not in cited]
+    problems += [f"{w} cites rule {n}, not on the page" for n, at in cited.items() if n not in rules for w in at]
+    return problems
+
+
+def test_every_lesson_rule_is_cited_by_a_test_and_every_citation_is_a_rule():
+    """The architecture page's rules a lesson follows are numbered 1, 2, ...; each is cited ("Lesson rule N on the
+    architecture page") by the docstring of at least one test, in tests/ or a lesson's tests/, and every test that
+    cites a rule cites one the page has."""
+    rules = lesson_rules((ROOT / "site" / "architecture.md").read_text())
+    tests = sorted((ROOT / "tests").glob("test_*.py")) + sorted(
+        p for name in LESSONS for p in (ROOT / name / TESTS_DIR).glob("test_*.py")
+    )
+    assert len(rules) >= 10
+    assert rule_problems(rules, rule_citations(tests)) == []
+
+
+def test_the_rule_check_finds_an_uncited_rule_and_a_stray_citation(tmp_path):
+    """Not vacuous: a rule no test cites, a citation of a rule that is not there and a gap in the numbers are found;
+    a citation wrapped over two lines of a docstring is read."""
+    page = f"# A\n\n{RULES_HEADING}\n\n1. One.\n2. Two.\n4. Four.\n\n## Next\n\n5. Not a rule.\n"
+    (tmp_path / "test_x.py").write_text(
+        'def test_a():\n    """Checks (Lesson rules 1 and\n    4 on the architecture page)."""\n\n\n'
+        'def test_b():\n    """Lesson rule 9 on the architecture page."""\n\n\n'
+        'def helper():\n    """Lesson rule 2 on the architecture page (not a test)."""\n'
+    )
+    rules, cited = lesson_rules(page), rule_citations([tmp_path / "test_x.py"])
+    assert rules == {1: "One.", 2: "Two.", 4: "Four."}
+    assert cited == {1: ["test_x.py::test_a"], 4: ["test_x.py::test_a"], 9: ["test_x.py::test_b"]}
+    assert rule_problems(rules, cited) == [
+        "rules numbered [1, 2, 4]",
+        "rule 2 is cited by no test: Two.",
+        "test_x.py::test_b cites rule 9, not on the page",
+    ]

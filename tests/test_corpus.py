@@ -231,8 +231,8 @@ def test_every_copy_of_the_reference_gets_the_references_points(graded, assignme
 
 
 def test_the_corpus_covers_every_assignment_and_every_cell_both_ways():
-    """At least 22 submissions, cases for every lesson of the list; each graded cell is earned by some submission
-    and lost by another."""
+    """At least 22 submissions, cases for every lesson of the list (its folder's tests/corpus.py); each graded cell is
+    earned by some submission and lost by another (Lesson rule 9 on the architecture page)."""
     assert len(CORPUS) >= 22
     missing = [f"{name}/tests/corpus.py" for name in names() if name not in POINTS]
     assert missing == [], "every lesson of the list has its cases in its folder"

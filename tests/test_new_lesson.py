@@ -269,13 +269,16 @@ def _ok(done: subprocess.CompletedProcess) -> str:
 
 
 def test_it_is_generated(project):
-    """course/<lesson>/<lesson>.ipynb from <lesson>/solutions/: the stub, no solution."""
+    """course/<lesson>/<lesson>.ipynb from <lesson>/solutions/: the stub, no solution (Lesson rules 5 and 16 on the
+    architecture page)."""
     assert NAME in _ok(project.generate)
     text = (project.root / "course" / NAME / f"{NAME}.ipynb").read_text()
     assert "YOUR CODE HERE" in text and "return x + x" not in text and "BEGIN SOLUTION" not in text
 
 
 def test_it_is_bundled_with_its_profile_and_without_its_reference_solutions_or_tests(project):
+    """The bundle holds its release, its package and profile, not its reference, solutions or tests, and replays it
+    (Lesson rules 13, 14 and 16 on the architecture page)."""
     _ok(project.bundle)
     out = project.base / "bundle"
     assert (out / "notebooks" / NAME / f"{NAME}.ipynb").is_file()
@@ -289,7 +292,8 @@ def test_it_is_bundled_with_its_profile_and_without_its_reference_solutions_or_t
 
 
 def test_it_is_withheld_in_the_sandbox_library(project):
-    """The grading sandbox's library holds the lesson, its reference withheld: the student's code cannot call it."""
+    """The grading sandbox's library holds the lesson, its reference withheld: the student's code cannot call it
+    (Lesson rules 13 and 16 on the architecture page)."""
     library = project.base / "library"
     script = (
         "import sys; from pathlib import Path; from grader.bundle import sandbox_library; "
@@ -303,7 +307,7 @@ def test_it_is_withheld_in_the_sandbox_library(project):
 
 def test_it_is_graded_reported_and_exported(project):
     """nbgrader grades the class: the reference's answer at full marks, the wrong one at zero; export and report
-    show the lesson."""
+    show the lesson (Lesson rule 16 on the architecture page)."""
     _ok(project.setup)
     _ok(project.collect)
     _ok(project.autograde)
@@ -318,7 +322,8 @@ def test_it_is_graded_reported_and_exported(project):
 
 def test_removed_its_release_is_named(project):
     """Its line gone (another lesson listed instead), the list no longer holds the lesson: its release left in
-    course/ is named, to be removed, and the listed one's missing release too."""
+    course/ is named, to be removed, and the listed one's missing release too (Lesson rules 2 and 16 on the
+    architecture page)."""
     listed, other = project.root / LIST_NAME, f"{NAME}_other"
     text = listed.read_text()
     shutil.copytree(project.folder, project.root / other)

@@ -105,7 +105,7 @@ for name in sys.argv[1:]:
 
 def test_the_library_withholds_every_marked_reference(tmp_path):
     """Every listed lesson's references are withheld (each lesson's own tests name the ones it must withhold), and
-    each, called, raises ReferenceWithheld."""
+    each, called, raises ReferenceWithheld (Lesson rule 13 on the architecture page)."""
     withheld = sandbox_library(REPO, tmp_path)
     assert {p.name for p in tmp_path.iterdir()} == {"labcore", *names(), "grader"}
     assert (tmp_path / "labcore" / "lessons.txt").read_text() == (REPO / "lessons.txt").read_text()

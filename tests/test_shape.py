@@ -33,14 +33,9 @@ OUTSIDE = (
     "benchmarks/*.sh",
 )
 OUTSIDE_FILES = ("setup.py", "conftest.py", "nbgrader_config.py", "pyproject.toml", "profiles/record.sh", ".ci/run")
-# Files outside the lesson folders that still name a lesson, each for its reason: lesson-specific cases inside a
-# test of the whole course (the bundle's and sandbox's planted references), and the class report's parsing of each
-# lesson's check messages (to go when the checks report numbers as data). The list may only shrink: a file here
-# that no longer names a lesson fails the test below, so it is taken off.
-STILL_NAMING = {
-    "tests/test_bundle.py": "a lesson's allowed solution overlap and its planted references",
-    "tests/test_bad_input.py": "the bad-input sweep: each lesson's own options and profile files, beside the grader's",
-}
+# Files outside the lesson folders that still name a lesson, each with its reason: none now. The list may only shrink:
+# a file here that no longer names a lesson fails the test below, so it is taken off.
+STILL_NAMING: dict[str, str] = {}
 LESSON_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
 
@@ -242,11 +237,11 @@ def test_the_gpu_visit_runs_benchmarks_that_exist():
 
 @pytest.mark.parametrize("name", names())
 def test_a_lessons_tests_import_no_other_lesson(name):
-    """A lesson's own tests are about it alone: they import labcore, grader, the course's test helpers and their
-    lesson, never another (Lesson rule 8 on the architecture page)."""
+    """A lesson's own tests and benchmarks are about it alone: they import labcore, grader, the course's test helpers
+    and their lesson, never another (Lesson rules 8 and 10 on the architecture page)."""
     others = tuple(n for n in names() if n != name)
     found = []
-    for path in sorted(lesson(name).tests.glob("*.py")):
+    for path in sorted([*lesson(name).tests.glob("*.py"), *(lesson(name).folder / "benchmarks").glob("*.py")]):
         for node in ast.walk(ast.parse(path.read_text())):
             modules = (
                 [a.name for a in node.names]

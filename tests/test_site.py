@@ -408,7 +408,7 @@ def test_no_current_page_types_how_many_lessons_there_are() -> None:
 def test_the_pages_list_every_lesson(site_build) -> None:  # noqa: F811
     """The front page and the lessons page link every listed lesson's page under its title; the count word is the
     list's; the lessons page shows each lesson's own prose page (its folder's page.md); the students' page names
-    every notebook; the offline page holds every lesson's --help."""
+    every notebook; the offline page holds every lesson's --help (Lesson rule 12 on the architecture page)."""
     course_lessons = pytest.importorskip("course_lessons", reason="the test extra (sphinx) is not installed")
     out, word = site_build.out / "site", course_lessons.count_word(len(LESSONS))
     for page in ("index", "lessons"):
