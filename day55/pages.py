@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from day55 import LESSON, report
 from day55.replay import load_profile
-from labcore.markdown import origin
+from labcore.markdown import bullets, origin
 from labcore.record import Record
 
 load = load_profile  # the record the blocks are computed from
@@ -16,12 +16,7 @@ load = load_profile  # the record the blocks are computed from
 
 def claims(record: Record) -> list[str]:
     """The lesson's claims at its main window, one bullet each."""
-    window = report.main_window(record)
-    lines = [origin(LESSON, record), ""]
-    for claim in report.claims(record, window):
-        verdict = "held" if claim.holds else "did not hold"
-        lines.append(f"- {claim.text}: {verdict} (predicted {claim.predicted}; measured {claim.measured}).")
-    return lines
+    return [origin(LESSON, record), "", *bullets(report.claims(record, report.main_window(record)))]
 
 
 BLOCKS: dict[str, Callable[[Record], list[str]]] = {"claims": claims}

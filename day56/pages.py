@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from day56 import LESSON, report
 from day56.replay import load_profile
-from labcore.markdown import origin
+from labcore.markdown import bullets, origin
 from labcore.record import Record
 
 load = load_profile  # the record the blocks are computed from
@@ -16,10 +16,7 @@ load = load_profile  # the record the blocks are computed from
 
 def predictions(record: Record) -> list[str]:
     """The five predictions, one bullet each: the claim, whether it held, the numbers it was judged on."""
-    lines = [origin(LESSON, record), ""]
-    for verdict in report.predictions(record):
-        lines.append(f"- {verdict.claim}: {verdict.outcome} ({verdict.numbers.strip()}).")
-    return lines
+    return [origin(LESSON, record), "", *bullets(report.predictions(record))]
 
 
 BLOCKS: dict[str, Callable[[Record], list[str]]] = {"predictions": predictions}

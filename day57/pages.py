@@ -9,7 +9,7 @@ from collections.abc import Callable
 from day57 import LESSON, report
 from day57.config import PASSES
 from day57.replay import load_profile
-from labcore.markdown import origin, row
+from labcore.markdown import bullets, origin, row
 from labcore.record import Record
 
 load = load_profile  # the record the blocks are computed from
@@ -21,7 +21,7 @@ def passes(record: Record) -> list[str]:
     for name in (n for n in PASSES if report.ms(record, n) is not None):
         ratios = (report.ratio(record, name, to) for to in ("pipeline", "duplex"))
         lines.append(row(name, f"{report.ms(record, name):.2f}", *(f"{r:.2f}x" for r in ratios)))
-    return lines + [""] + [f"- {v.claim}: {v.outcome} ({v.numbers})." for v in report.predictions(record)]
+    return [*lines, "", *bullets(report.predictions(record))]
 
 
 BLOCKS: dict[str, Callable[[Record], list[str]]] = {"passes": passes}
