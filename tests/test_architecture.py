@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
 from labcore.lessons import TESTS_DIR, names
@@ -137,11 +138,21 @@ def test_the_check_catches_a_wrong_import_a_late_import_and_a_cycle(tmp_path):
 
 
 def _project_files() -> list[Path]:
-    tracked = [p for p in ROOT.rglob("*") if p.is_file() and p.suffix in {".py", ".md", ".ipynb", ".cu", ".sh"}]
+    """The project's text files: what git does not ignore (tracked or new), else every file but the usual leftovers;
+    a scratch file git ignores is nobody's document."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True
+    )
+    found = (
+        [ROOT / line for line in listed.stdout.splitlines()]
+        if listed.returncode == 0
+        else [p for p in ROOT.rglob("*") if not {".venv", "build", ".git"} & set(p.relative_to(ROOT).parts)]
+    )
     return [
         p
-        for p in tracked
-        if not {".venv", "build", ".git"} & set(p.relative_to(ROOT).parts)
+        for p in found
+        if p.suffix in {".py", ".md", ".ipynb", ".cu", ".sh"}
+        and p.is_file()
         and "egg-info" not in str(p)
         and p != Path(__file__).resolve()
     ]  # this file spells the patterns
