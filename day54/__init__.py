@@ -10,8 +10,3 @@ under Nsight Systems).
 
 LESSON = "day54"
 DOMAIN = "day54"  # the NVTX domain of every timed range
-TITLE = "Day 54: double buffering"
-SUMMARY = (
-    "A gigabyte crosses PCIe in chunks, naive against pipelined on streams and buffer pairs: the window sweep, the "
-    "buffer depth and five pitfalls, each shown on a timeline."
-)

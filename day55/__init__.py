@@ -15,8 +15,3 @@ LESSON = "day55"
 # lists that pipeline op by op. A bundle holds it once day 54 has closed.
 BUILDS_ON = ("day54",)
 DOMAIN = "day55"  # the NVTX domain of every timed range
-TITLE = "Day 55: stream-ordered allocation"
-SUMMARY = (
-    "A cudaMalloc/cudaFree per chunk serializes the device where cudaMallocAsync/cudaFreeAsync on the chunk's stream "
-    "joins the queue: the pool's release threshold, and what CuPy's own pool hides."
-)

@@ -15,8 +15,3 @@ LESSON = "day56"
 BUILDS_ON = ("day54",)
 DOMAIN = "day56"  # the NVTX domain of every timed range (the GPU time of a pass)
 HOST_DOMAIN = "day56 host"  # the NVTX domain of the host-side ranges: an enqueue loop, a launch, an instantiate
-TITLE = "Day 56: the schedule as a CUDA graph"
-SUMMARY = (
-    "Day 54's pipeline captured once as a CUDA graph: the host's enqueue cost per chunk, the GPU time that does "
-    "not move on a copy-bound job, the one-off instantiate and its break-even, and updating a graph for new input."
-)

@@ -7,10 +7,5 @@ through cuda-bindings, and the schedules that run on it).
 """
 
 LESSON = DOMAIN = "day57"  # the package, and the NVTX domain of every timed range
-TITLE = "Day 57: managed memory"
-SUMMARY = (
-    "Day 54's gigabyte through cudaMallocManaged: page faults on first touch, cudaMemPrefetchAsync chunk by chunk "
-    "on streams in the pipeline's place, and memory advice, each against the pinned pipeline and the duplex floor."
-)
 # grader.bundle: managed.pipelined, the yardstick timed here, is day 54's pipeline, and so day 56's capturable schedule
 BUILDS_ON = ("day54", "day56")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from grader.layout import GRADING_CONFIG, RELEASE_DIR, SOURCE_DIR, run_files_glob
 from grader.runner import REPO, nbgrader_or_fail
 from labcore.errors import UsageError
-from labcore.lessons import LIST_NAME, read_list
+from labcore.lessons import LIST_NAME, PAGE, page, read_list
 
 if TYPE_CHECKING:
     from nbformat.notebooknode import NotebookNode
@@ -202,22 +202,13 @@ TABLE_START = "<!-- the lessons: written by `python -m grader generate` from les
 TABLE_END = "<!-- end of the lessons -->"
 
 
-def _declared(init: Path, name: str) -> str:
-    """A string constant of a lesson's __init__.py (TITLE, SUMMARY), read without importing the lesson."""
-    for node in ast.parse(init.read_text(), str(init)).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            value = ast.literal_eval(node.value)
-            if isinstance(value, str):
-                return " ".join(value.split())
-    raise UsageError(f"{init}: no {name} = '...' (the lesson's one-line {name.lower()}, which the README shows)")
-
-
 def lesson_table(course: Course) -> str:
-    """The README's table of lessons, in the list's order: the command, the title, the summary."""
+    """The README's table of lessons, in the list's order: the title, the command, the summary (each lesson's page.md,
+    read by labcore.lessons without importing the lesson)."""
     rows = ["| lesson | run it | what it measures |", "|---|---|---|"]
     for name in course.assignments():
-        init = course.root / name / "__init__.py"
-        rows.append(f"| {_declared(init, 'TITLE')} | `python -m {name}` | {_declared(init, 'SUMMARY')} |")
+        found = page(course.root / name / PAGE)
+        rows.append(f"| {found.title} | `python -m {name}` | {found.summary} |")
     return "\n".join(rows)
 
 

@@ -5,9 +5,11 @@ checkout it lies at the root beside the lesson folders; a wheel or the student b
 `labcore/lessons.txt` (package data, written by setup.py's build and by `grader bundle`). Every reader of lessons
 (the grader, packaging, the site, the tests) goes through `names()`; nothing else names a lesson.
 
-A lesson is one folder `<name>/`, which is its package: `__init__.py` (LESSON, DOMAIN, TITLE, SUMMARY),
-`__main__.py`, the shape's modules, `solutions/<name>.ipynb` (the nbgrader source), `profiles/<gpu>/` (the
-shipped recorded profile) and `tests/` (its own tests). Installed copies carry the package and its profiles only.
+A lesson is one folder `<name>/`, which is its package: `__init__.py` (LESSON, DOMAIN, BUILDS_ON where it has
+one), `__main__.py`, the shape's modules, `page.md` (its prose: its title as a level-1 heading, its one-sentence
+summary as the first paragraph, then the site's prose; `page()` reads it), `solutions/<name>.ipynb` (the nbgrader
+source), `profiles/<gpu>/` (the shipped recorded profile) and `tests/` (its own tests). Installed copies carry the
+package and its profiles only.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 CHECKOUT_LIST = HERE.parent / LIST_NAME  # the checkout's (or a bundle folder's) list, beside the lesson folders
 PACKAGED_LIST = HERE / LIST_NAME  # the copy a wheel or the bundle installs
 SOLUTIONS_DIR, PROFILES_DIR, TESTS_DIR = "solutions", "profiles", "tests"
+PAGE = "page.md"  # a lesson's prose: `# <title>`, its one-sentence summary, then its prose for the site's lessons page
 # What every lesson folder holds (the shape: site/architecture.md); kernel.py, verify.py and kernels/ are optional
 SHAPE_FILES = (
     "__init__.py",
@@ -109,12 +112,49 @@ class Lesson:
         return importlib.import_module(self.name)
 
     @property
+    def page(self) -> Page:
+        """Its title, summary and prose, from its folder's page.md (the checkout only: installed copies carry none)."""
+        return page(self.folder / PAGE)
+
+    @property
     def title(self) -> str:
-        return str(self.module().TITLE)
+        return self.page.title
 
     @property
     def summary(self) -> str:
-        return str(self.module().SUMMARY)
+        return self.page.summary
+
+    @property
+    def prose(self) -> str:
+        return self.page.prose
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """A lesson's page.md: its title (one line), its summary (one sentence) and the prose after them (Markdown)."""
+
+    title: str
+    summary: str
+    prose: str
+
+
+def page(path: Path) -> Page:
+    """A lesson's page.md read: `# <title>`, a blank line, the one-sentence summary (one paragraph, ending in a full
+    stop, with none before it), then the prose; UsageError naming the file when one of them is missing or the
+    summary is not one sentence."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"{path}: missing (a lesson's page: `# <title>`, its one-sentence summary, then its prose)")
+    paragraphs = [p.strip() for p in re.split(r"\n[ \t]*\n", path.read_text().strip(), maxsplit=2)]
+    heading = paragraphs[0]
+    if not heading.startswith("# ") or "\n" in heading or not heading[2:].strip():
+        raise UsageError(f"{path}: it does not open with the lesson's title, `# <title>` on a line of its own")
+    summary = " ".join(paragraphs[1].split()) if len(paragraphs) > 1 else ""
+    if not summary or summary.startswith("#"):
+        raise UsageError(f"{path}: no summary (the paragraph after the title: the lesson in one sentence)")
+    if not summary.endswith(".") or ". " in summary:
+        raise UsageError(f"{path}: its summary is not one sentence (one full stop, at its end): {summary!r}")
+    return Page(heading[2:].strip(), summary, paragraphs[2] if len(paragraphs) > 2 else "")
 
 
 def folder(name: str, root: Path | None = None) -> Path:

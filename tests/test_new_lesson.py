@@ -47,9 +47,14 @@ MODULES = {
 
         LESSON = "{NAME}"
         DOMAIN = "{NAME}"
-        TITLE = "Tiny: a lesson made by a test"
-        SUMMARY = "Doubles a number, graded through labcore.answers."
         ''',
+    "page.md": """
+        # Tiny: a lesson made by a test
+
+        Doubles a number, graded through labcore.answers.
+
+        One exercise, `double(x)`, and a recorded number replayed.
+        """,
     "__main__.py": f'''
         """python -m {NAME}: the recorded number, replayed."""
 
@@ -269,11 +274,13 @@ def _ok(done: subprocess.CompletedProcess) -> str:
 
 
 def test_it_is_generated(project):
-    """course/<lesson>/<lesson>.ipynb from <lesson>/solutions/: the stub, no solution (Lesson rules 5 and 16 on the
-    architecture page)."""
+    """course/<lesson>/<lesson>.ipynb from <lesson>/solutions/: the stub, no solution; the README's table of lessons
+    gains its row, the title and summary of its page.md (Lesson rules 5, 12 and 16 on the architecture page)."""
     assert NAME in _ok(project.generate)
     text = (project.root / "course" / NAME / f"{NAME}.ipynb").read_text()
     assert "YOUR CODE HERE" in text and "return x + x" not in text and "BEGIN SOLUTION" not in text
+    row = f"| Tiny: a lesson made by a test | `python -m {NAME}` | Doubles a number, graded through labcore.answers. |"
+    assert row in (project.root / "README.md").read_text().splitlines()  # the README's table, from its page.md
 
 
 def test_it_is_bundled_with_its_profile_and_without_its_reference_solutions_or_tests(project):

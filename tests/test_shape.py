@@ -98,20 +98,56 @@ def test_an_unlisted_lesson_folder_is_found(tmp_path):
 
 @pytest.mark.parametrize("name", names())
 def test_every_lesson_has_the_shape(name):
-    """The shape's modules, the package's names, its solutions notebook, its shipped profile, its tests (Lesson rules
-    1, 3, 5, 6 and 8 on the architecture page)."""
+    """The shape's modules, the package's names, its page, its solutions notebook, its shipped profile, its tests
+    (Lesson rules 1, 3, 5, 6, 8 and 12 on the architecture page)."""
     found = lesson(name)
     assert found.folder == ROOT / name
     have = {p.name for p in found.folder.glob("*.py")}
     assert set(SHAPE_FILES) <= have, f"{name} lacks {sorted(set(SHAPE_FILES) - have)}"
     package = found.module()
     assert package.LESSON == name and isinstance(package.DOMAIN, str) and package.DOMAIN
-    assert found.title and "\n" not in found.title
-    assert found.summary.endswith(".") and found.summary.count(". ") == 0, "SUMMARY is one sentence"
+    assert not hasattr(package, "TITLE") and not hasattr(package, "SUMMARY"), "the title and summary are page.md's"
+    assert found.title and "\n" not in found.title  # its page.md's heading, read by labcore.lessons.page
+    assert found.summary.endswith(".") and found.summary.count(". ") == 0, "the summary is one sentence"
+    assert found.prose, "page.md has prose for the site after its title and summary"
     assert found.solutions.is_file()
     assert recorded_gpus(name), f"{name} ships no GPU's recorded profile (profiles/<gpu>/results.json)"
     assert sorted(found.tests.glob("test_*.py")), f"{name}/tests/ holds no test"
     assert (ROOT / "course" / name / f"{name}.ipynb").is_file()  # generated from the solutions notebook
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (None, "missing"),
+        ("Tiny: no heading\n\nDoubles a number.\n", "does not open with the lesson's title"),
+        ("## Tiny: a second-level heading\n\nDoubles a number.\n", "does not open with the lesson's title"),
+        ("# Tiny: a title\nDoubles a number, on the title's paragraph.\n", "does not open with the lesson's title"),
+        ("# Tiny: a title\n", "no summary"),
+        ("# Tiny: a title\n\n## A heading, no summary\n", "no summary"),
+        ("# Tiny: a title\n\nDoubles a number. Then halves it.\n", "not one sentence"),
+        ("# Tiny: a title\n\nDoubles a number\n", "not one sentence"),
+    ],
+)
+def test_a_page_without_its_title_or_one_sentence_summary_is_refused(tmp_path, text, problem):
+    """A lesson's page.md opens with its title as a level-1 heading and its summary, one sentence, as the first
+    paragraph; without them labcore.lessons.page refuses it with the file's name and what is wrong (Lesson rule 12
+    on the architecture page)."""
+    path = tmp_path / lessons.PAGE
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(UsageError, match=re.escape(f"{path}: ") + ".*" + re.escape(problem)):
+        lessons.page(path)
+
+
+def test_a_page_gives_its_title_summary_and_prose(tmp_path):
+    """The heading is the title, the first paragraph the summary (its lines joined) and the rest, as written, the prose
+    the site shows (Lesson rule 12 on the architecture page)."""
+    path = tmp_path / lessons.PAGE
+    path.write_text("# Tiny: a title\n\nDoubles a number,\nthen stops.\n\nThe prose.\n\n- a list\n  of two lines\n")
+    assert lessons.page(path) == lessons.Page(
+        "Tiny: a title", "Doubles a number, then stops.", "The prose.\n\n- a list\n  of two lines"
+    )
 
 
 def test_a_replay_takes_the_default_gpus_profile_else_the_one_a_lesson_has(tmp_path, monkeypatch):

@@ -407,8 +407,9 @@ def test_no_current_page_types_how_many_lessons_there_are() -> None:
 
 def test_the_pages_list_every_lesson(site_build) -> None:  # noqa: F811
     """The front page and the lessons page link every listed lesson's page under its title; the count word is the
-    list's; the lessons page shows each lesson's own prose page (its folder's page.md); the students' page names
-    every notebook; the offline page holds every lesson's --help (Lesson rule 12 on the architecture page)."""
+    list's; the lessons page shows each lesson's own prose (its folder's page.md after the title and the summary,
+    which it does not repeat); the students' page names every notebook; the offline page holds every lesson's --help
+    (Lesson rule 12 on the architecture page)."""
     course_lessons = pytest.importorskip("course_lessons", reason="the test extra (sphinx) is not installed")
     out, word = site_build.out / "site", course_lessons.count_word(len(LESSONS))
     for page in ("index", "lessons"):
@@ -416,11 +417,13 @@ def test_the_pages_list_every_lesson(site_build) -> None:  # noqa: F811
         for name in LESSONS:
             assert f'href="../course/{name}/{name}.html"' in html and lesson(name).title in text, (page, name)
         assert f"{word} lessons" in text or f"{word} of them" in text, page
+    lessons_html = (out / "lessons.html").read_text()
     lessons_page = _normal(html_text(out / "lessons.html"))
-    for name in LESSONS:  # each lesson's own prose, from its folder where it has one
-        page = ROOT / name / course_lessons.PAGE
-        prose = page.read_text() if page.is_file() else lesson(name).summary
-        assert _normal(prose.replace("`", "")) in lessons_page, name
+    for name in LESSONS:  # each lesson's own prose, from its folder's page.md; its title and summary not again
+        found = lesson(name).page
+        assert found.prose and _normal(found.prose.replace("`", "")) in lessons_page, name
+        assert _normal(found.summary.replace("`", "")) not in lessons_page and f"# {found.title}" not in lessons_page
+        assert not re.search(rf"<h\d[^>]*>[^<]*{re.escape(found.title)}", lessons_html), name
     students = _normal(html_text(out / "students.html"))
     assert all(f"{name}/{name}.ipynb" in students and f"{name}.ipynb" in students for name in LESSONS)
     offline = html_text(out / "offline.html")

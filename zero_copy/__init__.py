@@ -15,8 +15,3 @@ LESSON = "zero_copy"
 # 54's double-buffered pipeline, which this lesson's live measurement times. A bundle holds it once day 54 has closed.
 BUILDS_ON = ("day54",)
 DOMAIN = "zero_copy"  # the NVTX domain of every timed range
-TITLE = "Zero-copy: kernels that read host memory directly"
-SUMMARY = (
-    "Mapped pinned memory: the break-even against copying, a sparse row gather, host-visible results, SAXPY and "
-    "the re-read loop."
-)

@@ -1,12 +1,13 @@
 """The list of lessons and the site's own size and build time as site text, generated when the site is built.
 
-Nothing on a page names, counts or describes the lessons by hand: each reads lessons.txt (labcore.lessons) and the
-lessons' own TITLE, SUMMARY and command line, so a lesson added to the list reaches every page on the next build.
+Nothing on a page names, counts or describes the lessons by hand: each reads lessons.txt (labcore.lessons), the
+lessons' own pages (the title, summary and prose of `<lesson>/page.md`, read by labcore.lessons) and command lines, so
+a lesson added to the list reaches every page on the next build.
 
 - `{course-lessons}` (directive): a bullet per listed lesson, in course order: its title linked to its page (the
   release notebook, `../course/<lesson>/<lesson>.ipynb` from a page of site/) and its one-line summary.
-- `{course-pages}` (directive): the same list with each lesson's own prose for the lessons page, its folder's
-  PAGE (`<lesson>/page.md`, Markdown), in place of the summary where the lesson has one.
+- `{course-pages}` (directive): the same list with each lesson's own prose for the lessons page in place of the
+  summary: its PAGE (`<lesson>/page.md`, Markdown) after the title and the summary, which the bullet does not repeat.
 - {course-lessons}`count` (role): how many lessons the list holds, as a word ("four"); `notebooks`: each lesson's
   notebook file (`day54.ipynb`, ...); `paths`: each notebook under its folder (`day54/day54.ipynb`, ...); `cells`:
   the fewest and the most cells of a release notebook (course/<lesson>/<lesson>.ipynb), as "38-59".
@@ -32,10 +33,9 @@ from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
-from labcore.lessons import lessons
+from labcore.lessons import PAGE, lessons
 
 RELEASE = Path(__file__).resolve().parents[2] / "course"  # the checkout's release notebooks
-PAGE = "page.md"  # a lesson's prose for the site's lessons page, in its own folder
 BUILD_FIGURES = "SITE-BUILD-FIGURES"  # replaced in the built HTML by site/build.py (its measure of this build)
 HELP_COLUMNS = "100"  # argparse wraps --help to $COLUMNS: the page's width, whatever the building terminal's
 PREDICTION = re.compile(r"^(predictions_\w+)\s*=\s*\{")  # a prediction cell: a plain dict, never graded
@@ -55,12 +55,16 @@ def lesson_bullets() -> list[str]:
 
 
 def page_bullets() -> list[str]:
-    """The Markdown list of the lessons with each one's own prose (its PAGE), else its summary."""
+    """The Markdown list of the lessons with each one's own prose (its PAGE after the title and summary), else, where
+    the page has nothing after them, its summary."""
     lines = []
     for x in lessons():
-        page = x.folder / PAGE
-        prose = page.read_text().strip().splitlines() if page.is_file() else [x.summary]
-        lines += [f"- **[{x.title}](../course/{x.name}/{x.name}.ipynb).** {prose[0]}", *(f"  {p}" for p in prose[1:])]
+        found = x.page
+        prose = (found.prose or found.summary).splitlines()
+        lines += [
+            f"- **[{found.title}](../course/{x.name}/{x.name}.ipynb).** {prose[0]}",
+            *(f"  {p}" for p in prose[1:]),
+        ]
     return lines
 
 
