@@ -778,10 +778,15 @@ def _child(command: str, argv: list[str], how: str, places: dict[str, str]) -> R
                 err += said
                 if " done" in said:
                     break
+            time.sleep(0.2)
+            os.killpg(child.pid, signal.SIGINT)
         else:
             out = child.stdout.readline()
-        time.sleep(0.2)
-        os.killpg(child.pid, signal.SIGINT)
+            # a lesson's replay may end a second after its mode line: frozen at once, so that the interrupt lands
+            # in the run however late this process is scheduled, and delivered as it goes on
+            os.killpg(child.pid, signal.SIGSTOP)
+            os.killpg(child.pid, signal.SIGINT)
+            os.killpg(child.pid, signal.SIGCONT)
         rest, more = child.communicate(timeout=120)
     finally:
         with contextlib.suppress(ProcessLookupError):
