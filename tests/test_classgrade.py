@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -31,6 +32,7 @@ from grader.classgrade import STORE, Recorder, grade_answers, grade_class, store
 from grader.cluster import Done, open_cluster, visible_device  # noqa: E402
 from grader.grading import GradingDir  # noqa: E402
 from grader.hops import HOPS_VERSION  # noqa: E402
+from grader.layout import GRADEBOOK  # noqa: E402
 from grader.warm import Job  # noqa: E402
 
 pytestmark = pytest.mark.slow(seconds=210)  # grades toy classes on Dask, killing workers and a coordinator
@@ -520,14 +522,15 @@ def test_what_a_student_prints_or_breaks_is_recorded_as_theirs_alone(checkout, t
     assert "could not be recorded: " in status["broken"] and status["honest"].startswith("graded"), status
 
 
-def test_a_batch_that_fails_as_a_whole_is_its_students_failure(monkeypatch):
+def test_a_batch_that_fails_as_a_whole_is_its_students_failure(monkeypatch, tmp_path):
     """Recording that raises for a batch names its students ("could not be recorded: ...") and the thread carries
     on; the grading directory's own fault (a UsageError: its configuration does not load) still stops the class."""
     from grader import classgrade
     from labcore.errors import UsageError
 
     items = [classgrade.Ready("toy", s, (), "") for s in ("ann", "bob")]
-    recorder = Recorder(GradingDir.__new__(GradingDir))
+    sqlite3.connect(tmp_path / GRADEBOOK).close()  # a gradebook to keep a copy of, as the Recorder does first
+    recorder = Recorder(GradingDir(tmp_path, must_exist=False))
     try:
         monkeypatch.setattr(classgrade, "record_batch", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
         assert recorder._record(items) == (
