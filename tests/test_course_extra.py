@@ -1,12 +1,13 @@
-"""The instructors' install, exactly as the README gives it: a fresh virtualenv with nothing but `-e '.[course]'`
-(no test extra, no shared environment) grades the reference solutions offline with full marks, and the untouched
-release with none.
+"""The instructors' install, exactly as the README gives it: an environment of nothing but the checkout and its
+`.[course]` extra (no test extra) grades the reference solutions offline with full marks, and the untouched release
+with none (grade_references, run by tests/test_readme_commands.py in the venv the README's main job and instructors'
+command made, before the site's command adds the test extra to it: one install of each extra a run).
 
 The other grading tests run in the test extra's environment, which brings NVRTC for its own tests; a course extra
-without it failed the mailbox exercise's right answer offline ("NVRTC through cuda-bindings is not available").
-The virtualenv is made from a copy of the checkout's files (what git tracks and what it does not ignore), so the
-editable install writes nothing into the checkout. pip must reach the package index (as in CI). It takes about
-1.5 minutes on 2 cores (install about 50 s with a warm pip cache, grading about 30 s); the steps' seconds are printed.
+without it failed the mailbox exercise's right answer offline ("NVRTC through cuda-bindings is not available"), so
+the course extra must name it (checked here without installing anything). The environments are made from a copy of
+the checkout's files (copy_checkout: what git tracks and what it does not ignore), so an editable install writes
+nothing into the checkout.
 """
 
 from __future__ import annotations
@@ -15,26 +16,18 @@ import csv
 import os
 import shutil
 import subprocess
-import sys
 import time
 import tomllib
 from pathlib import Path
 
 import nbformat
-import pytest
 
 from grader.bundle import package_options, student_pyproject
 from grader.course import Course, solved_release
-from labcore.device import gpu_available
 from labcore.lessons import names
 
 from installed import autograded_points, cell_points, pending_cells
 
-pytestmark = [
-    pytest.mark.venv,
-    pytest.mark.slow(seconds=210),  # installs the course extra in a fresh virtualenv, then grades
-    pytest.mark.skipif(gpu_available(), reason="expected scores are those of the offline checks"),
-]
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = names()
 NVRTC = ("cuda-bindings", "cuda-toolkit[nvrtc]")
@@ -73,23 +66,18 @@ def test_the_course_extra_brings_nvrtc_to_instructors_and_students():
         assert all(any(r.startswith(name) for r in extras["course"]) for name in NVRTC), extras["course"]
 
 
-def test_a_fresh_course_install_grades_the_references_with_full_marks(tmp_path, capsys):
-    """setup, collect, autograde and export in a virtualenv of exactly `.[course]`: full marks for the references,
-    0 for the untouched release (its test cells are tagged raises-exception; nbgrader still scores them 0); in the
-    environment's own kernel, as a student runs it, no cell of the references raises (the mailbox check compiles)."""
+def grade_references(python: Path, checkout: Path, tmp_path: Path) -> dict[str, float]:
+    """setup, collect, autograde and export with `python`, an environment of exactly the checkout's `.[course]`
+    (tests/test_readme_commands.py's, once the README's main job and instructors' command have made it): full marks
+    for the references, 0 for the untouched release (its test cells are tagged raises-exception; nbgrader still
+    scores them 0); in the environment's own kernel, as a student runs it, no cell of the references raises (the
+    mailbox check compiles). Returns the steps' seconds."""
     seconds = {}
-    started = time.perf_counter()
-    checkout = copy_checkout(tmp_path / "checkout")
-    venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
-    run([str(venv / "bin" / "pip"), "install", "-q", "-e", f"{checkout}[course]"], cwd=tmp_path)
-    seconds["install"] = time.perf_counter() - started
-    python = str(venv / "bin" / "python")
+    tmp_path.mkdir(parents=True, exist_ok=True)
     assert (
         "site-packages"
-        in run([python, "-c", "import cuda.bindings, sys; print(cuda.bindings.__file__)"], tmp_path).stdout
+        in run([str(python), "-c", "import cuda.bindings, sys; print(cuda.bindings.__file__)"], tmp_path).stdout
     )
-
     subs, grading = tmp_path / "submissions", tmp_path / "grading"
     course = Course.at(checkout)
     for assignment in ASSIGNMENTS:
@@ -104,7 +92,7 @@ def test_a_fresh_course_install_grades_the_references_with_full_marks(tmp_path, 
         ["autograde", str(grading), "--jobs", "2", "--timeout", "60"],
         ["export", str(grading), "--to", str(tmp_path / "grades.csv")],
     ):
-        done = run([python, "-m", "grader", *step], cwd=tmp_path)
+        done = run([str(python), "-m", "grader", *step], cwd=tmp_path)
     seconds["grade"] = time.perf_counter() - started
     with open(tmp_path / "grades.csv") as rows:
         scores = {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in csv.DictReader(rows)}
@@ -118,11 +106,10 @@ def test_a_fresh_course_install_grades_the_references_with_full_marks(tmp_path, 
     started = time.perf_counter()
     for assignment in ASSIGNMENTS:  # the student's own kernel: every check of the reference passes there too
         notebook = subs / "reference" / f"{assignment}.ipynb"
-        done = run([python, "-c", OWN_KERNEL, str(notebook)], cwd=subs / "reference")
+        done = run([str(python), "-c", OWN_KERNEL, str(notebook)], cwd=subs / "reference")
         assert done.stdout.split() == ["errors:", "0"], (assignment, done.stdout[-3000:])
     seconds["own kernel"] = time.perf_counter() - started
-    with capsys.disabled():
-        print("\n.[course] in a fresh virtualenv: " + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()))
+    return seconds
 
 
 # Run a notebook in the fresh environment's own kernel, as a student does; print how many cells raised.

@@ -3,11 +3,11 @@
 The test command is what `.ci/run` runs verbatim (tests/test_project.py checks that), so it is not run again here.
 The others run one after the other in one fresh .venv, as a newcomer pastes them: the main job (a new .venv, the
 editable install, `python -m <first lesson>`), every lesson of the lessons table in a shell where the venv is
-active, the site's build (which installs the test extra into the same .venv, and must leave nothing in the checkout
-but its output folder), and the instructors' first command (the course extra, activation, `grader setup`). pip must
-reach the package index (as in CI). The steps' seconds are printed: 1167 s in all on a 2-core machine busy with
-another engineer's corpus run (main job 328, each lesson 7-14, site 647 with the test extra's install, instructors
-117 with the course extra's), 2026-12-06.
+active, the instructors' first command (the course extra, activation, `grader setup`), then, in that venv of the
+course extra and nothing more, the references graded to full marks (tests/test_course_extra.py's
+grade_references), and last the site's build (which installs the test extra into the same .venv, and must leave
+nothing in the checkout but its output folder): each extra installed once in a run. pip must reach the package
+index (as in CI). The steps' seconds are printed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_course_extra import copy_checkout
+from test_course_extra import copy_checkout, grade_references
 from test_project import readme_command_lines, table_commands
 
 from labcore.device import gpu_available
@@ -50,8 +50,9 @@ def files_of(tree: Path) -> set[str]:
 @pytest.mark.skipif(gpu_available(), reason="with a GPU, the lessons run live instead of replaying")
 def test_the_readme_commands_run_as_written(tmp_path, capsys) -> None:
     """Pasted into bash in a fresh copy: the main job replays the shipped profile and says so on its first line; so
-    does every lesson of the table with the venv activated; the site's build writes its front page and nothing
-    outside its folder; the instructors' command makes a grading directory."""
+    does every lesson of the table with the venv activated; the instructors' command makes a grading directory, and
+    the venv it leaves grades the references with full marks; the site's build writes its front page and nothing
+    outside its folder."""
     copy, home = copy_checkout(tmp_path / "checkout"), tmp_path / "home"
     home.mkdir()
     lines = readme_command_lines()
@@ -75,16 +76,21 @@ def test_the_readme_commands_run_as_written(tmp_path, capsys) -> None:
         first = step(lesson, f". .venv/bin/activate && {command}").stdout.splitlines()[0]
         assert first.startswith(f"{lesson}: replay of") and "no GPU here" in first, first
 
+    done = step("instructors", setup)
+    grading = home / setup.rsplit("~/", 1)[1]
+    assert (grading / "nbgrader_config.py").is_file() and (grading / "gradebook.db").is_file(), done.stdout
+    assert sorted(p.name for p in (grading / "release").iterdir()) == sorted(names())
+    # the venv is now the main job's install and the course extra, nothing else (the site's test extra comes after):
+    # the instructors' environment exactly, which grades the references with full marks
+    started = time.perf_counter()
+    seconds.update(grade_references(copy / ".venv" / "bin" / "python", copy, tmp_path / "course-extra"))
+    seconds["course extra's grading"] = time.perf_counter() - started
+
     out = site.rsplit(" ", 1)[1]
     before = files_of(copy)
     step("site", site)
     assert (copy / out / "index.html").is_file()
     left = sorted(f for f in files_of(copy) - before if not f.startswith(f"{out}/"))
     assert left == [], f"the site's build left files outside {out}/: {left[:10]}"
-
-    done = step("instructors", setup)
-    grading = home / setup.rsplit("~/", 1)[1]
-    assert (grading / "nbgrader_config.py").is_file() and (grading / "gradebook.db").is_file(), done.stdout
-    assert sorted(p.name for p in (grading / "release").iterdir()) == sorted(names())
     with capsys.disabled():
         print("\nREADME commands, seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()))
