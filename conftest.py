@@ -72,6 +72,13 @@ if LoadScopeScheduling is not None:
         def _split_scope(self, nodeid: str) -> str:
             return nodeid.split("::", 1)[0]
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+        """`-n auto`: a worker more than the cores. The slow files wait as much as they compute (pip on the package
+        index, a sandbox at its per-cell limit, a browser on JupyterLab); a third worker on two cores fills those
+        waits (measured per file: SUITE_TIMES)."""
+        return len(os.sched_getaffinity(0)) + 1
+
     @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: `-p no:xdist` runs without the plugin
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
         return FilesInOrder(config, log) if config.getvalue("dist") == "loadfile" else None
