@@ -203,6 +203,9 @@ def _recorded_calls() -> dict[str, Any]:
 _SAID: set[str] = set()
 
 
+RECORDED_SAID = "the course's recorded result for the shipped profile"  # what a withheld reference's answer says
+
+
 def recorded_reference(module: str, name: str, arguments: dict[str, Any]) -> Any:
     """A withheld reference's body (grader.withhold): the recorded result of this very call, or ReferenceWithheld.
 
@@ -217,10 +220,7 @@ def recorded_reference(module: str, name: str, arguments: dict[str, Any]) -> Any
         raise ReferenceWithheld(full)
     if full not in _SAID:
         _SAID.add(full)
-        print(
-            f"({full} is an exercise's answer, not in the student edition: what it gives here is the course's "
-            "recorded result for the shipped profile)"
-        )
+        print(f"({full} is an exercise's answer, not in the student edition: what it gives here is {RECORDED_SAID})")
     return _record_decode(found, module)
 
 

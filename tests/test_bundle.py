@@ -27,7 +27,7 @@ from jupyter_server.services.config.manager import ConfigManager
 from grader import bundle
 from grader.feedback import split_hidden
 from grader.withhold import CUDA_SUFFIXES, reference_lines, withhold_cuda, withhold_python
-from labcore.answers import RECORD_ENV
+from labcore.answers import RECORD_ENV, RECORDED_SAID
 from labcore.device import gpu_available
 from labcore.errors import UsageError
 from labcore.lessons import lesson as lesson_of
@@ -346,9 +346,10 @@ def test_on_a_gpu_the_bundles_lesson_shows_the_recorded_run_until_an_answer_is_w
         timeout=1800,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    # a lesson shows the course's recorded numbers where it needs a withheld reference, or says that it runs the
-    # student's own answer instead (day 56's live capture: "the live run captures your my_capturable ...")
-    said = ("the course's recorded numbers", "the live run captures your my_")
+    # a lesson shows the course's recorded numbers where it needs a withheld reference (its own words, or those of
+    # labcore.answers' recorded reference), or says that it runs the student's own answer instead (day 56's live
+    # capture: "the live run captures your my_capturable ...")
+    said = ("the course's recorded numbers", RECORDED_SAID, "the live run captures your my_")
     assert any(s in done.stdout for s in said), done.stdout[-3000:]
 
 
