@@ -74,10 +74,11 @@ if LoadScopeScheduling is not None:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-        """`-n auto`: a worker more than the cores. The slow files wait as much as they compute (pip on the package
-        index, a sandbox at its per-cell limit, a browser on JupyterLab); a third worker on two cores fills those
-        waits (measured per file: SUITE_TIMES)."""
-        return len(os.sched_getaffinity(0)) + 1
+        """`-n auto`: about two workers a core. The slow files wait more than they compute (pip on the package
+        index, sandboxes at their limits, a browser on JupyterLab): on 2 cores, 3 workers each spent 940 s busy for
+        1224 CPU s in all (SUITE_TIMES), the cores two thirds used; more workers fill those waits."""
+        cores = len(os.sched_getaffinity(0))
+        return min(2 * cores + 1, cores + 4)
 
     @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: `-p no:xdist` runs without the plugin
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:

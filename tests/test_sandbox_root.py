@@ -22,6 +22,8 @@ from grader.runner import REPO
 from grader.warm import Job, WarmSandbox
 from labcore.errors import UsageError
 
+# sandboxes stopped and killed at their limits, as root and as a plain user: two minutes of waiting, little CPU
+pytestmark = pytest.mark.slow(seconds=10)
 TIMEOUT_S = 2  # per cell: every attack here ends at once or is stopped at the limit
 
 
