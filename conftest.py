@@ -74,11 +74,11 @@ if LoadScopeScheduling is not None:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-        """`-n auto`: about two workers a core. The slow files wait more than they compute (pip on the package
-        index, sandboxes at their limits, a browser on JupyterLab): on 2 cores, 3 workers each spent 940 s busy for
-        1224 CPU s in all (SUITE_TIMES), the cores two thirds used; more workers fill those waits."""
-        cores = len(os.sched_getaffinity(0))
-        return min(2 * cores + 1, cores + 4)
+        """`-n auto`: a worker more than the cores. The slow files wait as much as they compute (pip on the package
+        index, sandboxes at their limits, a browser on JupyterLab). On 2 cores (SUITE_TIMES), 3 workers took 955 s
+        and 1224 CPU s; 5 workers took longer (1020 s, 1327 CPU s: each worker collects the suite, and the slow
+        files slowed each other) and broke a timed replay."""
+        return len(os.sched_getaffinity(0)) + 1
 
     @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: `-p no:xdist` runs without the plugin
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
