@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -661,3 +662,20 @@ def test_recording_keeps_the_gradebook_as_it_was_and_nbgrader_writes_without_syn
     with contextlib.closing(sqlite3.connect(":memory:")) as connection:
         runner._no_sync(connection, None)
         assert connection.execute("PRAGMA synchronous").fetchone() == (0,)
+
+
+def test_a_new_gradebook_gets_the_revision_alembic_names(tmp_path):
+    """The schema revision nbgrader writes into a new gradebook, read in the grading process (grader.runner), is the
+    one nbgrader's own way gets from the `alembic` script; and `grader setup` writes it."""
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    from grader import runner
+
+    alembic = Path(sys.executable).parent / "alembic"
+    with _temp_alembic_ini(f"sqlite:///{tmp_path / 'probe.db'}") as ini:
+        said = subprocess.run([str(alembic), "-c", ini, "heads"], capture_output=True, text=True, check=True).stdout
+    head = said.splitlines()[0].split(" ")[0]
+    assert runner._alembic_head() == head and len(head) == 12, said
+    assert grader("setup", str(tmp_path / "grading")).rc == 0
+    with contextlib.closing(sqlite3.connect(tmp_path / "grading" / GRADEBOOK)) as book:
+        assert book.execute("select version_num from alembic_version").fetchall() == [(head,)]
