@@ -61,7 +61,7 @@ def load(
     require_exports(path, exports)
     companion = path / RESULTS
     if has_exports(path, exports):
-        return from_exports(path, companion if companion.exists() else None)
+        return pickle.loads(_parsed(from_exports, path, companion if companion.exists() else None, _stamp(path)))
     if companion.exists():
         return load_results(companion, lesson)
     if shipped and missing:
@@ -69,6 +69,20 @@ def load(
     raise UsageError(
         f"--from-profile {path}: neither nsys CSV exports ({', '.join(exports)}) nor a results.json there{hint}"
     )
+
+
+def _stamp(directory: Path) -> tuple[tuple[str, int, int], ...]:
+    """What a profile folder holds, as the file system says (name, size, modification time): a changed or added export
+    is parsed anew."""
+    return tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in directory.iterdir() if p.is_file()))
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(from_exports: FromExports, path: Path, companion: Path | None, stamp: tuple) -> bytes:
+    """A profile folder's exports parsed into a record, once per process for each state of the folder (a second or
+    more each: a notebook replays the same profile in several cells), kept as pickled bytes so that each caller gets
+    a record of its own to change."""
+    return pickle.dumps(from_exports(path, companion))
 
 
 def has_exports(directory: Path, exports: Sequence[str] = REPLAYED_EXPORTS) -> bool:
