@@ -13,8 +13,10 @@ waited for, set-up and tear-down included), and the run's summary prints the fil
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
+import re
 import resource
 import time
 from collections import defaultdict
@@ -28,6 +30,9 @@ from labcore.device import gpu_available
 # the site's build (tests/site_fixture.py: 46 s with its tests), a graded class, a release or bundle run or built;
 # and what a test that installs into a fresh virtualenv (the `venv` marker) takes, about, when it says no more
 SLOW_FIXTURES = {"graded": 100, "graded_now": 100, "site_build": 46, "built": 50, "ran": 40, "run_all": 40}
+# ... of which those that another file's test makes anyway, where the run holds it (tests/once.py): the site, which
+# tests/test_readme_commands.py builds with the README's command; a file that reads one starts after every other
+LAST_FIXTURES = {"site_build"}
 VENV_SECONDS = 200
 
 
@@ -39,13 +44,20 @@ def slow_seconds(item: pytest.Item) -> float:
     return VENV_SECONDS if item.get_closest_marker("venv") else 0.0
 
 
+def _file(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for name, seconds in SLOW_FIXTURES.items():
             if name in getattr(item, "fixturenames", ()) and not item.get_closest_marker("slow"):
-                item.add_marker(pytest.mark.slow(seconds=seconds))
-    items.sort(key=lambda item: -slow_seconds(item))  # stable: the longest files first, each file's tests in order
+                item.add_marker(pytest.mark.slow(seconds=seconds, last=name in LAST_FIXTURES))
+    # stable: the longest files first, each file's tests in order; a file that reads what another file makes once a
+    # run (`slow(last=True)`, tests/once.py) after every other, when that is made
+    last = {_file(item) for item in items if (m := item.get_closest_marker("slow")) and m.kwargs.get("last")}
+    items.sort(key=lambda item: (_file(item) in last, -slow_seconds(item)))
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU and CuPy (none here)")
@@ -83,6 +95,22 @@ if LoadScopeScheduling is not None:
     @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: `-p no:xdist` runs without the plugin
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
         return FilesInOrder(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
+TESTS_AND_DATA = re.compile(r"[/\\](tests|profiles)[/\\]")  # a lesson's tests and data: not compiled
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The course's packages compiled to bytecode once, before any worker starts: the suite's processes (graders,
+    their children, kernels) read it rather than compiling the same sources each, which they do where
+    PYTHONDONTWRITEBYTECODE is set (as on the CI machines). A checkout that cannot be written is left as it is."""
+    if hasattr(session.config, "workerinput"):
+        return
+    from labcore.lessons import names
+
+    root = Path(__file__).resolve().parent
+    for package in ("labcore", "grader", *names()):
+        compileall.compile_dir(root / package, quiet=2, workers=1, rx=TESTS_AND_DATA)
 
 
 TIMES_ENV = "SUITE_TIMES"
