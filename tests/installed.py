@@ -93,3 +93,28 @@ def grader(*argv: str) -> SimpleNamespace:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = run_cli(main, list(argv))
     return SimpleNamespace(rc=rc, out=out.getvalue(), err=err.getvalue())
+
+
+def the_bundle(tmp_path_factory: object) -> SimpleNamespace:
+    """`grader bundle` of this checkout, written once a run for every test file that reads it (tests/once.py): its
+    folder and what the command printed. A reader that installs or builds from it works in a copy of its own."""
+    from once import made_once
+
+    from grader.bundle import DIST_NAME
+
+    def make(folder: Path) -> dict:
+        out = folder / DIST_NAME
+        done = grader("bundle", str(out))
+        assert done.rc == 0, done.err
+        return {"out": str(out), "lines": done.out.splitlines()}
+
+    made = made_once(tmp_path_factory, "bundle", make)
+    return SimpleNamespace(out=Path(made["out"]), lines=made["lines"])
+
+
+def copy_of(bundle: Path, dest: Path) -> Path:
+    """A copy of a shared bundle to build or install from (pip builds in the folder it is given), less what a build
+    in the original may have left."""
+    import shutil
+
+    return Path(shutil.copytree(bundle, dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")))

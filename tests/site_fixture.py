@@ -15,7 +15,10 @@ import pytest
 from grader.feedback import html_text
 from labcore.lessons import names
 
+from once import made_once
+
 ROOT = Path(__file__).resolve().parents[1]
+SITE = "site"  # its name in tests/once.py
 KERNEL_NOISE = "[IPKernelApp] WARNING"  # ipykernel's line about its local TCP transport, not Sphinx's
 
 
@@ -29,17 +32,27 @@ def readme_build_command() -> str:
 
 @pytest.fixture(scope="session")
 def site_build(tmp_path_factory) -> SimpleNamespace:
-    """`python site/build.py OUT` as the README runs it, with this interpreter and a temporary OUT: out, log."""
+    """The site as the README builds it, once a run (tests/once.py): tests/test_readme_commands.py's build, with the
+    README's command in its fresh venv, where the run holds that test (it offers its build, and the site's tests start
+    after it); else `python site/build.py OUT` as the README runs it, with this interpreter and a temporary OUT. Its
+    out, log, warnings, command, and root (the checkout it was built from)."""
     pytest.importorskip("sphinx", reason="the test extra (sphinx) is not installed")
     pytest.importorskip("myst_nb", reason="the test extra (myst-nb) is not installed")
     command = readme_build_command()
-    script = command.rsplit("python ", 1)[1].split()[0]
-    out = tmp_path_factory.mktemp("site") / "html"
-    done = subprocess.run([sys.executable, script, str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, f"{command} failed ({done.returncode}):\n{log[-6000:]}"
-    warnings = [line for line in log.splitlines() if "WARNING" in line and KERNEL_NOISE not in line]
-    return SimpleNamespace(out=out, log=log, warnings=warnings, command=command)
+
+    def make(folder: Path) -> dict:
+        script = command.rsplit("python ", 1)[1].split()[0]
+        out = folder / "html"
+        done = subprocess.run([sys.executable, script, str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        log = done.stdout + done.stderr
+        assert done.returncode == 0, f"{command} failed ({done.returncode}):\n{log[-6000:]}"
+        return {"out": str(out), "log": log, "root": str(ROOT)}
+
+    made = made_once(tmp_path_factory, SITE, make)
+    warnings = [line for line in made["log"].splitlines() if "WARNING" in line and KERNEL_NOISE not in line]
+    return SimpleNamespace(
+        out=Path(made["out"]), log=made["log"], warnings=warnings, command=command, root=Path(made["root"])
+    )
 
 
 # -- the region scan ---------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from labcore.pipeline import trace
 from labcore.pipeline.recording import RecordingContext
 from labcore.profiles import recorded_gpus
 
-from installed import grader, wheel_and_replay
+from installed import copy_of, grader, the_bundle, wheel_and_replay
 from site_fixture import PIPELINE, fold, json_strings, marked_regions, region_needles, regions_quoted
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,11 +78,8 @@ SKELETON = {
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> SimpleNamespace:
-    """The bundle of this checkout, written once for the module."""
-    out = tmp_path_factory.mktemp("bundle") / bundle.DIST_NAME
-    done = grader("bundle", str(out))
-    assert done.rc == 0, done.err
-    return SimpleNamespace(out=out, lines=done.out.splitlines())
+    """The bundle of this checkout, written once a run (tests/student_side.py installs a copy of the same)."""
+    return the_bundle(tmp_path_factory)
 
 
 def files_of(tree: Path) -> list[Path]:
@@ -932,7 +929,7 @@ def test_bundle_refuses_a_stale_release(tmp_path):
 def test_the_installed_bundle_replays_from_another_folder(built, tmp_path):
     """The bundle's wheel carries the profiles, the list and the Jupyter settings; `python -m <lesson>` elsewhere
     replays each lesson's own profile (Lesson rules 6 and 14 on the architecture page)."""
-    installed = wheel_and_replay(built.out, tmp_path)
+    installed = wheel_and_replay(copy_of(built.out, tmp_path / bundle.DIST_NAME), tmp_path)
     names_in = installed.names
     data = "datamove_course_student-0.1.0.data/data/etc/jupyter"
     assert f"{data}/jupyter_server_config.d/{bundle.CONFIG_NAME}" in names_in

@@ -13,41 +13,23 @@ its own cell stopped.
 
 from __future__ import annotations
 
-import csv
 import functools
 import importlib
-import os
 import pkgutil
-import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 from corpus import CORPUS, POINTS, Submission
+from corpus_class import COPIES, LIVE, REFERENCES, graded_class
 
 from grader.classgrade import LESSON_NOTE
 from grader.feedback import leak_lines, quoted_lines
-from grader.layout import COURSE_ID, KERNEL_DIED, KERNEL_STUCK, NOT_RUN, PENDING_GPU, TIMED_OUT, db_url
-from labcore.device import gpu_available
+from grader.layout import KERNEL_DIED, KERNEL_STUCK, NOT_RUN, PENDING_GPU, TIMED_OUT
 from labcore.errors import UsageError
 from labcore.lessons import names
 
-from installed import grader
-
 pytestmark = pytest.mark.slow(seconds=300)  # grades a class of about 230 notebooks
-LIVE = gpu_available()  # the checker measures on this GPU: Submission.live's points apply
-TIMEOUT_S = 60 if LIVE else 30  # per cell: honest cells take seconds (more on a busy machine); one loops forever
-JOBS = 8 if LIVE else max(2, len(os.sched_getaffinity(0)))  # offline: a sandbox per core
-# Honest students graded beside the corpus, each handing in the reference of every assignment. Their names sort
-# after every corpus submission's, so each assignment grades them last, in the warm sandboxes every cheat, crash and
-# hostile cell of the corpus ran in before them: whatever a submission could leave behind for later students reaches
-# them. Enough to pass through each sandbox several times (offline a sandbox per core); a class of 100 is
-# benchmarks/class_grade.py's (live, fewer: each costs GPU seconds).
-COPIES = tuple(f"zz-copy-{n:03d}" for n in range(6 if LIVE else 16))
-assert all(copy > sub.name for copy in COPIES for sub in CORPUS), "the copies are graded after the corpus"
-REFERENCES = {s.assignment: s for s in CORPUS if s.name.split("-", 1)[1] == "reference"}  # not d54-alias-reference
-assert sorted(REFERENCES) == sorted(POINTS), REFERENCES
-
 # Errors that are the grader's verdict on a cell rather than its crash, besides every AssertionError (a failed
 # check: labcore.answers' NoAnswer and AnswerRaised, labcore.pipeline.trace's NotAFixedSchedule, ...) and every
 # UsageError (a student's file the grader refuses, naming what is wrong with it: an NsysFormatError).
@@ -90,50 +72,11 @@ def accepted_reasons() -> set[str]:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """(grading root, {(student, assignment, cell id): points or None}, {(student, assignment): raw score of the
-    export}) for the corpus and the honest students graded after it (COPIES)."""
-    base = tmp_path_factory.mktemp("corpus")
-    subs, root = base / "submissions", base / "grading"
-    for sub in CORPUS:
-        sub.write(subs / sub.name)
-    for assignment, reference in REFERENCES.items():
-        nb = reference.notebook()
-        for copy in COPIES:
-            (subs / copy).mkdir(exist_ok=True)
-            nbformat.write(nb, subs / copy / f"{assignment}.ipynb")
-    steps = [
-        ("setup", str(root)),
-        ("collect", str(root), str(subs)),
-        ("autograde", str(root), "--jobs", str(JOBS), "--timeout", str(TIMEOUT_S)),  # every assignment: one cluster
-        ("export", str(root), "--to", str(base / "grades.csv")),
-    ]
-    said = []  # what grading printed: kept under $CORPUS_KEEP with the export (benchmarks/h200.sh corpus)
-    for step in steps:
-        done = grader(*step)
-        said.append(f"$ grader {' '.join(step)}\n{done.out}{done.err}")
-        assert done.rc == 0, (step, done.out[-3000:], done.err[-3000:])
-        if step[0] == "autograde":  # no submission changed what the sandbox binds (a remount and a .pth tried)
-            assert "environment after grading: unchanged" in done.out, done.out[-3000:]
-            TABLE.append(done.out)
-    if keep := os.environ.get("CORPUS_KEEP"):
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        Path(keep, "corpus_grading.txt").write_text("\n".join(said))
-        shutil.copy(base / "grades.csv", Path(keep, "corpus_grades.csv"))
-    from nbgrader.api import Gradebook, MissingEntry  # seconds to import: after grading, which imports it anyway
-
-    points: dict[tuple[str, str], float | None] = {}
-    with Gradebook(db_url(root), COURSE_ID) as gb:
-        named = [(sub.name, sub.assignment) for sub in CORPUS] + [(c, a) for c in COPIES for a in REFERENCES]
-        for name, assignment in named:
-            for cell in POINTS[assignment]:
-                try:
-                    points[(name, assignment, cell)] = gb.find_grade(cell, assignment, assignment, name).score
-                except MissingEntry:
-                    points[(name, assignment, cell)] = None
-    with open(base / "grades.csv") as fh:
-        exported = list(csv.DictReader(fh))
-    totals = {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in exported}
-    STATUS.update({(r["student_id"], r["assignment"]): r["status"] for r in exported})
-    return root, points, totals
+    export}) for the corpus and the honest students graded after it (COPIES): tests/corpus_class.py's class."""
+    graded = graded_class(tmp_path_factory)
+    STATUS.update(graded.status)
+    TABLE.append(graded.said)
+    return graded.root, graded.points, graded.totals
 
 
 def _autograded(root: Path, sub: Submission) -> nbformat.NotebookNode:

@@ -18,11 +18,14 @@ import time
 from pathlib import Path
 
 import pytest
+from once import Making, making
 from test_course_extra import copy_checkout, grade_references
 from test_project import readme_command_lines, table_commands
 
 from labcore.device import gpu_available
 from labcore.lessons import names
+
+from site_fixture import SITE
 
 # three installs into one fresh venv and a build of the site (1167 s on a busy machine): among the first started
 pytestmark = [pytest.mark.venv, pytest.mark.slow(seconds=420)]
@@ -48,11 +51,16 @@ def files_of(tree: Path) -> set[str]:
 
 
 @pytest.mark.skipif(gpu_available(), reason="with a GPU, the lessons run live instead of replaying")
-def test_the_readme_commands_run_as_written(tmp_path, capsys) -> None:
+def test_the_readme_commands_run_as_written(tmp_path, tmp_path_factory, capsys) -> None:
     """Pasted into bash in a fresh copy: the main job replays the shipped profile and says so on its first line; so
     does every lesson of the table with the venv activated; the instructors' command makes a grading directory, and
     the venv it leaves grades the references with full marks; the site's build writes its front page and nothing
     outside its folder."""
+    with making(tmp_path_factory, SITE) as site_made:  # the site tests of the run wait for this build and read it
+        _run_the_readme(tmp_path, capsys, site_made)
+
+
+def _run_the_readme(tmp_path: Path, capsys: pytest.CaptureFixture, site_made: Making) -> None:
     copy, home = copy_checkout(tmp_path / "checkout"), tmp_path / "home"
     home.mkdir()
     lines = readme_command_lines()
@@ -88,9 +96,13 @@ def test_the_readme_commands_run_as_written(tmp_path, capsys) -> None:
 
     out = site.rsplit(" ", 1)[1]
     before = files_of(copy)
-    step("site", site)
+    install, build = site.split(" && ", 1)  # as written, one after the other: the build's own log kept apart
+    step("site's install", install)
+    built = step("site", build)
     assert (copy / out / "index.html").is_file()
     left = sorted(f for f in files_of(copy) - before if not f.startswith(f"{out}/"))
     assert left == [], f"the site's build left files outside {out}/: {left[:10]}"
+    if site_made.value is None:
+        site_made.keep({"out": str(copy / out), "log": built.stdout + built.stderr, "root": str(copy)})
     with capsys.disabled():
         print("\nREADME commands, seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()))

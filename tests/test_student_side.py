@@ -22,7 +22,7 @@ from labcore.device import gpu_available
 from labcore.lessons import lesson as lesson_of
 from labcore.lessons import names
 
-from installed import grader
+from installed import copy_of, the_bundle
 
 pytestmark = pytest.mark.slow(seconds=205)  # installs the bundle in a fresh virtualenv, then runs every release
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,9 +47,7 @@ def installed(tmp_path_factory) -> SimpleNamespace:
     """The bundle, installed: offline in a fresh venv as a student does; on a GPU machine (which may reach no package
     index) into a folder of its own beside the packages already there."""
     tmp = tmp_path_factory.mktemp("student-side")
-    bundle = tmp / "bundle"
-    made = grader("bundle", str(bundle))
-    assert made.rc == 0, made.err
+    bundle = copy_of(the_bundle(tmp_path_factory).out, tmp / "bundle")  # the run's bundle (tests/test_bundle.py's)
     if gpu_available():
         target = tmp / "site"
         pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target"]
