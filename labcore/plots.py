@@ -50,15 +50,20 @@ def _end_ms(panel: Panel) -> float:
 
 def _draw(ax: Axes, panel: Panel, by: str) -> None:
     rows = list(ROW_ORDER) if by == "op" else sorted({o.stream for o in panel.ops})
+    # one collection of bars per row (and, by stream, per kind: kernels hatched, a stream's row holds all three),
+    # each bar coloured by its chunk: a call per bar cost matplotlib a view update each, seconds for a lesson's grid
+    bars: dict[tuple[int, bool], list[Op]] = {}
     for op in panel.ops:
         row = rows.index(op.op if by == "op" else op.stream)
+        bars.setdefault((row, by == "stream" and op.op == "kernel"), []).append(op)
+    for (row, hatched), ops in bars.items():
         ax.broken_barh(
-            [(op.start_ns / 1e6, op.duration_ns / 1e6)],
+            [(op.start_ns / 1e6, op.duration_ns / 1e6) for op in ops],
             (row - 0.4, 0.8),
-            facecolors=_chunk_colour(op.chunk),
+            facecolors=[_chunk_colour(op.chunk) for op in ops],
             edgecolors="white",
             linewidth=0.3,
-            hatch="////" if by == "stream" and op.op == "kernel" else None,  # a stream's row holds all three kinds
+            hatch="////" if hatched else None,
         )
     for at_ms, label in panel.marks:
         ax.axvline(at_ms, color="crimson", linewidth=1.5, linestyle="--")

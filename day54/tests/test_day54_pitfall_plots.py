@@ -54,7 +54,7 @@ def test_each_pitfall_is_drawn_beside_the_correct_pipeline_on_its_row_axis(recor
         assert left.get_xlim() == right.get_xlim()
         if name != pitfalls.ENQUEUE:
             ops = record.ops(pitfalls.pass_key(name, WINDOW))
-            assert len(right.collections) == len(ops) == 48
+            assert len(_bars(right)) == len(ops) == 48
             assert max(o.end_ns for o in ops) / 1e6 <= right.get_xlim()[1]
     titles = [axes[2 * row + 1].get_title(loc="left") for row in range(5)]
     assert [t.split(":")[0] for t in titles] == [
@@ -308,4 +308,4 @@ def test_the_figures_carry_the_record_numbers():
     widths = [patch.get_width() for patch in stages.axes[0].patches]
     assert widths[0] == pytest.approx(report.stages(record, 64 << 20).sum_ms)
     timeline = plots.timeline(record)
-    assert len(timeline.axes) == 3 and len(timeline.axes[0].collections) == 48
+    assert len(timeline.axes) == 3 and len(_bars(timeline.axes[0])) == 48
