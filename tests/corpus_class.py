@@ -14,12 +14,12 @@ from pathlib import Path
 import nbformat
 import pytest
 from corpus import CORPUS, POINTS
-from once import made_once
 
 from grader.layout import COURSE_ID, db_url
 from labcore.device import gpu_available
 
 from installed import grader
+from once import made_once
 
 LIVE = gpu_available()  # the checker measures on this GPU: Submission.live's points apply
 TIMEOUT_S = 60 if LIVE else 30  # per cell: honest cells take seconds (more on a busy machine); one loops forever

@@ -98,9 +98,9 @@ def grader(*argv: str) -> SimpleNamespace:
 def the_bundle(tmp_path_factory: object) -> SimpleNamespace:
     """`grader bundle` of this checkout, written once a run for every test file that reads it (tests/once.py): its
     folder and what the command printed. A reader that installs or builds from it works in a copy of its own."""
-    from once import made_once
-
     from grader.bundle import DIST_NAME
+
+    from once import made_once
 
     def make(folder: Path) -> dict:
         out = folder / DIST_NAME

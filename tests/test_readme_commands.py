@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
-from once import Making, making
 from test_course_extra import copy_checkout, grade_references
 from test_project import readme_command_lines, table_commands
 
 from labcore.device import gpu_available
 from labcore.lessons import names
 
+from once import Making, making
 from site_fixture import SITE
 
 # three installs into one fresh venv and a build of the site (1167 s on a busy machine): among the first started
