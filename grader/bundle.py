@@ -368,7 +368,7 @@ runs the visible checks, and your instructor grades what you hand back.
 
 On the GPU lab machine, in the folder that holds this one (`{folder}/`):
 
-    python3 -m venv .venv && .venv/bin/pip install -q './{folder}[cuda13,course]'
+    python3 -m venv --upgrade-deps .venv && .venv/bin/pip install -q './{folder}[cuda13,course]'
     .venv/bin/jupyter lab {folder}/{notebooks}/
 
 `cuda12` instead of `cuda13` on a CUDA 12 driver (`nvidia-smi` prints the driver's CUDA version); without a GPU,

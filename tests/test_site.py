@@ -451,7 +451,7 @@ def test_the_offline_page_quotes_this_builds_size_and_time(site_build) -> None: 
 SITE_ONLY_COMMANDS = {
     ".venv/bin/pip install -q -e '.[course]' && JUPYTER_CONFIG_PATH=\"$PWD/jupyter-config\" .venv/bin/jupyter lab "
     "course/": "tests/test_browser.py runs JupyterLab on course/ with JUPYTER_CONFIG_PATH=jupyter-config",
-    "python3 -m venv .venv && .venv/bin/pip install -q './datamove-course-student[cuda13,course]' && "
+    "python3 -m venv --upgrade-deps .venv && .venv/bin/pip install -q './datamove-course-student[cuda13,course]' && "
     ".venv/bin/jupyter lab datamove-course-student/notebooks/": "tests/test_bundle.py: the bundle's README gives it",
     ".venv/bin/pip install -q -e '.[test]' pre-commit && .venv/bin/pre-commit install": "the contributors' hooks",
 }

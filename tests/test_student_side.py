@@ -57,7 +57,7 @@ def installed(tmp_path_factory) -> SimpleNamespace:
             bundle=bundle, python=sys.executable, env=student_env(os.pathsep.join([str(target), *others]))
         )
     venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--upgrade-deps", str(venv)], check=True, capture_output=True)
     python = str(venv / "bin" / "python")
     done = subprocess.run(
         [python, "-m", "pip", "install", "-q", f"{bundle}[course]"], capture_output=True, text=True, timeout=900
