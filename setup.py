@@ -31,14 +31,28 @@ def options(root: Path = ROOT) -> dict:
 
 
 if __name__ == "__main__":
+    import warnings
+
     from setuptools import setup
     from setuptools.command.build_py import build_py
 
+    # Package data lies in folders named like modules (a lesson's kernels/ and profiles/h200/, labcore's
+    # pipeline/kernels/): setuptools warns that Python could import each as a namespace package. They are data.
+    warnings.filterwarnings("ignore", message=r"Package '[\w.]+' is absent from the `packages` configuration")
+    # An editable install's notice that folders of the working directory named like the packages may be imported
+    # instead: here they are the packages (the checkout's own, which the editable install points at)
+    warnings.filterwarnings("ignore", message=r"Editable installation\.")
+
     class BuildWithList(build_py):
-        """build_py, and the list of lessons copied into the built labcore (labcore/lessons.txt)."""
+        """build_py, and the list of lessons copied into the built labcore (labcore/lessons.txt); an editable install
+        reads the checkout's own list."""
 
         def run(self) -> None:
             super().run()
-            shutil.copy2(ROOT / "lessons.txt", Path(self.build_lib) / "labcore" / "lessons.txt")
+            if getattr(self, "editable_mode", False):
+                return
+            target = Path(self.build_lib) / "labcore"
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / "lessons.txt", target / "lessons.txt")
 
     setup(**options(), cmdclass={"build_py": BuildWithList})

@@ -135,6 +135,14 @@ def test_the_site_builds_its_front_page_and_nothing_else(pasted) -> None:
     assert pasted.left == [], f"the site's build left files outside {pasted.out}/: {pasted.left[:10]}"
 
 
+def test_the_installs_say_nothing_of_the_build(pasted) -> None:
+    """pip's quiet installs (the editable install's build included) print no traceback and no warning of the build
+    backend: setup.py's steps hold for an editable install too."""
+    for name in ("main job", "instructors", "site's install"):
+        said = pasted.done[name].stderr
+        assert "Traceback" not in said and "BuildBackendWarning" not in said, f"{name}:\n{said[-3000:]}"
+
+
 def test_the_steps_seconds_are_shown(pasted, capsys) -> None:
     """What each command took (printed, as the test's last word)."""
     with capsys.disabled():
