@@ -86,11 +86,10 @@ if LoadScopeScheduling is not None:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-        """`-n auto`: a worker more than the cores. The slow files wait as much as they compute (pip on the package
-        index, sandboxes at their limits, a browser on JupyterLab). On 2 cores (SUITE_TIMES), 3 workers took 955 s
-        and 1224 CPU s; 5 workers took longer (1020 s, 1327 CPU s: each worker collects the suite, and the slow
-        files slowed each other) and broke a timed replay."""
-        return len(os.sched_getaffinity(0)) + 1
+        """`-n auto`: two workers more than the cores. The slow files wait as much as they compute (pip on the package
+        index, sandboxes at their limits, a browser on JupyterLab), so a core's worth of workers more keeps the cores
+        busy while others wait (measured with SUITE_TIMES on 2 cores: the site's page on the tests says how)."""
+        return len(os.sched_getaffinity(0)) + 2
 
     @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: `-p no:xdist` runs without the plugin
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:

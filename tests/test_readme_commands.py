@@ -115,7 +115,7 @@ def test_the_main_job_replays_the_shipped_profile(pasted) -> None:
 
 def test_every_lesson_of_the_table_replays_with_the_venv_active(pasted) -> None:
     """Each command of the lessons table, in a shell where the venv is active, says it replays on its first line."""
-    assert pasted.lessons == names()
+    assert pasted.lessons == list(names())
     for lesson in pasted.lessons:
         _says_it_replays(pasted.done[lesson], lesson)
 
