@@ -86,10 +86,10 @@ if LoadScopeScheduling is not None:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-        """`-n auto`: two workers more than the cores. The slow files wait as much as they compute (pip on the package
-        index, sandboxes at their limits, a browser on JupyterLab), so a core's worth of workers more keeps the cores
-        busy while others wait (measured with SUITE_TIMES on 2 cores: the site's page on the tests says how)."""
-        return len(os.sched_getaffinity(0)) + 2
+        """`-n auto`: a worker more than the cores. The slow files wait as much as they compute (pip on the package
+        index, sandboxes at their limits, a browser on JupyterLab); a worker more keeps the cores busy meanwhile. On 2
+        cores, 3 workers took 874 s of pytest and 4 took 916 s (the slow files slowing each other); 5, 1020 s."""
+        return len(os.sched_getaffinity(0)) + 1
 
     @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: `-p no:xdist` runs without the plugin
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:

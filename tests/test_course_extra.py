@@ -95,7 +95,7 @@ def grade_references(python: Path, checkout: Path, tmp_path: Path) -> dict[str, 
         for step in (
             ["setup", str(grading)],
             ["collect", str(grading), str(subs)],
-            ["autograde", str(grading), "--jobs", "2", "--timeout", "60"],
+            ["autograde", str(grading), "--jobs", "1", "--timeout", "60"],  # ten notebooks, one sandbox
             ["export", str(grading), "--to", str(tmp_path / "grades.csv")],
         ):
             done = run([str(python), "-m", "grader", *step], cwd=tmp_path)

@@ -215,7 +215,7 @@ def graded(checkout, tmp_path_factory) -> SimpleNamespace:
     run = SimpleNamespace(root=root, subs=subs)
     run.setup = grader("--repo", str(checkout), "setup", str(root))
     run.collect = grader("collect", str(root), str(subs))
-    run.autograde = grader("autograde", str(root), "--jobs", "3", "--timeout", str(TIMEOUT_S))
+    run.autograde = grader("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S))
     run.feedback = grader("feedback", str(root))
     run.export = grader("export", str(root), "--to", str(base / "grades.csv"))
     run.csv = base / "grades.csv"
@@ -447,7 +447,7 @@ def test_autograde_scores_each_test_cell(graded, student):
 
 def test_autograde_table_names_what_timed_out_and_what_failed(graded):
     """One row per student with the score; the hang's cells timed out; a lost kernel is named with its cell."""
-    assert graded.autograde.lines[0].startswith(f"grader autograde: {graded.root}, toy (9 submitted); 3 at once")
+    assert graded.autograde.lines[0].startswith(f"grader autograde: {graded.root}, toy (9 submitted); 2 at once")
     header = graded.autograde.lines.index(next(x for x in graded.autograde.lines if x.startswith("student")))
     assert graded.autograde.lines[header].split() == ["student", "score", "sandbox", "s", "checker", "s", "notes"]
     rows, waiting = {}, set()
@@ -513,7 +513,7 @@ def graded_now(checkout, tmp_path_factory) -> SimpleNamespace:
     assert grader("--repo", str(checkout), "setup", str(root)).rc == 0
     assert grader("collect", str(root), str(TOY / "submissions")).rc == 0
     run = SimpleNamespace(root=root)
-    run.autograde = grader("autograde", str(root), "--jobs", "3", "--timeout", str(TIMEOUT_S), "--feedback", "now")
+    run.autograde = grader("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S), "--feedback", "now")
     run.feedback = grader("feedback", str(root))
     return run
 
@@ -526,7 +526,7 @@ def test_feedback_now_grades_as_autograde_does(graded, graded_now):
 
     done = graded_now.autograde
     assert done.rc == 0, done.out + done.err
-    assert f"3 at once, {TIMEOUT_S} s per cell, whole notebooks, cluster local" in done.lines[0]
+    assert f"2 at once, {TIMEOUT_S} s per cell, whole notebooks, cluster local" in done.lines[0]
     for student, expected in EXPECTED.items():
         assert scores(GradingDir(graded_now.root), "toy", student) == expected, student
     assert _rows(done.lines) == _rows(graded.autograde.lines)

@@ -82,7 +82,7 @@ def graded(tmp_path_factory) -> SimpleNamespace:
         done = grader(*step)
         assert done.rc == 0, (step, done.out[-2000:], done.err[-2000:])
     before = grader("report", str(root))
-    done = grader("autograde", str(root), "--assignment", "day54", "--jobs", "2", "--timeout", str(TIMEOUT_S))
+    done = grader("autograde", str(root), "--assignment", "day54", "--jobs", "1", "--timeout", str(TIMEOUT_S))
     assert done.rc == 0, (done.out[-3000:], done.err[-3000:])
     run = grader("report", str(root))
     page = root / "report" / "index.html"
