@@ -231,3 +231,31 @@ def test_directory_without_a_profile(tmp_path):
     """An empty directory is named, with what was looked for."""
     with pytest.raises(UsageError, match="neither nsys CSV exports"):
         load_profile(tmp_path)
+
+
+def test_a_folder_is_parsed_again_when_its_bytes_change_whatever_its_times_say(tmp_path, monkeypatch):
+    """The replay keeps a folder's parse for the process (labcore.kit.replay), keyed by what its files hold: the same
+    bytes are parsed once; an export rewritten to other bytes of the same size, its times put back, is parsed anew."""
+    import os
+
+    from day54 import replay as day54_replay
+    from labcore.kit import replay
+
+    folder = Path(shutil.copytree(PROFILE, tmp_path / "profile", ignore=shutil.ignore_patterns("*.nsys-rep")))
+    parsed = []
+
+    def counted(path: Path, companion: Path | None):
+        parsed.append(path)
+        return day54_replay.from_exports(path, companion)
+
+    first = replay.load("day54", folder, counted)
+    assert replay.load("day54", folder, counted).passes == first.passes and len(parsed) == 1
+    trace = folder / "day54_cuda_gpu_trace.csv"
+    times = trace.stat()
+    text = trace.read_text()
+    digit = next(i for i in range(len(text) - 1, 0, -1) if text[i] in "12345678")
+    trace.write_text(text[:digit] + str(int(text[digit]) + 1) + text[digit + 1 :])  # one digit more: same size
+    os.utime(trace, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert trace.stat().st_size == times.st_size and trace.stat().st_mtime_ns == times.st_mtime_ns
+    replay.load("day54", folder, counted)
+    assert len(parsed) == 2

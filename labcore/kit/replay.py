@@ -18,6 +18,7 @@ and in from_exports: `keys(exports, PassKey.parse, ...)`, `exports.check(text, o
 from __future__ import annotations
 
 import functools
+import hashlib
 import pickle
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -71,15 +72,21 @@ def load(
     )
 
 
-def _stamp(directory: Path) -> tuple[tuple[str, int, int], ...]:
-    """What a profile folder holds, as the file system says (name, size, modification time): a changed or added export
-    is parsed anew."""
-    return tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in directory.iterdir() if p.is_file()))
+def _stamp(directory: Path) -> tuple[tuple[str, str], ...]:
+    """What a profile folder holds: each file's name and a digest of its bytes (milliseconds for a shipped profile's
+    megabytes), so that a changed or added export is parsed anew whatever its times say."""
+    return tuple(
+        sorted(
+            (p.name, hashlib.blake2b(p.read_bytes(), digest_size=16).hexdigest())
+            for p in directory.iterdir()
+            if p.is_file()
+        )
+    )
 
 
 @functools.lru_cache(maxsize=8)
 def _parsed(from_exports: FromExports, path: Path, companion: Path | None, stamp: tuple) -> bytes:
-    """A profile folder's exports parsed into a record, once per process for each state of the folder (a second or
+    """A profile folder's exports parsed into a record, once per process for each content of the folder (a second or
     more each: a notebook replays the same profile in several cells), kept as pickled bytes so that each caller gets
     a record of its own to change."""
     return pickle.dumps(from_exports(path, companion))
