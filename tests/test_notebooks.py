@@ -1,5 +1,10 @@
 """Every lesson's solutions notebook runs top to bottom, live on a GPU; offline, tests/test_course_e2e.py runs them
-(graded by nbgrader: no cell raises, the mode line says replay), so they are not executed twice here."""
+(graded by nbgrader: no cell raises, the mode line says replay), so they are not executed twice here.
+
+The untouched release, run once per lesson (offline it replays the shipped profiles; on a GPU it runs live): Run All
+reaches the end, a failed check is one verdict of a few lines, the whole lesson (every measurement, table and plot)
+is there, and only the exercises' stubs fail.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -19,6 +25,8 @@ from labcore.checking import MAX_FOUND_LINES, verdict, verdicts
 from labcore.device import DeviceFacts
 from labcore.lessons import lesson, names
 from labcore.record import Record
+
+from installed import draws_plot
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = [lesson(n).solutions for n in names()]
@@ -92,22 +100,36 @@ def test_only_cells_that_raise_untouched_are_tagged(path: Path) -> None:
 
 
 @pytest.fixture(scope="module", params=RELEASES, ids=[p.relative_to(ROOT).as_posix() for p in RELEASES])
-def run_all(request, tmp_path_factory) -> nbformat.NotebookNode:
-    """The untouched release executed as Run All does: stopping at the first error of a cell not tagged."""
+def run_all(request, tmp_path_factory) -> SimpleNamespace:
+    """The untouched release executed once with every cell run (errors allowed): what Run All shows where it reaches
+    the end, and, where a cell not tagged raised, the cell where Run All stops (test_run_all_reaches_the_last_cell).
+    One kernel per release serves every test below."""
     path = request.param
     folder = tmp_path_factory.mktemp(path.parent.name)
     shutil.copytree(path.parent, folder, dirs_exist_ok=True)
     nb = nbformat.read(folder / path.name, as_version=4)
     client = NotebookClient(
-        nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+        nb,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(folder)}},
     )
-    client.execute()  # allow_errors is False: a raise in an untagged cell fails the test here
-    return nb
+    started = time.perf_counter()
+    client.execute()
+    return SimpleNamespace(lesson=path.parent.name, nb=nb, seconds=time.perf_counter() - started)
+
+
+def errors_of(cell: nbformat.NotebookNode) -> list[str]:
+    return [f"{o.ename}: {o.evalue}" for o in cell.get("outputs", []) if o.output_type == "error"]
 
 
 def test_run_all_reaches_the_last_cell(run_all) -> None:
-    """The last code cell ran, and every graded test cell failed on its stub (the exercises are not written)."""
-    code = [c for c in run_all.cells if c.cell_type == "code"]
+    """Run All stops at the first error of a cell not tagged `raises-exception`: none raised, so it reaches the last
+    code cell; and every graded test cell failed on its stub (the exercises are not written)."""
+    code = [c for c in run_all.nb.cells if c.cell_type == "code"]
+    stops = [(c.id, errors_of(c)) for c in code if errors_of(c) and RAISES_TAG not in c.metadata.get("tags", [])]
+    assert not stops, f"Run All stops at {stops[0]}"
     assert code[-1].execution_count is not None and all(c.execution_count is not None for c in code)
     tests = [c for c in code if is_graded_test(c)]
     assert all(any(o.output_type == "error" for o in c.outputs) for c in tests), [c.id for c in tests]
@@ -116,7 +138,7 @@ def test_run_all_reaches_the_last_cell(run_all) -> None:
 def test_a_failed_check_shows_one_verdict(run_all) -> None:
     """Each failing test cell shows at most a few lines: its docstring, what was found, what to try; no traceback
     through the package, and the error keeps its name and message (nbgrader reads those)."""
-    for cell in (c for c in run_all.cells if c.cell_type == "code" and is_graded_test(c)):
+    for cell in (c for c in run_all.nb.cells if c.cell_type == "code" and is_graded_test(c)):
         (error,) = [o for o in cell.outputs if o.output_type == "error"]
         lines = ANSI.sub("", "\n".join(error.traceback)).splitlines()
         docstring = cell.source.split('"""')[1]
@@ -124,6 +146,70 @@ def test_a_failed_check_shows_one_verdict(run_all) -> None:
         assert lines[-1].startswith("  next:  ") and lines[1].startswith("  found: "), (cell.id, lines)
         assert error.ename in ("AssertionError", "AnswerRaised") and error.evalue.startswith(lines[1][9:40])
         assert not any(word in line for line in lines for word in ("Traceback", ".py", "File ")), (cell.id, lines)
+
+
+# -- Run All on the untouched release: the whole lesson, and only exercise cells may fail ----------------------
+# A reader who runs every cell without writing anything sees every measurement, table and plot; the exercises come
+# after the lesson, and their stubs raising is all they may do.
+
+STUB_ERRORS = ("NotImplementedError", "AnswerRaised", "AssertionError", "NoAnswer")  # a stub's, or a check's on it
+
+
+def is_exercise(cell: nbformat.NotebookNode) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return bool(meta.get("solution") or meta.get("grade"))
+
+
+def images_of(cell: nbformat.NotebookNode) -> int:
+    return sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+
+
+def test_no_lesson_cell_raises(run_all) -> None:
+    """Every cell that is not an exercise runs without an error on the untouched release."""
+    name, nb, seconds = run_all.lesson, run_all.nb, run_all.seconds
+    failed = {cell.get("id"): errors_of(cell) for cell in nb.cells if not is_exercise(cell) and errors_of(cell)}
+    assert not failed, f"{name}: lesson cells raised: {failed}"
+    print(f"\n{name}: Run All on the untouched release took {seconds:.1f} s")
+
+
+def test_every_lesson_plot_is_drawn(run_all) -> None:
+    """Each lesson cell that calls the lesson's plots shows a picture; a plot cell without one is a lost figure."""
+    name, nb = run_all.lesson, run_all.nb
+    plot_cells = [c for c in nb.cells if c.cell_type == "code" and not is_exercise(c) and draws_plot(c.source)]
+    assert plot_cells, f"{name}: no lesson cell draws a plot"
+    missing = [c.get("id") for c in plot_cells if images_of(c) == 0]
+    assert not missing, f"{name}: plot cells without a picture: {missing}"
+
+
+def test_only_stubs_fail_in_the_exercises(run_all) -> None:
+    """The exercise cells that fail, fail on the stubs (not yet written), never inside the course's own code."""
+    name, nb = run_all.lesson, run_all.nb
+    stray = {
+        cell.get("id"): errs
+        for cell in nb.cells
+        if is_exercise(cell)
+        for errs in [errors_of(cell)]
+        if errs and not any(e.startswith(STUB_ERRORS) for e in errs)
+    }
+    assert not stray, f"{name}: exercise cells failed otherwise than on a stub: {stray}"
+
+
+def test_the_lesson_comes_before_the_exercises(run_all) -> None:
+    """No lesson measurement or plot sits after the first exercise cell: exercises never feed the lesson."""
+    name, nb = run_all.lesson, run_all.nb
+    first = next(i for i, c in enumerate(nb.cells) if is_exercise(c))
+    late = [
+        c.get("id") for c in nb.cells[first:] if c.cell_type == "code" and not is_exercise(c) and "measure(" in c.source
+    ]
+    assert not late, f"{name}: measurements after the exercises began: {late}"
+
+
+def test_run_all_seconds_are_printed(run_all, capsys) -> None:
+    """The release's Run All wall time, printed for the CI log (timings are reported, never asserted)."""
+    name, nb, seconds = run_all.lesson, run_all.nb, run_all.seconds
+    with capsys.disabled():
+        print(f"\ncourse/{name}/{name}.ipynb, Run All offline with errors allowed: {seconds:.1f} s")
+    assert nb.cells and seconds > 0
 
 
 def _failing_check(namespace_name: str) -> Callable[..., None]:
