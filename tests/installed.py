@@ -19,6 +19,14 @@ from labcore.pending import PENDING_GPU
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def lazy_bytecode(env: dict[str, str]) -> dict[str, str]:
+    """`env` for the shells that install into a fresh venv and then use it: pip does not compile every module it
+    installs (PIP_NO_COMPILE: half of its CPU for the course extra), and Python writes a module's bytecode when the
+    module is first imported (PYTHONDONTWRITEBYTECODE, which CI-like shells set, dropped), as on a student's machine.
+    The same files are installed; only the bytecode of modules never imported is not made."""
+    return {**{k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PIP_NO_COMPILE": "1"}
+
+
 def wheel_and_replay(project: Path, tmp_path: Path) -> SimpleNamespace:
     """Build `project`'s wheel, install it with --target, run `python -m <lesson>` of every listed lesson from another
     folder.

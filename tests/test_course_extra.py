@@ -27,7 +27,7 @@ from grader.bundle import package_options, student_pyproject
 from grader.course import Course, solved_release
 from labcore.lessons import names
 
-from installed import autograded_points, cell_points, pending_cells
+from installed import autograded_points, cell_points, lazy_bytecode, pending_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = names()
@@ -50,8 +50,11 @@ def copy_checkout(dest: Path) -> Path:
 
 
 def run(argv: list[str], cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
-    """A command of the fresh environment: no PYTHONPATH, no shared virtualenv on PATH."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "COURSE_PROFILES")}
+    """A command of the fresh environment: no PYTHONPATH, no shared virtualenv on PATH; bytecode written as modules
+    are first imported (its installs precompiled none)."""
+    env = lazy_bytecode(
+        {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "COURSE_PROFILES")}
+    )
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     assert done.returncode == 0, (argv, done.stdout[-3000:], done.stderr[-3000:])
     return done

@@ -22,7 +22,7 @@ from labcore.device import gpu_available
 from labcore.lessons import lesson as lesson_of
 from labcore.lessons import names
 
-from installed import copy_of, the_bundle
+from installed import copy_of, lazy_bytecode, the_bundle
 
 pytestmark = pytest.mark.slow(seconds=205)  # installs the bundle in a fresh virtualenv, then runs every release
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,11 +59,11 @@ def installed(tmp_path_factory) -> SimpleNamespace:
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--upgrade-deps", str(venv)], check=True, capture_output=True)
     python = str(venv / "bin" / "python")
-    done = subprocess.run(
-        [python, "-m", "pip", "install", "-q", f"{bundle}[course]"], capture_output=True, text=True, timeout=900
-    )
+    env = lazy_bytecode(dict(os.environ))
+    command = [python, "-m", "pip", "install", "-q", f"{bundle}[course]"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
-    return SimpleNamespace(bundle=bundle, python=python, env=student_env())
+    return SimpleNamespace(bundle=bundle, python=python, env=lazy_bytecode(student_env()))
 
 
 def _run(installed: SimpleNamespace, lesson: str, answers: str, edits: dict[str, str] | None = None) -> list[Verdict]:
