@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
-import multiprocessing.forkserver
 import os
 import shutil
 import signal
@@ -480,8 +479,7 @@ def _start_nbgrader_server() -> None:
     print a traceback if interrupted while it imports nbgrader, and its children (inheriting SIG_IGN) finish the
     nbgrader command they run, a batch of grades recorded whole, while this process stops at once."""
     with children_ignore_ctrl_c():
-        runner._children()  # its preload (nbgrader) is set before the server starts
-        multiprocessing.forkserver.ensure_running()
+        runner.start_forkserver()
 
 
 def _kept(grading: GradingDir, name: str, bar: Progress) -> Callable[[int], None]:
@@ -518,9 +516,9 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     with grading.writer(), contextlib.ExitStack() as stack:
         client = recorder = None
         if any(counts.values()):
+            _start_nbgrader_server()  # recording's nbgrader, and a local cluster's workers
             with children_ignore_ctrl_c():
                 client = stack.enter_context(open_cluster(args.cluster, workers=jobs))
-            _start_nbgrader_server()  # recording's nbgrader
             recorder = Recorder(grading)
             stack.callback(recorder.close)
         for name in names:

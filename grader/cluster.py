@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -59,14 +60,25 @@ def visible_device(index: int) -> str:
 
 
 def _local(workers: int, gpus: list[int]) -> Any:
+    import dask
     from distributed import Nanny, Scheduler, SpecCluster
+    from distributed.utils import get_mp_context
 
+    from grader import runner
+
+    # Workers are forked from grader.runner's forkserver (Dask, grader.warm and nbgrader imported there once), not
+    # started afresh: 2 to 3 s of CPU each. A forked worker starts with the server's environment; it is given this
+    # process's, whole, and drops what this process no longer has (warm.dask_setup).
+    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+    get_mp_context()  # Dask's own preload list, set once in a process, before runner's replaces it
+    runner.start_forkserver()
+    env = {**os.environ, warm.WORKER_ENV: json.dumps(sorted(os.environ))}
     spec: dict[str, Any] = {}
     common = {"nthreads": 1, "dashboard": False, "preload": [PRELOAD]}
     for n in range(workers):
-        spec[f"cpu-{n}"] = {"cls": Nanny, "options": {**common, "resources": {CPU: 1}}}
+        spec[f"cpu-{n}"] = {"cls": Nanny, "options": {**common, "resources": {CPU: 1}, "env": env}}
     for gpu in gpus:
-        options = {**common, "resources": {GPU: 1}, "env": {"CUDA_VISIBLE_DEVICES": visible_device(gpu)}}
+        options = {**common, "resources": {GPU: 1}, "env": {**env, "CUDA_VISIBLE_DEVICES": visible_device(gpu)}}
         spec[f"gpu-{gpu}"] = {"cls": Nanny, "options": options}
     scheduler = {"cls": Scheduler, "options": {"dashboard": False, "host": "127.0.0.1"}}
     return SpecCluster(workers=spec, scheduler=scheduler, silence_logs=40)

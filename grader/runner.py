@@ -4,6 +4,7 @@ Every nbgrader start imports jupyter_server and friends, about 3 s of CPU. Child
 forkserver that imported nbgrader once (multiprocessing's "forkserver": a clean single-threaded process, so
 forking it is safe), and each runs one `nbgrader ARGS` command as `python -m nbgrader ARGS` would, with its
 own working directory, environment and log file. Killing a child (its wall-clock limit) kills its kernels too.
+A local cluster's Dask workers are forked from the same server (grader.cluster), Dask imported there once.
 
 With GRADER_NBGRADER_PROFILE=DIR in the environment (benchmarks/class_grade.py --record-profile), each child runs
 under cProfile and writes DIR/nbgrader-PID.prof: where nbgrader's own time goes (the recording, the one writer).
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import re
 import sqlite3
@@ -65,13 +67,23 @@ def kill_tree(pid: int) -> None:
     psutil.wait_procs(family, timeout=10)
 
 
+# What the forkserver imports once: the course's modules first (what labcore/__init__.py keeps out of every process
+# stays out of nbgrader's), nbgrader's app for its commands, Dask and grader.warm for a local cluster's workers
+PRELOAD = ["grader.runner", "nbgrader.apps.nbgraderapp", "distributed", "grader.warm"]
+
+
 @functools.cache
 def _children() -> ForkServerContext:
-    """The forkserver that nbgrader commands are forked from, nbgrader imported once."""
+    """The forkserver that nbgrader commands (and a local cluster's workers) are forked from, imports made once."""
     context = multiprocessing.get_context("forkserver")
-    # the course's modules first: what labcore/__init__.py keeps out of every process stays out of nbgrader's
-    context.set_forkserver_preload(["grader.runner", "nbgrader.apps.nbgraderapp"])
+    context.set_forkserver_preload(PRELOAD)
     return context
+
+
+def start_forkserver() -> None:
+    """Start the forkserver now, with PRELOAD (a server already running is kept: it has it)."""
+    _children().set_forkserver_preload(PRELOAD)  # again: Dask sets a list of its own when it first forks a worker
+    multiprocessing.forkserver.ensure_running()
 
 
 def _no_sync(connection: Any, record: Any) -> None:

@@ -565,12 +565,31 @@ def _code() -> str:
     return _WARM["code"]
 
 
+WORKER_ENV = "GRADER_WORKER_ENV"  # a local cluster's: the names of the coordinator's environment variables (JSON)
+
+
+def _coordinators_environment() -> None:
+    """A worker forked from the coordinator's forkserver has the server's environment, updated with the coordinator's
+    (the Nanny's env): what the coordinator has since dropped is dropped here too, all but what Dask's config adds."""
+    import dask
+
+    names = os.environ.pop(WORKER_ENV, None)
+    if names is None:
+        return
+    kept = {*json.loads(names), "PYTHONHASHSEED"}
+    for key in ("distributed.nanny.pre-spawn-environ", "distributed.nanny.environ"):
+        kept |= set(dask.config.get(key, {}) or {})
+    for name in set(os.environ) - kept:
+        del os.environ[name]
+
+
 def dask_setup(worker: Any = None) -> None:
     """A worker that preloads this module (`--preload grader.warm`; the local cluster does) makes here, at its
     start, what its first job would: the digest of its course code and the sandbox's library. Doing it before
     any task runs keeps that parsing (the library is written from the sources' syntax trees) out of the task
     thread while the worker's own thread compiles imports: Python 3.11 can fail two threads parsing at once
     ("SystemError: AST constructor recursion depth mismatch")."""
+    _coordinators_environment()
     _code()
     _library()
 
