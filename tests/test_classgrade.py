@@ -410,6 +410,34 @@ def test_a_gpu_worker_sees_the_gpu_its_index_stands_for(monkeypatch):
     assert visible_device(1) == "GPU-11ab"
 
 
+FORKED_WORKER = """
+import os, sys
+from grader import runner
+from grader.cluster import open_cluster
+os.environ["GRADER_TEST_DROPPED"] = "the server's"
+runner.start_forkserver()  # the server starts with GRADER_TEST_DROPPED in its environment
+del os.environ["GRADER_TEST_DROPPED"]
+os.environ["GRADER_TEST_ADDED"] = "the coordinator's"
+def seen_there():
+    return os.getppid(), os.environ.get("GRADER_TEST_DROPPED"), os.environ.get("GRADER_TEST_ADDED")
+with open_cluster("local", workers=1, gpus=[]) as client:
+    seen = client.run(seen_there)
+(parent, dropped, added), = seen.values()
+print(parent != os.getpid(), dropped, added)
+"""
+
+
+def test_a_local_worker_is_forked_with_the_coordinators_environment(tmp_path):
+    """A local cluster's worker comes from the forkserver (not this process), with this process's environment as it
+    is when the cluster starts: a variable set since is there, one dropped since is not."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED_WORKER], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "None", "the", "coordinator's"]
+
+
 # -- what a student prints, or a result that cannot be recorded, is that student's alone ------------------------
 
 # the clamp answer cell of these submissions, before the correct answer; CELLS is where the sandbox files outputs
