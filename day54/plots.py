@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from day54 import multi_gpu, report
 from day54.config import PassKey
@@ -16,6 +15,9 @@ from labcore.errors import UsageError
 from labcore.pipeline.context import LEGACY
 from labcore.record import Record
 from labcore.sizes import format_size
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 THRESHOLD = 0.70
 STREAM_NAMES = {LEGACY: "legacy default"}  # a live trace gives it this index; a replay numbers it in order of use
@@ -168,7 +170,7 @@ def stages(record: Record, window: int | None = None) -> Figure:
 def multi_gpus(record: Record) -> Figure:
     """Several GPUs (notebook section 7): each GPU's pipelined/naive alone and together, and GB/s of the peer copy
     beside staging through the host. A record of one GPU draws its 'alone' bars and says what it lacks."""
-    fig = Figure(figsize=(11, 3.8), layout="constrained")
+    fig = plots.figure(figsize=(11, 3.8), layout="constrained")
     left, right = fig.subplots(1, 2, width_ratios=[3, 2])
     n_gpus, depths = multi_gpu.gpus_in(record), multi_gpu.depths(record)
     groups = [(gpu, b) for gpu in range(n_gpus) for b in depths]

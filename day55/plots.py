@@ -4,8 +4,7 @@ serializes), the same schedules simulated with the host's allocation calls on th
 from __future__ import annotations
 
 from pathlib import Path
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from day55 import model, report, schedules
 from day55.config import VARIANTS, PassKey
@@ -17,6 +16,9 @@ from labcore.pipeline.recording import RecordingContext
 from labcore.pipeline.simulate import simulate
 from labcore.record import Record
 from labcore.sizes import format_size
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 STREAM_NAMES = {HOST: "host: cudaMalloc / cudaFree"}
 

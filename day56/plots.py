@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from day56 import report
 from day56.config import PassKey
 from labcore import plots
 from labcore.errors import UsageError
 from labcore.record import Record
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 NO_GRAPH_OPS = "live, the graph's nodes carry no events to draw: its operations come from a profile (--from-profile)"
 
@@ -41,7 +43,7 @@ def timeline(record: Record, by: str = "op") -> Figure:
 
 def host_bars(record: Record) -> Figure:
     """Per chunk count: the host's enqueue loop stream by stream beside one graph launch (ms per pass)."""
-    fig = Figure(figsize=(9, 3.8), layout="constrained")
+    fig = plots.figure(figsize=(9, 3.8), layout="constrained")
     ax = fig.subplots()
     counts = report.chunk_counts(record)
     enq = [report.enqueue_ms(record, n) for n in counts]

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from day57 import report
 from day57.config import MANAGED, PASSES
-from labcore.plots import save
+from labcore.plots import figure, save
 from labcore.record import Record
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TIMELINE = "timeline"  # record.extra: per managed pass, the migrations and fault bins of one repeat (replay only)
 COLOURS = {"h2d": "tab:blue", "d2h": "tab:orange", "gpu_faults": "tab:red", "cpu_faults": "tab:purple"}
@@ -17,7 +19,7 @@ COLOURS = {"h2d": "tab:blue", "d2h": "tab:orange", "gpu_faults": "tab:red", "cpu
 
 def bars(record: Record) -> Figure:
     """Every pass's median GPU time, the duplex floor drawn across."""
-    fig = Figure(figsize=(7, 3.5))
+    fig = figure(figsize=(7, 3.5))
     ax = fig.subplots()
     names = [n for n in PASSES if report.ms(record, n) is not None]
     ax.bar(names, [report.ms(record, n) for n in names], color="tab:gray")
@@ -34,7 +36,7 @@ def timeline(record: Record) -> Figure:
     """Per managed pass, one timed repeat: migrations each way (MB started per 100 us) and faults per 100 us."""
     seen = record.extra.get(TIMELINE) or {}
     names = [n for n in MANAGED if n in seen]
-    fig = Figure(figsize=(9, 2.4 * max(1, len(names))))
+    fig = figure(figsize=(9, 2.4 * max(1, len(names))))
     axes = fig.subplots(max(1, len(names)), 1, squeeze=False)[:, 0]
     if not names:
         axes[0].text(0.5, 0.5, "no unified-memory trace in this record (a profile's replay has one)", ha="center")

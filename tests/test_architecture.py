@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from labcore.lessons import TESTS_DIR, names
@@ -234,3 +235,23 @@ def test_the_rule_check_finds_an_uncited_rule_and_a_stray_citation(tmp_path):
         "rule 2 is cited by no test: Two.",
         "test_x.py::test_b cites rule 9, not on the page",
     ]
+
+
+DRAWS_NOTHING = """
+import runpy, sys
+sys.argv = [sys.argv[1]]
+try:
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(sorted(name for name in sys.modules if name.split(".")[0] == "matplotlib")[:3])
+"""
+
+
+def test_a_lesson_command_that_draws_nothing_never_imports_matplotlib():
+    """`python -m <lesson>` without --plot (here: the shipped profile replayed) never imports matplotlib: labcore.plots
+    imports it when the first figure is made. It is 0.6 s of CPU a command, most of a bad option's cost."""
+    for lesson in LESSONS:
+        done = subprocess.run([sys.executable, "-c", DRAWS_NOTHING, lesson], capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.splitlines()[-1] == "[]", (lesson, done.stdout.splitlines()[-1])

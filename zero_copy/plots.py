@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.figure import Figure
 
-from labcore.plots import bars, save
+from labcore.plots import bars, figure, save
 from labcore.record import Record
 from labcore.sizes import format_size
 from zero_copy import LESSON, model
 from zero_copy.config import planned_rows
 from zero_copy.report import breakeven_verdict, not_recorded_line, rates
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 
 def breakeven(record: Record) -> Figure:
     """Time against reads per byte: measured points and the model's lines, both crossovers marked."""
     plan, verdict, link = record.extra["breakeven"], breakeven_verdict(record), rates(record)
     nbytes = plan["nbytes"]
-    fig = Figure(figsize=(7, 4.2), layout="constrained")
+    fig = figure(figsize=(7, 4.2), layout="constrained")
     ax = fig.subplots()
     per = verdict["per_reads"]
     reads = [p["reads"] for p in per]
@@ -74,7 +77,7 @@ def gather(record: Record) -> Figure:
 def both_ways(record: Record) -> Figure:
     """Mapped both ways at each grid against day 54's pipeline and the duplex link floor (medians, min..max bars);
     for a record made before the experiment existed, a figure saying so."""
-    fig = Figure(figsize=(7, 4.2), layout="constrained")
+    fig = figure(figsize=(7, 4.2), layout="constrained")
     ax = fig.subplots()
     if "both_ways" not in record.extra:
         ax.set_axis_off()
