@@ -648,7 +648,9 @@ def _shifted(number: str) -> str:
 def _fast_trace(lines: Sequence[str], header: _Header) -> pd.DataFrame | None:
     """The cuda_gpu_trace frame read column by column, or None where any cell is not as nsys writes it."""
     try:
-        rows = [cells for cells in csv.reader(lines[header.line :], strict=True) if any(c.strip() for c in cells)]
+        # a data row's first cell (its start) is never blank: only a row that starts blank is looked at whole
+        reader = csv.reader(lines[header.line :], strict=True)
+        rows = [cells for cells in reader if cells and (cells[0].strip() or any(c.strip() for c in cells))]
     except csv.Error:
         return None
     width = len(header.names)
@@ -672,9 +674,15 @@ def _fast_trace(lines: Sequence[str], header: _Header) -> pd.DataFrame | None:
         return None
     if any(not m and n.startswith(("[CUDA memcpy", "[CUDA memset")) for n, m in zip(names, memory, strict=True)):
         return None
-    devices = [_DEVICE_RE.match(text) for text in columns["Device"]]
-    if not all(devices):
+    # names, sizes, rates and devices repeat (a few chunk sizes, one device): each distinct text is read once
+    device_of = {text: _DEVICE_RE.match(text) for text in set(columns["Device"])}
+    if not all(device_of.values()):
         return None
+    device_id = {text: int(found["id"]) for text, found in device_of.items()}  # type: ignore[index]
+    device_name = {text: found["name"].strip() for text, found in device_of.items()}  # type: ignore[index]
+    kind_of = {name: memop_kind(name) for name in set(names)}
+    bytes_of = {size: int(_shifted(size).partition(".")[0]) for size in set(moved)}
+    rate_of = {rate: float(_shifted(rate)) for rate in set(rated) if rate.strip()}
     start = [int(c) * TIME_UNITS_NS[units["Start"]] for c in columns["Start"]]
     duration = [int(c) * TIME_UNITS_NS[units["Duration"]] for c in columns["Duration"]]
     src, dst = columns["SrcMemKd"], columns["DstMemKd"]
@@ -683,16 +691,14 @@ def _fast_trace(lines: Sequence[str], header: _Header) -> pd.DataFrame | None:
         "duration_ns": duration,
         "end_ns": [a + b for a, b in zip(start, duration, strict=True)],
         "corr_id": list(map(int, columns["CorrId"])),
-        "kind": [memop_kind(n) if m else "kernel" for n, m in zip(names, memory, strict=True)],
+        "kind": [kind_of[n] if m else "kernel" for n, m in zip(names, memory, strict=True)],
         "name": names,
-        "bytes": [int(_shifted(s).partition(".")[0]) if m else 0 for s, m in zip(sizes, memory, strict=True)],
-        "throughput_bps": [
-            float(_shifted(r)) if m and r.strip() else math.nan for r, m in zip(rates, memory, strict=True)
-        ],
+        "bytes": [bytes_of[s] if m else 0 for s, m in zip(sizes, memory, strict=True)],
+        "throughput_bps": [rate_of[r] if m and r.strip() else math.nan for r, m in zip(rates, memory, strict=True)],
         "src_kind": [(s or None) if m else None for s, m in zip(src, memory, strict=True)],
         "dst_kind": [(d or None) if m else None for d, m in zip(dst, memory, strict=True)],
-        "device": [int(d["id"]) for d in devices],  # type: ignore[index]
-        "device_name": [d["name"].strip() for d in devices],  # type: ignore[index]
+        "device": [device_id[text] for text in columns["Device"]],
+        "device_name": [device_name[text] for text in columns["Device"]],
         "context": list(map(int, columns["Ctx"])),
         "stream": list(map(int, columns["Strm"])),
     }
