@@ -11,8 +11,9 @@
 
 Two tasks per submission (grader.warm): `extract` on a worker declaring the resource CPU when there is one (any
 worker otherwise), then `check`, which takes the resource GPU when any worker declares it (at most one timing per
-GPU), else CPU. A worker that dies mid-submission has its tasks run again elsewhere (Dask's own retry: the
-scheduler's allowed-failures), a task that raised is tried once more; a submission still failing after that gets
+GPU), else CPU (and then a worker's checker plans the questions too: there is no GPU to keep the planning from). A
+worker that dies mid-submission has its tasks run again elsewhere (Dask's own retry: the scheduler's
+allowed-failures), a task that raised is tried once more; a submission still failing after that gets
 the reason. Workers preload grader.warm (its dask_setup prepares them before their first task). Results come back to
 the coordinator, the one writer (grader.classgrade).
 """
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from grader import warm
+from grader import runner, warm
 from labcore.device import gpu_count
 from labcore.errors import UsageError
 
@@ -63,8 +64,6 @@ def _local(workers: int, gpus: list[int]) -> Any:
     import dask
     from distributed import Nanny, Scheduler, SpecCluster
     from distributed.utils import get_mp_context
-
-    from grader import runner
 
     # Workers are forked from grader.runner's forkserver (Dask, grader.warm and nbgrader imported there once), not
     # started afresh: 2 to 3 s of CPU each. A forked worker starts with the server's environment; it is given this
@@ -154,7 +153,9 @@ def run(
     jobs_by_key, checks = {}, []
     for job in jobs:
         key = f"{job.name}-{tag}"
-        extracted = client.submit(warm.extract, job, key=f"extract-{key}", resources=cpu, pure=False, retries=RETRIES)
+        extracted = client.submit(
+            warm.extract, job, GPU not in have, key=f"extract-{key}", resources=cpu, pure=False, retries=RETRIES
+        )
         checked = client.submit(
             warm.check, job, extracted, key=f"check-{key}", resources=gpu, pure=False, retries=RETRIES
         )

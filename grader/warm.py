@@ -171,7 +171,7 @@ class WarmSandbox(_Warm):
             folder.chmod(0o755)
         sandbox.readable(_library())
         argv = [sys.executable, "-m", "grader.zygote", *self.lessons]  # its children share the profiles it read
-        env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}  # no display
         line = sandbox.command(argv, library=_library(), work=self.work, out=self.out, env=env)
         self.buffer = b""
         with open(self.log, "ab") as log:
@@ -491,6 +491,7 @@ class WarmChecker(_Warm):
         self.plans: dict[str, dict[str, list]] = {}  # a planner's plans by (program, seed)
         self.log = scratch / f"{self.what}.log"
         self.count = 0
+        self.fresh = False  # started and no submission judged yet: the next one's checker is cold (it planned, at most)
 
     def plan(self, job: Job) -> dict[str, list]:
         """The questions of the job's test cells, per cell index (raises _Trouble when the planner fails).
@@ -507,6 +508,7 @@ class WarmChecker(_Warm):
         return self.plans[key]
 
     def _start(self) -> None:
+        self.fresh = True
         env = {**course_env(), "MPLBACKEND": "Agg", **({"CUDA_VISIBLE_DEVICES": ""} if self.planner else {})}
         for name in ("LABCORE_ANSWERS", "LABCORE_SEED"):
             env.pop(name, None)
@@ -533,7 +535,8 @@ class WarmChecker(_Warm):
             budget = job.timeout_s * (cells + 1)
             try:
                 told = self.ask({"dir": str(folder), "program": job.checker_program, "seed": job.seed}, budget)
-                return hops.checked(hops.Judged(**told), cold=self.started)
+                cold, self.fresh = self.fresh, False
+                return hops.checked(hops.Judged(**told), cold=cold)
             except _Trouble as trouble:
                 return hops.checked(None, trouble=str(trouble))
         finally:
@@ -621,14 +624,19 @@ def _warm(kind: str, job: Job, make: Any) -> Any:
     return _WARM[key]
 
 
-def extract(job: Job) -> hops.Extracted:
+def extract(job: Job, checker_plans: bool = False) -> hops.Extracted:
     """Step 1 of grading a submission, on any worker: the test cells' questions planned, then the student's cells and
-    those questions in the warm sandbox."""
+    those questions in the warm sandbox. The planner is a checker of its own with no GPU; with `checker_plans` (a
+    cluster without GPUs, whose checks run on these same workers) the worker's checker plans too: one warm process
+    fewer a worker (its start is a second or two of CPU), the same plan (a function of the test cells and the seed)."""
     _refuse_other_code(job)
     refused = _sandbox_refused()
     if refused:  # this worker's host (a cluster's node) does not give what the sandbox needs: no one graded here
         return hops.unextracted(refused)
-    planner = _warm("planner", job, lambda lessons, scratch: WarmChecker(lessons, scratch, planner=True))
+    if checker_plans:
+        planner = _warm("checker", job, WarmChecker)
+    else:
+        planner = _warm("planner", job, lambda lessons, scratch: WarmChecker(lessons, scratch, planner=True))
     try:
         questions = planner.plan(job)
     except _Trouble as trouble:
@@ -644,9 +652,9 @@ def check(job: Job, extracted: hops.Extracted) -> hops.Outcome:
     return hops.outcome(extracted, _warm("checker", job, WarmChecker).run(job, extracted))
 
 
-def grade(job: Job) -> hops.Outcome:
+def grade(job: Job, checker_plans: bool = False) -> hops.Outcome:
     """Both steps in this process, one after the other."""
-    return check(job, extract(job))
+    return check(job, extract(job, checker_plans))
 
 
 def close() -> None:

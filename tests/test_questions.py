@@ -216,7 +216,7 @@ def notebook(student_cell: str) -> nbformat.NotebookNode:
     return nb
 
 
-def grade(student_cell: str, *, whole: bool = False) -> dict:
+def grade(student_cell: str, *, whole: bool = False, checker_plans: bool = False) -> dict:
     nb = notebook(student_cell)
     job = warm.Job(
         assignment="toy",
@@ -230,7 +230,7 @@ def grade(student_cell: str, *, whole: bool = False) -> dict:
         code=warm.code_digest(),
     )
     assert MARKER not in json.dumps(job.answers_program)  # the sandbox's program holds no test text
-    return warm.grade(job)
+    return warm.grade(job, checker_plans)
 
 
 def errors(result: dict) -> list[str]:
@@ -250,6 +250,17 @@ STUB = "def clamp(x, lo, hi):\n    raise NotImplementedError"
 def test_an_honest_answer_passes_visible_and_hidden_questions():
     result = grade(HONEST)
     assert errors(result) == [] and result["extracted"]["answers_refused"] == ""
+
+
+def test_a_checker_that_plans_too_gives_the_planners_verdicts():
+    """Where no worker has a GPU (grader.cluster), a worker's checker plans the questions itself, and no planner
+    process is started: an honest answer still passes, a wrong one fails the hidden question, as with the planner."""
+    warm.close()
+    honest = grade(HONEST, checker_plans=True)
+    wrong = grade("def clamp(x, lo, hi):\n    return max(lo, x)", checker_plans=True)
+    assert not [key for key in warm._WARM if key.startswith("planner:")]
+    assert errors(honest) == [] and honest["extracted"]["answers_refused"] == ""
+    assert errors(wrong) and errors(wrong) == errors(grade("def clamp(x, lo, hi):\n    return max(lo, x)"))
 
 
 def test_the_sandbox_holds_no_hidden_test_text():
