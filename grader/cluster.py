@@ -71,7 +71,8 @@ def _local(workers: int, gpus: list[int]) -> Any:
     dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
     get_mp_context()  # Dask's own preload list, set once in a process, before runner's replaces it
     runner.start_forkserver()
-    env = {**os.environ, warm.WORKER_ENV: json.dumps(sorted(os.environ))}
+    env = {**os.environ, **warm.shared_library()}  # the sandboxes' library, written once for every worker
+    env[warm.WORKER_ENV] = json.dumps(sorted(env))
     spec: dict[str, Any] = {}
     common = {"nthreads": 1, "dashboard": False, "preload": [PRELOAD]}
     for n in range(workers):

@@ -419,23 +419,27 @@ runner.start_forkserver()  # the server starts with GRADER_TEST_DROPPED in its e
 del os.environ["GRADER_TEST_DROPPED"]
 os.environ["GRADER_TEST_ADDED"] = "the coordinator's"
 def seen_there():
-    return os.getppid(), os.environ.get("GRADER_TEST_DROPPED"), os.environ.get("GRADER_TEST_ADDED")
-with open_cluster("local", workers=1, gpus=[]) as client:
+    from grader import warm
+    dropped, added = os.environ.get("GRADER_TEST_DROPPED"), os.environ.get("GRADER_TEST_ADDED")
+    return os.getppid(), dropped, added, str(warm._library())
+with open_cluster("local", workers=2, gpus=[]) as client:
     seen = client.run(seen_there)
-(parent, dropped, added), = seen.values()
-print(parent != os.getpid(), dropped, added)
+from grader import warm
+for parent, dropped, added, library in seen.values():
+    print(parent != os.getpid(), dropped, added, library == str(warm._library()))
 """
 
 
 def test_a_local_worker_is_forked_with_the_coordinators_environment(tmp_path):
-    """A local cluster's worker comes from the forkserver (not this process), with this process's environment as it
-    is when the cluster starts: a variable set since is there, one dropped since is not."""
+    """A local cluster's workers come from the forkserver (not this process), with this process's environment as it
+    is when the cluster starts: a variable set since is there, one dropped since is not; and they share the sandbox
+    library this process wrote."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-c", FORKED_WORKER], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["True", "None", "the", "coordinator's"]
+    assert done.stdout.splitlines()[-2:] == ["True None the coordinator's True"] * 2, done.stdout[-2000:]
 
 
 # -- what a student prints, or a result that cannot be recorded, is that student's alone ------------------------
