@@ -75,6 +75,8 @@ PRELOAD = ["grader.runner", "nbgrader.apps.nbgraderapp", "distributed", "grader.
 @functools.cache
 def _children() -> ForkServerContext:
     """The forkserver that nbgrader commands (and a local cluster's workers) are forked from, imports made once."""
+    # Dask reads its logging level when the server imports it: workers' start and stop lines are not news
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     return context

@@ -166,6 +166,7 @@ def test_a_killed_coordinator_loses_nothing_and_the_rerun_grades_only_the_rest(c
     assert 1 <= len(before) < len(students), f"killed too late or too early: {sorted(before)} stored"
     rerun = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert "distributed." not in rerun.stderr, rerun.stderr[-2000:]  # no Dask worker logs its start or stop
     assert f"toy: {len(before)} already graded in {root / STORE}, kept" in rerun.stdout
     # one worker, one warm checker per run: each run's first submission started it, no other did
     starts = re.search(r"(\d+) of (\d+) submissions started a checker process", rerun.stdout)
