@@ -8,12 +8,14 @@ bundle's own install, each graded cell read back as a verdict (passed, pending a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +67,9 @@ def with_answers(release: dict, solutions: dict) -> dict:
 
 
 # The runner goes without rfc3987_syntax, as the course's own processes do (labcore/__init__.py): 1.4 s of CPU
-# a run otherwise, for a format check nothing here uses
+# a run otherwise, for a format check nothing here uses. With a second notebook (argv[5]), once every cell has run
+# the runner takes that notebook's sources and runs again, in the same kernel, every cell from the first exercise
+# on: a student who ran the release, wrote answers and ran the exercises again (the lesson never reads them).
 RUNNER = r"""
 import json, sys
 sys.modules["rfc3987_syntax"] = None
@@ -74,25 +78,40 @@ from nbclient import NotebookClient
 nb = nbformat.read(sys.argv[1], as_version=4)
 client = NotebookClient(nb, timeout=int(sys.argv[3]), allow_errors=True, kernel_name="python3",
                         resources={"metadata": {"path": sys.argv[4]}})
-client.execute()
-nbformat.write(nb, sys.argv[2])
+if len(sys.argv) < 6:
+    client.execute()
+    nbformat.write(nb, sys.argv[2])
+    raise SystemExit
+then = nbformat.read(sys.argv[5], as_version=4)
+first = next(i for i, c in enumerate(nb.cells) if {"solution", "grade"} & set(c.metadata.get("nbgrader", {})))
+with client.setup_kernel():
+    for index, cell in enumerate(nb.cells):
+        client.execute_cell(cell, index)
+    nbformat.write(nb, sys.argv[2])
+    client.nb = then
+    for index in range(first, len(then.cells)):
+        client.execute_cell(then.cells[index], index)
+nbformat.write(then, sys.argv[2] + ".then")
 """
 
 
-def run_notebook(python: str, notebook: dict, folder: Path, env: dict[str, str] | None = None) -> dict:
-    """Execute `notebook` with `python`'s kernel in `folder` (the bundle's notebook folder copy); the executed one."""
+def run_notebook(
+    python: str, notebook: dict, folder: Path, env: dict[str, str] | None = None, then: dict | None = None
+) -> dict | tuple[dict, dict]:
+    """Execute `notebook` with `python`'s kernel in `folder` (the bundle's notebook folder copy); the executed one.
+    With `then`, also `then`'s cells from the first exercise on, in the same kernel: both executed notebooks."""
     src, out = folder / "answered.ipynb", folder / "executed.ipynb"
     src.write_text(json.dumps(notebook))
-    done = subprocess.run(
-        [python, "-c", RUNNER, str(src), str(out), str(CELL_S), str(folder)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=CELL_S * 4,
-    )
+    argv = [python, "-c", RUNNER, str(src), str(out), str(CELL_S), str(folder)]
+    if then is not None:
+        (folder / "then.ipynb").write_text(json.dumps(then))
+        argv.append(str(folder / "then.ipynb"))
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=CELL_S * 4)
     if done.returncode != 0:
         raise RuntimeError(f"executing {src} failed: " + "\n".join(done.stderr.strip().splitlines()[-8:]))
-    return json.loads(out.read_text())
+    if then is None:
+        return json.loads(out.read_text())
+    return json.loads(out.read_text()), json.loads(Path(f"{out}.then").read_text())
 
 
 def _shown(outputs: list[dict]) -> str:
@@ -139,6 +158,29 @@ def with_edits(notebook: dict, edits: dict[str, str]) -> dict:
     return out
 
 
+def _release(bundle: Path, lesson: str, answers: str, edits: dict[str, str] | None) -> dict:
+    release = json.loads((bundle / "notebooks" / lesson / f"{lesson}.ipynb").read_text())
+    if answers == "right":
+        solutions = json.loads((ROOT / lesson / "solutions" / f"{lesson}.ipynb").read_text())
+        release = with_answers(release, solutions)
+    return with_edits(release, edits or {})
+
+
+@contextlib.contextmanager
+def _lesson_folder(bundle: Path, lesson: str, keep: Path | None) -> Iterator[Path]:
+    """A scratch copy of the lesson's notebook folder (its files but the notebook); copied to keep/lesson after."""
+    with tempfile.TemporaryDirectory(prefix=f"student-{lesson}-") as scratch:
+        folder = Path(scratch)
+        for path in (bundle / "notebooks" / lesson).iterdir():
+            if path.is_file() and path.suffix != ".ipynb":
+                (folder / path.name).write_bytes(path.read_bytes())
+        try:
+            yield folder
+        finally:
+            if keep is not None:
+                shutil.copytree(folder, keep / lesson, dirs_exist_ok=True)
+
+
 def student_run(
     bundle: Path,
     python: str,
@@ -150,21 +192,20 @@ def student_run(
 ) -> list[Verdict]:
     """One lesson of the bundle run in `python` (the bundle's install), with the right answers or the stubs, then
     `edits` (exercise cells by grade id); `keep`: a folder to copy the notebook's folder into afterwards."""
-    release = json.loads((bundle / "notebooks" / lesson / f"{lesson}.ipynb").read_text())
-    if answers == "right":
-        solutions = json.loads((ROOT / lesson / "solutions" / f"{lesson}.ipynb").read_text())
-        release = with_answers(release, solutions)
-    release = with_edits(release, edits or {})
-    with tempfile.TemporaryDirectory(prefix=f"student-{lesson}-") as scratch:
-        folder = Path(scratch)
-        for path in (bundle / "notebooks" / lesson).iterdir():
-            if path.is_file() and path.suffix != ".ipynb":
-                (folder / path.name).write_bytes(path.read_bytes())
-        try:
-            return verdicts(lesson, run_notebook(python, release, folder, env))
-        finally:
-            if keep is not None:
-                shutil.copytree(folder, keep / lesson, dirs_exist_ok=True)
+    with _lesson_folder(bundle, lesson, keep) as folder:
+        executed = run_notebook(python, _release(bundle, lesson, answers, edits), folder, env)
+        return verdicts(lesson, executed)  # type: ignore[arg-type]
+
+
+def stubs_then_answers(
+    bundle: Path, python: str, lesson: str, edits: dict[str, str], env: dict | None = None
+) -> tuple[list[Verdict], list[Verdict]]:
+    """The untouched release run whole, then, in the same kernel, its exercises again with the right answers and
+    `edits` (a student who ran everything, then wrote answers): each pass's verdicts."""
+    with _lesson_folder(bundle, lesson, None) as folder:
+        untouched, answered = _release(bundle, lesson, "stubs", None), _release(bundle, lesson, "right", edits)
+        first, then = run_notebook(python, untouched, folder, env, then=answered)
+        return verdicts(lesson, first), verdicts(lesson, then)
 
 
 def main() -> int:

@@ -9,6 +9,7 @@ import os
 import runpy
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,7 +17,7 @@ import pytest
 
 pytest.importorskip("nbgrader", reason="the course extra (nbgrader) is not installed: bundle regenerates course/")
 
-from student_side import Verdict, student_run
+from student_side import Verdict, stubs_then_answers, student_run
 
 from labcore.device import gpu_available
 from labcore.lessons import lesson as lesson_of
@@ -99,20 +100,38 @@ def test_right_answers_pass_or_say_pending(installed, lesson):
             assert "ReferenceWithheld" not in shown, shown
 
 
+@pytest.fixture(scope="module")
+def stubs_then_wrong(installed) -> Callable[[str], tuple[list[Verdict], list[Verdict]]]:
+    """Per lesson, once: the untouched release run whole, then its exercises answered wrong and run again in the same
+    kernel, as a student who ran the release and then wrote answers (the right answers get a fresh kernel above)."""
+    ran: dict[str, tuple[list[Verdict], list[Verdict]]] = {}
+
+    def run(lesson: str) -> tuple[list[Verdict], list[Verdict]]:
+        if lesson not in ran:
+            wrong = runpy.run_path(str(lesson_of(lesson).tests / "wrong_answers.py"))["WRONG"]
+            ran[lesson] = stubs_then_answers(installed.bundle, installed.python, lesson, wrong, installed.env)
+        return ran[lesson]
+
+    return run
+
+
 @pytest.mark.parametrize("lesson", names())
-def test_the_stubs_fail_in_verdicts(installed, lesson):
+def test_the_stubs_fail_in_verdicts(stubs_then_wrong, lesson):
     """The untouched release: every graded cell fails in a verdict that names the unanswered exercise."""
-    for verdict in _run(installed, lesson, "stubs"):
+    stubs, _ = stubs_then_wrong(lesson)
+    assert stubs, f"{lesson}: no graded cell ran"
+    for verdict in stubs:
         assert_a_verdict(verdict)
 
 
 @pytest.mark.parametrize("lesson", names())
-def test_wrong_answers_fail_in_verdicts_that_help(installed, lesson):
+def test_wrong_answers_fail_in_verdicts_that_help(stubs_then_wrong, lesson):
     """Every exercise of the lesson answered wrong (<lesson>/tests/wrong_answers.py: a race, off-by-a-term arithmetic,
-    no fence, an answer that is no option): every graded cell fails in a verdict that says what it found, never a
-    traceback or ReferenceWithheld."""
-    wrong = runpy.run_path(str(lesson_of(lesson).tests / "wrong_answers.py"))["WRONG"]
-    for verdict in _run(installed, lesson, "right", edits=wrong):
+    no fence, an answer that is no option), run after the stubs: every graded cell fails in a verdict that says what
+    it found, never a traceback or ReferenceWithheld."""
+    stubs, wrong = stubs_then_wrong(lesson)
+    assert [v.cell for v in wrong] == [v.cell for v in stubs], lesson  # every graded cell ran again
+    for verdict in wrong:
         assert_a_verdict(verdict)
         assert "ReferenceWithheld" not in verdict.text and "not answered yet" not in verdict.text, verdict.text
 
