@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from grader.cli import main
 from labcore.errors import run_cli
@@ -126,3 +129,32 @@ def copy_of(bundle: Path, dest: Path) -> Path:
     import shutil
 
     return Path(shutil.copytree(bundle, dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")))
+
+
+def executed_release(tmp_path_factory: Any, name: str, timeout_s: int = 600) -> tuple[Any, float]:
+    """course/<name>'s untouched release run whole once a run (tests/once.py), errors kept as outputs, in a copy of
+    its folder by this Python's kernel: the executed notebook and its Run All seconds, for every test that reads it."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from once import made_once
+
+    def make(folder: Path) -> dict[str, object]:
+        release = ROOT / "course" / name / f"{name}.ipynb"
+        shutil.copytree(release.parent, folder, dirs_exist_ok=True)
+        nb = nbformat.read(folder / release.name, as_version=4)
+        client = NotebookClient(
+            nb,
+            timeout=timeout_s,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(folder)}},
+        )
+        started = time.perf_counter()
+        client.execute()
+        seconds = time.perf_counter() - started
+        nbformat.write(nb, folder / "executed.ipynb")
+        return {"executed": str(folder / "executed.ipynb"), "seconds": seconds}
+
+    made = made_once(tmp_path_factory, f"release-{name}", make)
+    return nbformat.read(made["executed"], as_version=4), float(made["seconds"])  # type: ignore[index]

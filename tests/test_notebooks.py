@@ -26,7 +26,7 @@ from labcore.device import DeviceFacts
 from labcore.lessons import lesson, names
 from labcore.record import Record
 
-from installed import draws_plot
+from installed import draws_plot, executed_release
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = [lesson(n).solutions for n in names()]
@@ -103,21 +103,10 @@ def test_only_cells_that_raise_untouched_are_tagged(path: Path) -> None:
 def run_all(request, tmp_path_factory) -> SimpleNamespace:
     """The untouched release executed once with every cell run (errors allowed): what Run All shows where it reaches
     the end, and, where a cell not tagged raised, the cell where Run All stops (test_run_all_reaches_the_last_cell).
-    One kernel per release serves every test below."""
-    path = request.param
-    folder = tmp_path_factory.mktemp(path.parent.name)
-    shutil.copytree(path.parent, folder, dirs_exist_ok=True)
-    nb = nbformat.read(folder / path.name, as_version=4)
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT_S,
-        kernel_name="python3",
-        allow_errors=True,
-        resources={"metadata": {"path": str(folder)}},
-    )
-    started = time.perf_counter()
-    client.execute()
-    return SimpleNamespace(lesson=path.parent.name, nb=nb, seconds=time.perf_counter() - started)
+    One kernel per release a run serves every test below (and a lesson's own release tests)."""
+    name = request.param.parent.name
+    nb, seconds = executed_release(tmp_path_factory, name, CELL_TIMEOUT_S)
+    return SimpleNamespace(lesson=name, nb=nb, seconds=seconds)
 
 
 def errors_of(cell: nbformat.NotebookNode) -> list[str]:

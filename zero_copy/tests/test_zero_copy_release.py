@@ -8,17 +8,16 @@ Offline this replays the shipped H200 profile; the same notebook runs live on a 
 from __future__ import annotations
 
 import re
-import shutil
 import sys
-import time
 from pathlib import Path
 
 import nbformat
 import pytest
 from jupyter_client import KernelManager
-from nbclient import NotebookClient
 
 from zero_copy import notebook
+
+from installed import executed_release
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = ROOT / "course" / "zero_copy" / "zero_copy.ipynb"
@@ -54,22 +53,12 @@ RUN_SECONDS: list[float] = []
 
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory) -> nbformat.NotebookNode:
-    """The release, executed in a copy of its folder by this Python's kernel, errors kept as outputs."""
+    """The release, executed in a copy of its folder by this Python's kernel, errors kept as outputs: once a run, the
+    run tests/test_notebooks.py reads too."""
     # the kernel spec's `python` is this interpreter: the venv, with the lesson packages installed
     assert KernelManager(kernel_name="python3").format_kernel_cmd()[0] == sys.executable
-    folder = tmp_path_factory.mktemp("zero_copy")
-    shutil.copytree(RELEASE.parent, folder, dirs_exist_ok=True)
-    nb = nbformat.read(folder / RELEASE.name, as_version=4)
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT_S,
-        kernel_name="python3",
-        allow_errors=True,
-        resources={"metadata": {"path": str(folder)}},
-    )
-    started = time.perf_counter()
-    client.execute()
-    RUN_SECONDS.append(time.perf_counter() - started)
+    nb, seconds = executed_release(tmp_path_factory, "zero_copy", CELL_TIMEOUT_S)
+    RUN_SECONDS.append(seconds)
     return nb
 
 
