@@ -36,9 +36,11 @@ POINTS = {
 
 
 def real_exports(folder: Path) -> None:
-    """The export set of a real H200 run of the reference schedule, as its student handed it in."""
+    """The export set of a real H200 run of the reference schedule, as its student handed it in (its files: Python's
+    bytecode cache of the schedule, where a run wrote one, is no part of it)."""
     for path in STUDENT_RUN.iterdir():
-        shutil.copy(path, folder / path.name)
+        if path.is_file():
+            shutil.copy(path, folder / path.name)
 
 
 def faster_exports(folder: Path) -> None:
