@@ -524,6 +524,22 @@ for folder in site.getsitepackages():
     except OSError:
         pass"""
 
+# The course's packages every sandbox binds (one folder a grading machine's local cluster shares among its workers):
+# remount them read-write and plant a line every later sandbox runs at import, failing whoever is graded after
+REWRITE_LIBRARY = """import os
+import subprocess
+import labcore
+
+library = os.path.dirname(os.path.dirname(labcore.__file__))
+for options in ("remount,rw,bind", "remount,rw"):
+    subprocess.run(["mount", "-o", options, library], capture_output=True)
+for name in ("labcore/__init__.py", "day54/checks.py", "grader/zygote.py"):
+    try:
+        with open(os.path.join(library, name), "a") as module:
+            module.write("\\nraise SystemExit('the library was rewritten')\\n")
+    except OSError:
+        pass"""
+
 # Mount over /proc (the zygote's clean-up listed it), then leave a double-forked process that, for two minutes,
 # empties every other job's answers and cells files and the run files of every other student's work folder
 OVERMOUNT_LEFTOVER = """import os
@@ -1108,6 +1124,15 @@ def submissions(corpus: ModuleType) -> tuple:
             "unchanged)",
             full(D),
             first_cell=REMOUNT_PTH,
+        ),
+        Submission(
+            "d54-rewrites-the-library",
+            D,
+            "a cell of its own first remounts the course's packages the sandboxes share read-write and appends a "
+            "line that ends every later import of them: the bind is read-only and the mount fails, the reference "
+            "solutions after it keep every point, and so does every student graded after it",
+            full(D),
+            first_cell=REWRITE_LIBRARY,
         ),
         Submission(
             "d54-overmounts-proc-leaves-process",
