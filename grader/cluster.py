@@ -80,7 +80,10 @@ def _local(workers: int, gpus: list[int]) -> Any:
     for gpu in gpus:
         options = {**common, "resources": {GPU: 1}, "env": {**env, "CUDA_VISIBLE_DEVICES": visible_device(gpu)}}
         spec[f"gpu-{gpu}"] = {"cls": Nanny, "options": options}
-    scheduler = {"cls": Scheduler, "options": {"dashboard": False, "host": "127.0.0.1"}}
+    # no dashboard, and its HTTP server (health and metrics) on a free port: two classes graded at once on a machine
+    # would otherwise each ask for 8787, and the second warn on stderr
+    options = {"dashboard": False, "dashboard_address": "127.0.0.1:0", "host": "127.0.0.1"}
+    scheduler = {"cls": Scheduler, "options": options}
     return SpecCluster(workers=spec, scheduler=scheduler, silence_logs=40)
 
 

@@ -20,6 +20,7 @@ import atexit
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import select
 import shutil
@@ -589,12 +590,17 @@ WORKER_ENV = "GRADER_WORKER_ENV"  # a local cluster's: the names of the coordina
 
 def _coordinators_environment() -> None:
     """A worker forked from the coordinator's forkserver has the server's environment, updated with the coordinator's
-    (the Nanny's env): what the coordinator has since dropped is dropped here too, all but what Dask's config adds."""
+    (the Nanny's env): what the coordinator has since dropped is dropped here too, all but what Dask's config adds.
+
+    Such a worker reports through the coordinator alone: a task's error comes back with its result and is shown
+    there, so Dask's own log here is kept to the critical. What it logs at ERROR is a worker closing with the
+    coordinator (a heartbeat cut short as the worker closes its connections, after Ctrl-C) on the command's stderr."""
     import dask
 
     names = os.environ.pop(WORKER_ENV, None)
     if names is None:
         return
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
     kept = {*json.loads(names), "PYTHONHASHSEED"}
     for key in ("distributed.nanny.pre-spawn-environ", "distributed.nanny.environ"):
         kept |= set(dask.config.get(key, {}) or {})

@@ -412,8 +412,12 @@ def test_a_gpu_worker_sees_the_gpu_its_index_stands_for(monkeypatch):
 
 
 FORKED_WORKER = """
-import os, sys
+import contextlib, logging, os, socket, sys
 from grader import runner
+taken = socket.socket()  # the dashboard's usual port, taken (another class graded on this machine)
+with contextlib.suppress(OSError):
+    taken.bind(("127.0.0.1", 8787))
+    taken.listen()
 from grader.cluster import open_cluster
 os.environ["GRADER_TEST_DROPPED"] = "the server's"
 runner.start_forkserver()  # the server starts with GRADER_TEST_DROPPED in its environment
@@ -422,6 +426,7 @@ os.environ["GRADER_TEST_ADDED"] = "the coordinator's"
 def seen_there():
     from grader import warm
     dropped, added = os.environ.get("GRADER_TEST_DROPPED"), os.environ.get("GRADER_TEST_ADDED")
+    logging.getLogger("distributed.worker").error("a worker's shutdown noise")
     return os.getppid(), dropped, added, str(warm._library())
 with open_cluster("local", workers=2, gpus=[]) as client:
     seen = client.run(seen_there)
@@ -433,14 +438,16 @@ for parent, dropped, added, library in seen.values():
 
 def test_a_local_worker_is_forked_with_the_coordinators_environment(tmp_path):
     """A local cluster's workers come from the forkserver (not this process), with this process's environment as it
-    is when the cluster starts: a variable set since is there, one dropped since is not; and they share the sandbox
-    library this process wrote."""
+    is when the cluster starts: a variable set since is there, one dropped since is not; they share the sandbox
+    library this process wrote; and neither they nor the scheduler write on stderr (a worker's Dask errors, the
+    dashboard's port taken)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-c", FORKED_WORKER], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-2:] == ["True None the coordinator's True"] * 2, done.stdout[-2000:]
+    assert done.stderr == "", done.stderr[-2000:]
 
 
 # -- what a student prints, or a result that cannot be recorded, is that student's alone ------------------------
