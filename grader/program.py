@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import functools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -72,14 +73,25 @@ def drop_emptied_metadata(cell: NotebookNode) -> NotebookNode:
     return cell
 
 
-def names(source: str) -> tuple[set[str], set[str]]:
-    """(names a cell reads, names it binds), IPython magics and shell lines left out."""
+CACHED_SOURCE = 1 << 16  # a cell's names are kept by its source up to this many characters (what a lesson's are)
+
+
+def names(source: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(names a cell reads, names it binds), IPython magics and shell lines left out. Kept by source: a class's
+    notebooks share most cells (the lesson's, locked), and the coordinator reads each cell's names twice a notebook;
+    a long cell (a student's pasted megabytes) is read afresh and never kept."""
+    return _names(source) if len(source) <= CACHED_SOURCE else _names.__wrapped__(source)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names(source: str) -> tuple[frozenset[str], frozenset[str]]:
     lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
     try:
         tree = ast.parse("\n".join(lines))
     except SyntaxError:
-        return set(), set()
-    read, bound = set(), set()
+        return frozenset(), frozenset()
+    read: set[str] = set()
+    bound: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
@@ -87,7 +99,7 @@ def names(source: str) -> tuple[set[str], set[str]]:
             bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(node.name)
-    return read, bound
+    return frozenset(read), frozenset(bound)
 
 
 def cell_name(cell: NotebookNode, index: int) -> str:

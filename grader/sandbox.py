@@ -524,22 +524,34 @@ def bound_environment() -> list[Path]:
 def environment_digest() -> str:
     """A digest of every entry of the bound environment (path, type and mode, size, modification and change
     times): a file planted, edited or removed changes it, and a change time cannot be set back. `__pycache__`
-    folders are left out: the grader's own Python writes them while grading (the sandbox cannot write any)."""
-    digest, count = hashlib.sha256(), 0
+    folders are left out: the grader's own Python writes them while grading (the sandbox cannot write any). Taken
+    before and after every class graded: some 65,000 entries, one lstat each, hashed in one piece (half the CPU of
+    hashing each entry on its own)."""
+    lines: list[str] = []
+
+    def walk(top: str) -> None:
+        try:
+            with os.scandir(top) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError:
+            return
+        for entry in entries:
+            folder = entry.is_dir(follow_symlinks=False)
+            if folder and entry.name == "__pycache__":
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            lines.append(f"{entry.path}\0{info.st_mode}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\n")
+            if folder:
+                walk(entry.path)
+
     folders = bound_environment()
     for folder in folders:
-        for top, dirs, files in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted([*dirs, *files]):
-                path = os.path.join(top, name)
-                try:
-                    info = os.lstat(path)
-                except OSError:
-                    continue
-                fields = (path, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-                digest.update(repr(fields).encode())
-                count += 1
-    return f"{digest.hexdigest()[:16]} ({count} entries in {', '.join(map(str, folders))})"
+        walk(str(folder))
+    digest = hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+    return f"{digest[:16]} ({len(lines)} entries in {', '.join(map(str, folders))})"
 
 
 def unchanged(before: str) -> str:

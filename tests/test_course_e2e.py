@@ -6,13 +6,12 @@ the untouched release (zero, and every error is one a stub causes: the harness n
 answer that fails only a hidden test, so it must lose exactly that cell's points and its feedback must say
 "failed" without quoting the hidden test. Wrong answers of every other kind are graded on the toy assignment
 (tests/test_grader_cli.py: raises, hangs, deaf kernels), the checks they call are tested in the lessons' check
-tests, and the verdict lines in tests/test_preprocessors.py.
+tests, and the verdict lines in tests/test_preprocessors.py. The class is tests/now_class.py's, graded with
+`--feedback now` beside tests/test_feedback_now.py's students, once a run.
 """
 
 from __future__ import annotations
 
-import csv
-import importlib
 from pathlib import Path
 
 import nbformat
@@ -24,14 +23,13 @@ from labcore.device import gpu_available
 from labcore.lessons import lesson, names
 from labcore.pending import PENDING_GPU
 
-from installed import autograded_points, grader
+from installed import autograded_points
+from now_class import end_to_end, hidden_only, now_class
 
 pytestmark = [
     pytest.mark.skipif(gpu_available(), reason="expected scores are those of the offline checks"),
     pytest.mark.slow(seconds=140),  # grades the real course, whole notebooks, and writes feedback
 ]
-ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT_S = 20
 ASSIGNMENTS = names()
 
 
@@ -40,62 +38,22 @@ def _points(assignment: str, cell_id: str) -> float:
     return float(next(c for c in nb.cells if c.get("id") == cell_id).metadata["nbgrader"].get("points", 0))
 
 
-# Each lesson's wrong answer that only a hidden test catches, where its folder declares one (FAILS_ONLY_HIDDEN in
-# <lesson>/tests/corpus.py: the test cell that catches it, and the answer cells' sources)
-HIDDEN_ONLY = {
-    a: found
-    for a in ASSIGNMENTS
-    if (found := getattr(importlib.import_module(f"{a}.tests.corpus"), "FAILS_ONLY_HIDDEN", None)) is not None
-}
-# student -> assignment -> {cell id: source} (None: the untouched release), and the score each must get
+HIDDEN_ONLY = hidden_only()  # each lesson's wrong answer that only a hidden test catches: its test cell, its edits
+# student -> the score each assignment must get (tests/now_class.py hands each in)
 CASES = {
-    "reference": ({a: {} for a in ASSIGNMENTS}, {a: autograded_points(a) for a in ASSIGNMENTS}),
-    "untouched": (dict.fromkeys(ASSIGNMENTS), dict.fromkeys(ASSIGNMENTS, 0)),
-    "fails_a_hidden_test": (
-        {a: edits for a, (_, edits) in HIDDEN_ONLY.items()},
-        {a: autograded_points(a) - _points(a, test) for a, (test, _) in HIDDEN_ONLY.items()},
-    ),
+    "reference": {a: autograded_points(a) for a in ASSIGNMENTS},
+    "untouched": dict.fromkeys(ASSIGNMENTS, 0),
+    "fails_a_hidden_test": {a: autograded_points(a) - _points(a, test) for a, (test, _) in HIDDEN_ONLY.items()},
 }
-
-
-def _submission(assignment: str, edits: dict[str, str] | None) -> nbformat.NotebookNode:
-    """The release, with the reference solutions filled in and then `edits` applied (None: untouched)."""
-    release = nbformat.read(ROOT / "course" / assignment / f"{assignment}.ipynb", as_version=4)
-    if edits is None:
-        return release
-    solved = {c["id"]: c for c in nbformat.read(lesson(assignment).solutions, as_version=4).cells}
-    for cell in release.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            cell.source = "\n".join(
-                line
-                for line in solved[cell["id"]].source.splitlines()
-                if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
-            )
-        cell.source = edits.get(cell["id"], cell.source)
-    return release
+assert set(CASES) == set(end_to_end())
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    base = tmp_path_factory.mktemp("e2e")
-    subs, root = base / "submissions", base / "grading"
-    for student, (assignments, _) in CASES.items():
-        (subs / student).mkdir(parents=True)
-        for assignment, edits in assignments.items():
-            nbformat.write(_submission(assignment, edits), subs / student / f"{assignment}.ipynb")
-    for step in (
-        ("setup", str(root)),
-        ("collect", str(root), str(subs)),
-        ("autograde", str(root), "--jobs", "1", "--timeout", str(TIMEOUT_S), "--feedback", "now"),  # a sandbox
-        ("feedback", str(root)),
-        ("export", str(root), "--to", str(base / "grades.csv")),
-    ):
-        done = grader(*step)
-        assert done.rc == 0, (step, done.out[-2000:], done.err[-2000:])
-    with open(base / "grades.csv") as fh:
-        rows = list(csv.DictReader(fh))
-    return root, {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in rows}  # empty: nothing graded
+    """The class of tests/now_class.py (graded once a run, with tests/test_feedback_now.py's students): its grading
+    root, and the export's raw score by (student, assignment)."""
+    made = now_class(tmp_path_factory)
+    return made.root, made.scores
 
 
 def _errors(root: Path, student: str, assignment: str) -> list[tuple[str, str]]:
@@ -114,7 +72,7 @@ def _errors(root: Path, student: str, assignment: str) -> list[tuple[str, str]]:
 def test_scores(graded, student):
     """Each submission gets exactly the autograded points its answers deserve."""
     root, scores = graded
-    for assignment, expected in CASES[student][1].items():
+    for assignment, expected in CASES[student].items():
         if student == "reference":  # offline, a cell only a GPU can decide is pending: 0 until graded live
             expected -= sum(_points(assignment, cell) for cell in _pending(root, student, assignment))
         assert scores[(student, assignment)] == expected, (student, assignment, scores)

@@ -2,14 +2,14 @@
 adversarial corpus (tests/corpus.py) get the same points through it as through autograde's default, on the real
 course with real nbgrader, and a submission that stops its own sandbox is killed at the limit and reported.
 
-One grading directory: setup, collect, `autograde --feedback now`, reading the gradebook after it. The same
-submissions graded by autograde's default are tests/test_corpus.py's class (their points, the note a lesson cell
-shows there, the stopped sandbox in its table), graded once for both.
+One grading directory (tests/now_class.py's, shared with tests/test_course_e2e.py's students): setup, collect,
+`autograde --feedback now`, reading the gradebook after it. The same submissions graded by autograde's default are
+tests/test_corpus.py's class (their points, the note a lesson cell shows there, the stopped sandbox in its table),
+graded once for both.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nbformat
@@ -17,23 +17,11 @@ import pytest
 from corpus import CORPUS, POINTS
 
 from grader.layout import COURSE_ID, KERNEL_STUCK, db_url
-from labcore.device import gpu_available
 
-from installed import grader
+from now_class import ADVERSARIAL, LIVE, now_class
 
 pytestmark = pytest.mark.slow(seconds=110)  # grades seven notebooks whole, one of them stopped until the limit
-LIVE = gpu_available()
-TIMEOUT_S = 60 if LIVE else 20  # per cell, as tests/test_corpus.py grades
-JOBS = max(2, len(os.sched_getaffinity(0)))  # a sandbox per core
-CASES = (
-    "d54-only-16-chunks",  # wrong at the drawn chunk counts
-    "d54-patches-harness",  # patches the trace recorder to record the reference
-    "q-forged-answers-d54",  # files answers computed at home
-    "d54-stops-parent-in-sweep",  # SIGSTOPs its sandbox: the outer clock kills it
-    "zc-flag-first-idle-block",  # wrong publish order and one block too many
-    "zc-patches-checks",  # replaces every check with a do-nothing lambda
-    "zc-exits-first",  # os._exit before any check
-)
+CASES = ADVERSARIAL
 SUBS = [s for s in CORPUS if s.name in CASES]
 
 
@@ -57,16 +45,10 @@ def _autograded(root: Path, name: str, assignment: str) -> nbformat.NotebookNode
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    """tests/now_class.py's class (graded once a run, with tests/test_course_e2e.py's students)."""
     assert len(SUBS) == len(CASES)
-    base = tmp_path_factory.mktemp("now")
-    subs, root = base / "submissions", base / "grading"
-    for sub in SUBS:
-        sub.write(subs / sub.name)
-    for step in (("setup", str(root)), ("collect", str(root), str(subs))):
-        assert grader(*step).rc == 0, step
-    done = grader("autograde", str(root), "--jobs", str(JOBS), "--timeout", str(TIMEOUT_S), "--feedback", "now")
-    assert done.rc == 0, (done.out[-3000:], done.err[-3000:])
-    return done, _points(root), {s.name: _autograded(root, s.name, s.assignment) for s in SUBS}
+    made = now_class(tmp_path_factory)
+    return made.said, _points(made.root), {s.name: _autograded(made.root, s.name, s.assignment) for s in SUBS}
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -97,5 +79,5 @@ def test_a_sandbox_stopped_by_its_own_cell_is_killed_and_reported_as_autograde_d
     nb = notebooks["d54-stops-parent-in-sweep"]
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert any(o.ename == KERNEL_STUCK and "was stopped (SIGSTOP)" in o.evalue for o in errors), errors
-    row = next(x for x in done.out.splitlines() if x.startswith("d54-stops-parent-in-sweep "))
+    row = next(x for x in done.splitlines() if x.startswith("d54-stops-parent-in-sweep "))
     assert "was stopped (SIGSTOP) and killed at the" in row, row
