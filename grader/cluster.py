@@ -37,6 +37,15 @@ PRELOAD = "grader.warm"  # its dask_setup prepares a worker before its first tas
 RETRIES = 1  # a task that raised is tried once more (a worker that died is Dask's allowed-failures' business)
 WORKER_START_S = 120
 CONNECT_S = 15  # a scheduler address that answers nothing in this time is wrong or down
+# What a local cluster's scheduler and workers (given the coordinator's Dask config by their Nanny) leave off or
+# do less often: a worker's statistical profiler, which samples the running task's thread 100 times a second (a task
+# here is a submission's minutes in a sandbox: nothing to profile), the event loops' check for a blocked loop, 50
+# times a second, and the system monitor's readings of CPU and memory, twice a second in every process.
+QUIET = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "500ms",
+    "distributed.admin.system-monitor.interval": "2s",
+}
 
 
 @dataclasses.dataclass
@@ -68,7 +77,7 @@ def _local(workers: int, gpus: list[int]) -> Any:
     # Workers are forked from grader.runner's forkserver (Dask, grader.warm and nbgrader imported there once), not
     # started afresh: 2 to 3 s of CPU each. A forked worker starts with the server's environment; it is given this
     # process's, whole, and drops what this process no longer has (warm.dask_setup).
-    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver", **QUIET})
     get_mp_context()  # Dask's own preload list, set once in a process, before runner's replaces it
     runner.start_forkserver()
     env = {**os.environ, **warm.shared_library()}  # the sandboxes' library, written once for every worker
