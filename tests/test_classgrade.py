@@ -427,26 +427,28 @@ def seen_there():
     from grader import warm
     dropped, added = os.environ.get("GRADER_TEST_DROPPED"), os.environ.get("GRADER_TEST_ADDED")
     logging.getLogger("distributed.worker").error("a worker's shutdown noise")
-    return os.getppid(), dropped, added, str(warm._library())
+    import dask
+    quiet = dask.config.get("distributed.worker.profile.enabled") is False
+    return os.getppid(), dropped, added, str(warm._library()), quiet
 with open_cluster("local", workers=2, gpus=[]) as client:
     seen = client.run(seen_there)
 from grader import warm
-for parent, dropped, added, library in seen.values():
-    print(parent != os.getpid(), dropped, added, library == str(warm._library()))
+for parent, dropped, added, library, quiet in seen.values():
+    print(parent != os.getpid(), dropped, added, library == str(warm._library()), quiet)
 """
 
 
 def test_a_local_worker_is_forked_with_the_coordinators_environment(tmp_path):
     """A local cluster's workers come from the forkserver (not this process), with this process's environment as it
     is when the cluster starts: a variable set since is there, one dropped since is not; they share the sandbox
-    library this process wrote; and neither they nor the scheduler write on stderr (a worker's Dask errors, the
-    dashboard's port taken)."""
+    library this process wrote; they run without Dask's profiler (grader.cluster.QUIET, given by their Nanny); and
+    neither they nor the scheduler write on stderr (a worker's Dask errors, the dashboard's port taken)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-c", FORKED_WORKER], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.splitlines()[-2:] == ["True None the coordinator's True"] * 2, done.stdout[-2000:]
+    assert done.stdout.splitlines()[-2:] == ["True None the coordinator's True True"] * 2, done.stdout[-2000:]
     assert done.stderr == "", done.stderr[-2000:]
 
 
