@@ -73,7 +73,10 @@ def drop_emptied_metadata(cell: NotebookNode) -> NotebookNode:
     return cell
 
 
-CACHED_SOURCE = 1 << 16  # a cell's names are kept by its source up to this many characters (what a lesson's are)
+# a cell's names are kept by source up to this many characters (a lesson's longest cell: 2,541), for at most
+# CACHED_CELLS sources: 16 MiB at the most, whatever a class hands in
+CACHED_SOURCE = 1 << 14
+CACHED_CELLS = 1024
 
 
 def names(source: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -83,7 +86,7 @@ def names(source: str) -> tuple[frozenset[str], frozenset[str]]:
     return _names(source) if len(source) <= CACHED_SOURCE else _names.__wrapped__(source)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=CACHED_CELLS)
 def _names(source: str) -> tuple[frozenset[str], frozenset[str]]:
     lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
     try:

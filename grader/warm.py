@@ -588,24 +588,21 @@ def _code() -> str:
 WORKER_ENV = "GRADER_WORKER_ENV"  # a local cluster's: the names of the coordinator's environment variables (JSON)
 
 
-def _coordinators_environment() -> None:
+def _coordinators_environment() -> bool:
     """A worker forked from the coordinator's forkserver has the server's environment, updated with the coordinator's
     (the Nanny's env): what the coordinator has since dropped is dropped here too, all but what Dask's config adds.
-
-    Such a worker reports through the coordinator alone: a task's error comes back with its result and is shown
-    there, so Dask's own log here is kept to the critical. What it logs at ERROR is a worker closing with the
-    coordinator (a heartbeat cut short as the worker closes its connections, after Ctrl-C) on the command's stderr."""
+    True for such a worker (a local cluster's), False for any other."""
     import dask
 
     names = os.environ.pop(WORKER_ENV, None)
     if names is None:
-        return
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        return False
     kept = {*json.loads(names), "PYTHONHASHSEED"}
     for key in ("distributed.nanny.pre-spawn-environ", "distributed.nanny.environ"):
         kept |= set(dask.config.get(key, {}) or {})
     for name in set(os.environ) - kept:
         del os.environ[name]
+    return True
 
 
 def dask_setup(worker: Any = None) -> None:
@@ -614,7 +611,11 @@ def dask_setup(worker: Any = None) -> None:
     any task runs keeps that parsing (the library is written from the sources' syntax trees) out of the task
     thread while the worker's own thread compiles imports: Python 3.11 can fail two threads parsing at once
     ("SystemError: AST constructor recursion depth mismatch")."""
-    _coordinators_environment()
+    if _coordinators_environment():
+        # a local worker reports through the coordinator alone, whose table shows a task's error: Dask's own log
+        # here is kept to the critical (at ERROR it wrote a worker closing with the coordinator after Ctrl-C, a
+        # heartbeat cut short as the worker closed its connections, on the command's stderr)
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
     _code()
     _library()
 

@@ -39,8 +39,8 @@ def wheel_and_replay(project: Path, tmp_path: Path) -> SimpleNamespace:
     dist, site, elsewhere = tmp_path / "dist", tmp_path / "site", tmp_path / "elsewhere"
     pip = [sys.executable, "-m", "pip"]
     # built with this environment's build backend (the test extra's setuptools), not in an isolated one made afresh
-    wheel = [*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(project)]
-    subprocess.run(wheel, check=True, capture_output=True)
+    build = [*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(project)]
+    subprocess.run(build, check=True, capture_output=True)
     wheel = next(dist.glob("*.whl"))
     subprocess.run(
         [*pip, "install", "--no-deps", "-q", "--target", str(site), str(wheel)], check=True, capture_output=True

@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import warm
+from grader import program, warm
 from grader.checker import statements
 from grader.program import answers_program, checker_program
 from grader.zygote import Answering
@@ -350,3 +350,16 @@ def test_a_whole_notebook_keeps_what_its_lesson_cells_show():
     assert [o["output_type"] for o in shown] == ["execute_result", "display_data"]
     assert shown[0]["data"]["text/plain"] == "42" and shown[1]["data"]["image/png"].startswith("iVBOR")
     assert "2" not in [str(i) for i, _, _ in answers_program(nb).cells]
+
+
+def test_a_cells_names_are_kept_for_short_sources_only():
+    """The coordinator keeps a cell's names by its source, up to CACHED_SOURCE characters and CACHED_CELLS sources:
+    the same names either way, and a student's pasted megabytes are read afresh, never kept."""
+    program._names.cache_clear()
+    short = "import numpy as np\nx = np.arange(n)\n%timeit x\n"
+    assert program.names(short) == (frozenset({"np", "n"}), frozenset({"np", "x"}))  # the magic line left out
+    assert program.names(short) is program.names(short)  # kept
+    long = "y = z\n" + "#" * program.CACHED_SOURCE
+    assert program.names(long) == (frozenset({"z"}), frozenset({"y"}))
+    assert program._names.cache_info().currsize == 1  # the long source was never kept
+    assert program._names.cache_info().maxsize * program.CACHED_SOURCE <= 16 << 20
