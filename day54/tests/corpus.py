@@ -542,6 +542,10 @@ for name in ("labcore/__init__.py", "day54/checks.py", "grader/zygote.py"):
 
 # Mount over /proc (the zygote's clean-up listed it), then leave a double-forked process that, for two minutes,
 # empties every other job's answers and cells files and the run files of every other student's work folder
+# a cell of the student's a megabyte long (pasted text), its name read by the answers after it: the coordinator reads
+# a long cell's names afresh (grader.program keeps only short sources' names) and grades it as any other
+PASTED_MEGABYTE = "PASTED = " + repr("x" * (1 << 20)) + "\nassert len(PASTED) == 1 << 20\n"
+
 OVERMOUNT_LEFTOVER = """import os
 import subprocess
 import time
@@ -1133,6 +1137,14 @@ def submissions(corpus: ModuleType) -> tuple:
             "solutions after it keep every point, and so does every student graded after it",
             full(D),
             first_cell=REWRITE_LIBRARY,
+        ),
+        Submission(
+            "d54-pastes-a-megabyte",
+            D,
+            "a cell of its own first holds a megabyte of pasted text: its names are read afresh, never kept, and the "
+            "reference solutions after it keep every point",
+            full(D),
+            first_cell=PASTED_MEGABYTE,
         ),
         Submission(
             "d54-overmounts-proc-leaves-process",
