@@ -24,10 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def lazy_bytecode(env: dict[str, str]) -> dict[str, str]:
     """`env` for the shells that install into a fresh venv and then use it: pip does not compile every module it
-    installs (PIP_NO_COMPILE: half of its CPU for the course extra), and Python writes a module's bytecode when the
-    module is first imported (PYTHONDONTWRITEBYTECODE, which CI-like shells set, dropped), as on a student's machine.
-    The same files are installed; only the bytecode of modules never imported is not made."""
-    return {**{k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PIP_NO_COMPILE": "1"}
+    installs (PIP_COMPILE=0, which is `--no-compile`; pip reads PIP_NO_COMPILE=1 as `--compile`, the two options
+    sharing one setting, so that spelling compiles everything), and Python writes a module's bytecode when the module
+    is first imported (PYTHONDONTWRITEBYTECODE, which CI-like shells set, dropped), as on a student's machine. The
+    same files are installed; only the bytecode of modules never imported is not made."""
+    kept = {k: v for k, v in env.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PIP_NO_COMPILE")}
+    return {**kept, "PIP_COMPILE": "0"}
 
 
 def wheel_and_replay(project: Path, tmp_path: Path) -> SimpleNamespace:

@@ -13,9 +13,11 @@ nothing into the checkout.
 from __future__ import annotations
 
 import csv
+import ensurepip
 import os
 import shutil
 import subprocess
+import sys
 import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
@@ -68,6 +70,18 @@ def test_the_course_extra_brings_nvrtc_to_instructors_and_students():
         student_pyproject(main, package_options(ROOT))["project"]["optional-dependencies"],
     ):
         assert all(any(r.startswith(name) for r in extras["course"]) for name in NVRTC), extras["course"]
+
+
+def test_the_fresh_environments_install_without_compiling(tmp_path):
+    """The environment of the fresh venvs' shells (lazy_bytecode) makes pip install a wheel with no bytecode: a module
+    is compiled when first imported, not every module at install (as pip does by default, and for PIP_NO_COMPILE=1)."""
+    wheel = next((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))  # any wheel with modules
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target"]
+    compiled = {}
+    for name, env in (("default", dict(os.environ)), ("lazy", lazy_bytecode({**os.environ, "PIP_NO_COMPILE": "1"}))):
+        subprocess.run([*pip, str(tmp_path / name), str(wheel)], env=env, check=True, capture_output=True)
+        compiled[name] = len(list((tmp_path / name).rglob("*.pyc")))
+    assert compiled["default"] > 100 and compiled["lazy"] == 0, compiled
 
 
 def grade_references(python: Path, checkout: Path, tmp_path: Path) -> dict[str, float]:
