@@ -34,6 +34,7 @@ import pytest
 from grader.bundle import CONFIG_NAME, JUPYTER_CONFIG_DIR, jupyter_config
 from labcore.lessons import names
 
+from browser_fixture import CHROMIUM_ARGS
 from installed import draws_plot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow(seconds=100)]  # JupyterLab runs every lesson in Chromium
@@ -65,8 +66,7 @@ def browser() -> Iterator[object]:
     if path is None:
         pytest.skip("no browser: no chromium on this machine (Debian's `chromium`; .ci/run installs it)")
     with sync_api.sync_playwright() as playwright:
-        # --no-sandbox: CI runs as root, where Chromium's own sandbox refuses to start
-        launched = playwright.chromium.launch(executable_path=path, headless=True, args=["--no-sandbox"])
+        launched = playwright.chromium.launch(executable_path=path, headless=True, args=list(CHROMIUM_ARGS))
         yield launched
         launched.close()
 
