@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -176,11 +177,33 @@ def test_a_killed_coordinator_loses_nothing_and_the_rerun_grades_only_the_rest(c
     assert _scores(root) == dict.fromkeys(students, FULL)
 
 
-def test_a_notebook_nbgrader_cannot_read_is_named_in_the_table(checkout, tmp_path):
-    """A made-up test cell (a grade id the gradebook lacks) makes that notebook unreadable, and one past the size a
-    notebook may be (put in the grading directory by hand, past collect) is not read: each named; the others are
-    graded."""
-    root = class_dir(checkout, tmp_path, {"good": "correct", "forged": "correct", "huge": "correct", "many": "correct"})
+# The quick students, graded as one class (one setup, collect and autograde, two sandboxes); each test below reads its
+# own: notebooks nbgrader cannot read, notebooks that lost cells, and a cell that kills its sandbox.
+UNREADABLE = {"good": "correct", "forged": "correct", "huge": "correct", "many": "correct"}
+LOST = ("stripped", "bare", "deleted")
+KILLED = {"killer": "quits", "a": "correct"}
+
+
+@pytest.fixture(scope="module")
+def quick_class(checkout, tmp_path_factory) -> SimpleNamespace:
+    """The quick students set up, collected, changed as each test says, then autograded once: the grading root and
+    what autograde said."""
+    base = tmp_path_factory.mktemp("quick")
+    root = class_dir(checkout, base, {**UNREADABLE, **dict.fromkeys(LOST, "correct"), **KILLED})
+    _make_unreadable(root)
+    _lose_cells(root)
+    _kill_the_sandbox(root)
+    done = grader("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S))
+    return SimpleNamespace(root=root, base=base, done=done)
+
+
+def _row(done, student: str) -> str:
+    return next(line for line in done.lines if line.startswith(f"{student} "))
+
+
+def _make_unreadable(root: Path) -> None:
+    """A made-up test cell (a grade id the gradebook lacks) in forged's notebook; huge's past the size a notebook may
+    be (put in the grading directory by hand, past collect); many's past its count of cells."""
     with open(root / "submitted" / "huge" / "toy" / "toy.ipynb", "r+b") as f:  # put there past collect's limit
         f.truncate(65 << 20)
     crowded = root / "submitted" / "many" / "toy" / "toy.ipynb"  # and past its count of cells
@@ -193,16 +216,23 @@ def test_a_notebook_nbgrader_cannot_read_is_named_in_the_table(checkout, tmp_pat
     forged.metadata["nbgrader"].update(solution=False, locked=True, points=10, schema_version=3)
     nb.cells.append(forged)
     nbformat.write(nb, path)
-    done = grader("autograde", str(root), "--jobs", "1", "--timeout", str(TIMEOUT_S))  # a few quick notebooks
+
+
+def test_a_notebook_nbgrader_cannot_read_is_named_in_the_table(quick_class):
+    """A made-up test cell (a grade id the gradebook lacks) makes that notebook unreadable, and one past the size a
+    notebook may be (put in the grading directory by hand, past collect) is not read: each named; the others are
+    graded."""
+    done = quick_class.done
     assert done.rc == 1, done.out
-    row = next(line for line in done.lines if line.startswith("forged "))
+    row = _row(done, "forged")
     assert "not graded" in row and "the nbgrader metadata may be corrupted" in row, row
-    assert next(line for line in done.lines if line.startswith("good ")).split()[1:4] == ["4", "/", "4"]
-    row = next(line for line in done.lines if line.startswith("huge "))
+    assert _row(done, "good").split()[1:4] == ["4", "/", "4"]
+    row = _row(done, "huge")
     assert "not graded" in row and "toy.ipynb: 65 MiB, more than the 64 MiB a notebook may be" in row, row
-    row = next(line for line in done.lines if line.startswith("many "))
+    row = _row(done, "many")
     assert "not graded" in row and "toy.ipynb: 2,010 cells, more than a notebook may have" in row, row
-    # nbgrader records the crowded one (every cell 0, saying why); the other two it cannot read
+    # nbgrader records the crowded one (every cell 0, saying why); the other two it cannot read, and no other student
+    # of the class is left ungraded
     assert "2 submission(s) not graded (toy/forged, toy/huge): see the reasons above" in done.err
 
 
@@ -279,7 +309,26 @@ def test_sanitizing_from_the_gradebook_read_once_is_nbgraders_own(checkout, tmp_
         sanitized(grading.db_url, "toy", "extra", other, source)
 
 
-def test_cells_lost_from_the_notebook_are_put_back_by_both_passes_and_graded(checkout, tmp_path):
+def _lose_cells(root: Path) -> None:
+    """stripped's notebook saved without nbgrader's metadata, bare's without metadata or cell ids (format 4.4),
+    deleted's with a test cell deleted."""
+    for student in LOST:
+        path = root / "submitted" / student / "toy" / "toy.ipynb"
+        nb = json.loads(path.read_text())
+        if student == "deleted":
+            nb["cells"] = [
+                c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") != "test_chunk_count"
+            ]
+        else:
+            for cell in nb["cells"]:
+                cell["metadata"].pop("nbgrader", None)
+                if student == "bare":
+                    cell.pop("id", None)
+            nb["nbformat_minor"] = 4 if student == "bare" else nb["nbformat_minor"]
+        path.write_text(json.dumps(nb))
+
+
+def test_cells_lost_from_the_notebook_are_put_back_by_both_passes_and_graded(quick_class):
     """nbgrader finds a cell by its metadata alone, and grades a missing test cell 0 saying nothing. A notebook
     saved without nbgrader's metadata (the toy's cell ids are not its grade ids: each locked cell is found by its
     text as handed out, hidden tests cleared), one without metadata or cell ids (format 4.4), and one with a test
@@ -297,23 +346,8 @@ def test_cells_lost_from_the_notebook_are_put_back_by_both_passes_and_graded(che
     )
     from grader.sanitize import SourceCells, sanitized
 
-    names = ("stripped", "bare", "deleted")
-    root = class_dir(checkout, tmp_path, dict.fromkeys(names, "correct"))
+    root, names = quick_class.root, LOST
     grading = GradingDir(root)
-    for student in names:
-        path = root / "submitted" / student / "toy" / "toy.ipynb"
-        nb = json.loads(path.read_text())
-        if student == "deleted":
-            nb["cells"] = [
-                c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") != "test_chunk_count"
-            ]
-        else:
-            for cell in nb["cells"]:
-                cell["metadata"].pop("nbgrader", None)
-                if student == "bare":
-                    cell.pop("id", None)
-            nb["nbformat_minor"] = 4 if student == "bare" else nb["nbformat_minor"]
-        path.write_text(json.dumps(nb))
     source = SourceCells(grading.db_url, "toy")
     locked = {name for (name, _), cell in source.cells.items() if cell.locked}
     assert {"test_chunk_count", "test_clamp_hidden", "intro"} <= locked
@@ -337,33 +371,34 @@ def test_cells_lost_from_the_notebook_are_put_back_by_both_passes_and_graded(che
             }, (student, name)
         back = {n for n, c in found.items() if RESTORED in c.metadata}
         assert back == ({"test_chunk_count"} if student == "deleted" else locked), (student, back)
-    done = grader("autograde", str(root), "--jobs", "2", "--timeout", str(TIMEOUT_S))
-    assert done.rc == 0, done.out[-3000:] + done.err[-3000:]
-    assert _scores(root) == dict.fromkeys(names, FULL), done.out[-3000:]
-    row = next(line for line in done.lines if line.startswith("deleted "))
+    done = quick_class.done
+    scores = _scores(root)
+    assert {s: scores[s] for s in names} == dict.fromkeys(names, FULL), done.out[-3000:]
+    row = _row(done, "deleted")
     assert "graded cells put back as the course has them (lost from the notebook): test_chunk_count" in row, row
 
 
-def test_a_sandbox_killed_mid_notebook_keeps_the_earlier_cells_in_the_table_and_the_export(checkout, tmp_path):
-    """A cell SIGKILLs its sandbox's parent (the warm sandbox): the cells before keep their points, and the table and
-    the CSV say so, with the cell and the reason, not "not graded" with a blank score."""
-    root = class_dir(checkout, tmp_path, {"killer": "quits", "a": "correct"})
+def _kill_the_sandbox(root: Path) -> None:
+    """killer's chunk_count cell SIGKILLs its sandbox's parent (the warm sandbox) rather than itself."""
     path = root / "submitted" / "killer" / "toy" / "toy.ipynb"
     nb = nbformat.read(path, as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "chunk_count")
     cell.source = cell.source.replace("os.kill(os.getpid(), signal.SIGKILL)", "os.kill(os.getppid(), signal.SIGKILL)")
     nbformat.write(nb, path)
-    done = grader("autograde", str(root), "--jobs", "1", "--timeout", str(TIMEOUT_S))
-    assert done.rc == 0, done.out[-3000:] + done.err[-3000:]
-    row = next(line for line in done.lines if line.startswith("killer "))
+
+
+def test_a_sandbox_killed_mid_notebook_keeps_the_earlier_cells_in_the_table_and_the_export(quick_class):
+    """A cell SIGKILLs its sandbox's parent (the warm sandbox): the cells before keep their points, and the table and
+    the CSV say so, with the cell and the reason, not "not graded" with a blank score."""
+    root, done = quick_class.root, quick_class.done
+    row = _row(done, "killer")
     assert row.split()[1:4] == ["3", "/", "4"], row
     # the reason in the brackets is the sandbox's own words (grader.warm): how it ended
     assert re.search(r"the sandbox was killed in cell test_chunk_count \(.+\); earlier cells kept", row), row
-    assert _scores(root) == {"killer": 3.0, "a": FULL}
-    csv_path = tmp_path / "grades.csv"
+    scores = _scores(root)
+    assert {s: scores[s] for s in KILLED} == {"killer": 3.0, "a": FULL}
+    csv_path = quick_class.base / "grades.csv"
     assert grader("export", str(root), "--to", str(csv_path)).rc == 0
-    import csv
-
     exported = {r["student_id"]: r for r in csv.DictReader(csv_path.open()) if r["assignment"] == "toy"}
     assert exported["killer"]["status"] == "graded, written answers pending", exported["killer"]
     assert float(exported["killer"]["raw_score"]) == 3.0
