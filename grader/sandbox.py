@@ -522,11 +522,13 @@ def bound_environment() -> list[Path]:
 
 
 def environment_digest() -> str:
-    """A digest of every entry of the bound environment (path, type and mode, size, modification and change
-    times): a file planted, edited or removed changes it, and a change time cannot be set back. `__pycache__`
-    folders are left out: the grader's own Python writes them while grading (the sandbox cannot write any). Taken
-    before and after every class graded: some 65,000 entries, one lstat each, hashed in one piece (a fifth less CPU
-    than hashing each entry on its own)."""
+    """A digest of every entry of the bound environment (path, type and mode, owner; a file's size, modification
+    and change times): a file planted, edited or removed changes it, and a change time cannot be set back.
+    `__pycache__` folders are left out: the grader's own Python writes them while grading (the sandbox cannot write
+    any), and a package's first import makes its `__pycache__` folder, which changes the times (and may change the
+    size) of the package's folder, so a folder counts by its entries, mode and owner alone. Taken before and after
+    every class graded: some 65,000 entries, one lstat each, hashed in one piece (a fifth less CPU than hashing each
+    entry on its own)."""
     lines: list[str] = []
 
     def walk(top: str) -> None:
@@ -543,9 +545,12 @@ def environment_digest() -> str:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            lines.append(f"{entry.path}\0{info.st_mode}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\n")
+            owner = f"{entry.path}\0{info.st_mode}\0{info.st_uid}\0{info.st_gid}"
             if folder:
+                lines.append(f"{owner}\n")
                 walk(entry.path)
+            else:
+                lines.append(f"{owner}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\n")
 
     folders = bound_environment()
     for folder in folders:

@@ -22,20 +22,15 @@ from labcore.pending import PENDING_GPU
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def bytecode_written(env: dict[str, str]) -> dict[str, str]:
-    """`env` for the shells that install into a fresh venv as a newcomer does and then use it: pip compiles what it
-    installs (its default), and Python writes a module's bytecode when the module is first imported
-    (PYTHONDONTWRITEBYTECODE, which CI-like shells set, dropped), as on a newcomer's machine."""
-    return {k: v for k, v in env.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PIP_NO_COMPILE", "PIP_COMPILE")}
-
-
 def lazy_bytecode(env: dict[str, str]) -> dict[str, str]:
-    """bytecode_written's `env`, but pip compiles nothing it installs (PIP_COMPILE=0, which is `--no-compile`; pip reads
-    PIP_NO_COMPILE=1 as `--compile`, the two options sharing one setting): each module is compiled when first imported
-    instead. The same files are installed. Only for a venv nothing is graded in: the grader checks that the environment
-    it binds did not change while it graded, and a package's first import makes its `__pycache__` folder, which
-    changes the package folder's times."""
-    return {**bytecode_written(env), "PIP_COMPILE": "0"}
+    """`env` for the shells that install into a fresh venv and then use it: pip compiles nothing it installs
+    (PIP_COMPILE=0, which is `--no-compile`; pip reads PIP_NO_COMPILE=1 as `--compile`, the two options sharing one
+    setting), and Python writes a module's bytecode when the module is first imported (PYTHONDONTWRITEBYTECODE, which
+    CI-like shells set, dropped), as in an environment uv installed. The same files are installed; only the bytecode
+    of modules never imported is not made. What is graded there is graded while bytecode appears in the environment
+    (the run's own venv has pip's, made at install)."""
+    kept = {k: v for k, v in env.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PIP_NO_COMPILE", "PIP_COMPILE")}
+    return {**kept, "PIP_COMPILE": "0"}
 
 
 def wheel_and_replay(project: Path, tmp_path: Path) -> SimpleNamespace:

@@ -29,7 +29,7 @@ from grader.bundle import package_options, student_pyproject
 from grader.course import Course, solved_release
 from labcore.lessons import names
 
-from installed import autograded_points, bytecode_written, cell_points, lazy_bytecode, pending_cells
+from installed import autograded_points, cell_points, lazy_bytecode, pending_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = names()
@@ -53,8 +53,8 @@ def copy_checkout(dest: Path) -> Path:
 
 def run(argv: list[str], cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
     """A command of the fresh environment: no PYTHONPATH, no shared virtualenv on PATH; bytecode written as modules
-    are first imported (the checkout's: pip compiled what it installed)."""
-    env = bytecode_written(
+    are first imported (its installs compiled none)."""
+    env = lazy_bytecode(
         {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "COURSE_PROFILES")}
     )
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
@@ -72,10 +72,10 @@ def test_the_course_extra_brings_nvrtc_to_instructors_and_students():
         assert all(any(r.startswith(name) for r in extras["course"]) for name in NVRTC), extras["course"]
 
 
-def test_the_student_bundles_venv_installs_without_compiling(tmp_path):
-    """lazy_bytecode's environment (the student bundle's fresh venv) makes pip install a wheel with no bytecode: a
-    module is compiled when first imported, not every module at install (as pip does by default, and for
-    PIP_NO_COMPILE=1)."""
+def test_the_fresh_venvs_install_without_compiling(tmp_path):
+    """lazy_bytecode's environment (the fresh venvs of the README test and the student bundle) makes pip install a
+    wheel with no bytecode: a module is compiled when first imported, not every module at install (as pip does by
+    default, and for PIP_NO_COMPILE=1)."""
     wheel = next((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))  # any wheel with modules
     pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target"]
     compiled = {}

@@ -25,7 +25,7 @@ from test_project import readme_command_lines, table_commands
 from labcore.device import gpu_available
 from labcore.lessons import names
 
-from installed import bytecode_written
+from installed import lazy_bytecode
 from once import Making, making
 from site_fixture import SITE
 
@@ -44,7 +44,7 @@ MADE_BY_INSTALLS = (".venv", "datamove_course.egg-info", "build", "__pycache__")
 def _shell(command: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "COURSE_PROFILES")}
     env["HOME"] = str(home)  # `~/grading` of the instructors' command lands in the test's folder
-    env = bytecode_written(env)  # pip compiles what it installs; the checkout's modules on first import
+    env = lazy_bytecode(env)  # pip's installs compile nothing; each module's bytecode is written on first import
     return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=1500)
 
 

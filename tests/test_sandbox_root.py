@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -521,6 +522,46 @@ def test_the_environment_digest_sees_a_planted_file(tmp_path, monkeypatch):
     assert sandbox.environment_digest() != before
     with pytest.raises(UsageError, match=r"^the environment the sandbox binds changed while grading \("):
         sandbox.unchanged(before)
+
+
+def test_the_environment_digest_lets_python_write_bytecode_and_sees_the_rest(tmp_path, monkeypatch):
+    """A package's first import in an environment installed without bytecode (`pip --no-compile`, uv's default)
+    makes its `__pycache__` folder, which changes the package folder's times: the digest stays the same. A file
+    planted deeper, a module edited with its time set back, a folder's mode or owner changed, each changes it."""
+    env = tmp_path / "env"
+    (env / "pkg" / "sub").mkdir(parents=True)
+    (env / "pkg" / "__init__.py").write_text("")
+    (env / "pkg" / "sub" / "__init__.py").write_text("")
+    (env / "pkg" / "sub" / "mod.py").write_text("a = 1\n")
+    monkeypatch.setattr(sandbox, "_environment_dirs", lambda: [env])
+    monkeypatch.setattr(sandbox, "_site_dirs", lambda bound: [])
+    before = sandbox.environment_digest()
+    folder = os.stat(env / "pkg" / "sub").st_mtime_ns
+    time.sleep(0.01)
+    python = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run(
+        [sys.executable, "-c", "import pkg.sub.mod"], cwd=env, env=python, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert list((env / "pkg" / "sub" / "__pycache__").glob("mod.*.pyc"))  # written by that first import
+    assert os.stat(env / "pkg" / "sub").st_mtime_ns != folder  # and the folder's time moved
+    assert sandbox.unchanged(before) == f"unchanged ({before.split()[0]})"
+    mod = env / "pkg" / "sub" / "mod.py"
+    stat = mod.stat()
+    mod.write_text("a = 2\n")  # the same size, its modification time set back: the change time still moved
+    os.utime(mod, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    edited = sandbox.environment_digest()
+    assert edited != before
+    (env / "pkg" / "sub").chmod(0o777)
+    assert sandbox.environment_digest() != edited
+    (env / "pkg" / "sub").chmod(0o755)
+    if os.geteuid() == 0:
+        os.chown(env / "pkg", 65534, 65534)
+        assert sandbox.environment_digest() != edited
+        os.chown(env / "pkg", 0, 0)
+    assert sandbox.environment_digest() == edited
+    (env / "pkg" / "sub" / "planted.py").write_text("")
+    assert sandbox.environment_digest() != edited
 
 
 # -- as a plain user -------------------------------------------------------------------------------------------
