@@ -189,13 +189,17 @@ def test_the_corpus_covers_every_assignment_and_every_cell_both_ways():
 
 
 def test_no_submission_planted_a_hook_in_the_environment(graded):
-    """d54-remounts-env-pth wrote zz_grade.pth into site-packages if its remount worked: no Python runs it."""
+    """d54-remounts-env-pth wrote zz_grade.pth into site-packages if its remount worked, d54-plants-bytecode a .pyc
+    into a __pycache__ folder (which the environment's digest leaves out): neither is there."""
     import site
 
     from grader.sandbox import bound_environment
 
     folders = {*site.getsitepackages(), *map(str, bound_environment())}
     assert not [f for f in folders if Path(f, "zz_grade.pth").exists()]
+    folders.add(str(CHECKOUT))  # the course's packages, which the sandboxes bind too
+    planted = [p for f in folders for p in Path(f).glob("*/zz_planted.cpython-311.pyc")]
+    assert not planted and not [f for f in folders if Path(f, "zz_planted_pkg").exists()], planted
 
 
 def _cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:

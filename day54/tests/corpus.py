@@ -524,6 +524,34 @@ for folder in site.getsitepackages():
     except OSError:
         pass"""
 
+# As root, remount the binds read-write, then plant bytecode where the environment's digest does not look (the
+# __pycache__ folders, which the grader's own Python writes; one made afresh moves only its folder's times) and make
+# and remove a file (which only its folder's times would show): no capability, the remount and every write fail
+PLANT_BYTECODE = """import os
+import site
+import subprocess
+
+import labcore
+
+folders = {os.path.dirname(os.path.dirname(labcore.__file__)), *site.getsitepackages()}
+for folder in folders:
+    for options in ("remount,rw,bind", "remount,rw"):
+        subprocess.run(["mount", "-o", options, folder], capture_output=True)
+for folder in folders:
+    for cache in ("__pycache__", "zz_planted_pkg/__pycache__"):
+        try:
+            os.makedirs(os.path.join(folder, cache), exist_ok=True)
+            with open(os.path.join(folder, cache, "zz_planted.cpython-311.pyc"), "wb") as planted:
+                planted.write(b"planted")
+        except OSError:
+            pass
+    try:
+        transient = os.path.join(folder, "zz_transient.py")
+        open(transient, "w").close()
+        os.remove(transient)
+    except OSError:
+        pass"""
+
 # The course's packages every sandbox binds (one folder a grading machine's local cluster shares among its workers):
 # remount them read-write and plant a line every later sandbox runs at import, failing whoever is graded after
 REWRITE_LIBRARY = """import os
@@ -1128,6 +1156,16 @@ def submissions(corpus: ModuleType) -> tuple:
             "unchanged)",
             full(D),
             first_cell=REMOUNT_PTH,
+        ),
+        Submission(
+            "d54-plants-bytecode",
+            D,
+            "a cell of its own first remounts the environment's and the course's binds read-write, then plants a "
+            ".pyc in a __pycache__ folder (which the environment's digest leaves to the grader's own Python) and "
+            "makes and removes a file: no capability, every write fails, the reference solutions after it keep "
+            "every point (and the digest is unchanged)",
+            full(D),
+            first_cell=PLANT_BYTECODE,
         ),
         Submission(
             "d54-rewrites-the-library",
