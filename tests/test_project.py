@@ -272,3 +272,16 @@ def test_the_grader_without_bubblewrap_advises_the_course_extra(monkeypatch):
             sandbox.bwrap()
     finally:
         sandbox.bwrap.cache_clear()
+
+
+def test_each_test_module_is_read_rewritten(pytestconfig) -> None:
+    """Every worker reads this module's asserts rewritten, not rewriting them itself: where bytecode is written pytest
+    keeps them, and where it is not (PYTHONDONTWRITEBYTECODE, as in CI) conftest.rewrite_once wrote them before the
+    workers started; the cache is current (pytest checks it against the source's hash)."""
+    if pytestconfig.getoption("assertmode") != "rewrite":
+        pytest.skip("asserts are not rewritten (--assert=plain)")
+    from _pytest.assertion.rewrite import PYC_TAIL, _read_pyc, get_cache_dir
+
+    path = Path(__file__)
+    pyc = get_cache_dir(path) / (path.name[:-3] + PYC_TAIL)
+    assert _read_pyc(path, pyc) is not None, f"no current rewritten code at {pyc}"
