@@ -137,7 +137,10 @@ def rewrite_once(config: pytest.Config, paths: list[Path]) -> None:
         pyc = get_cache_dir(path) / (path.name[:-3] + PYC_TAIL)
         if _read_pyc(path, pyc) is not None:
             continue  # current: rewritten by an earlier run
-        pyc.parent.mkdir(exist_ok=True)
+        try:
+            pyc.parent.mkdir(exist_ok=True)
+        except OSError:
+            return  # a checkout that cannot be written: each worker rewrites for itself, as before
         source_hash, code = _rewrite_test(path, config)
         _write_pyc(state, code, source_hash, pyc)
 

@@ -1162,8 +1162,9 @@ def submissions(corpus: ModuleType) -> tuple:
             D,
             "a cell of its own first remounts the environment's and the course's binds read-write, then plants a "
             ".pyc in a __pycache__ folder (which the environment's digest leaves to the grader's own Python) and "
-            "makes and removes a file: no capability, every write fails, the reference solutions after it keep "
-            "every point (and the digest is unchanged)",
+            "makes and removes a file: no capability, the remount fails, no .pyc is found afterwards, the reference "
+            "solutions after it keep every point and the digest is unchanged (a file made and removed would leave no "
+            "trace either way: the binds' staying read-only is what stops it)",
             full(D),
             first_cell=PLANT_BYTECODE,
         ),
