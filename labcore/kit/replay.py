@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import pickle
+import stat
+import sys
+import tempfile
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -88,8 +92,116 @@ def _stamp(directory: Path) -> tuple[tuple[str, str], ...]:
 def _parsed(from_exports: FromExports, path: Path, companion: Path | None, stamp: tuple) -> bytes:
     """A profile folder's exports parsed into a record, once per process for each content of the folder (a second or
     more each: a notebook replays the same profile in several cells), kept as pickled bytes so that each caller gets
-    a record of its own to change."""
-    return pickle.dumps(from_exports(path, companion))
+    a record of its own to change; between processes, the user's cache keeps it (cached_parse)."""
+    key = _cache_key(from_exports, path, companion, stamp)
+    kept = _read_cache(key) if key else None
+    if kept is not None:
+        return kept
+    parsed = pickle.dumps(from_exports(path, companion))
+    if key:
+        _write_cache(key, parsed)
+    return parsed
+
+
+# The parse kept between processes: every lesson command, notebook kernel and grading worker that replays a profile
+# parsed the same exports again (a second or more of CPU each; a grading worker's checker and sandbox parse every
+# lesson's on their start). A file per parse under the user's cache folder, named by a digest of what the parse reads
+# (the folder's path and files' bytes) and of the code that parses (labcore's and the lesson's sources, this Python):
+# a changed export or a changed parser is parsed anew. Only the user's own folder is read (owned by them, writable by
+# no one else, like their ~/.ssh): a pickle is code. A folder that cannot be made or written is no cache.
+CACHE_ENV = "DATAMOVE_CACHE"  # a folder for the parsed profiles; "off": none
+CACHE_MAGIC = b"datamove-replay-1\n"  # then a digest of the pickle (a file cut short or changed is no parse)
+DIGEST_BYTES = 32
+
+
+def cache_folder() -> Path | None:
+    """Where parsed profiles are kept: $DATAMOVE_CACHE, else the user's cache folder ($XDG_CACHE_HOME or ~/.cache)
+    under datamove-course/replay; None when $DATAMOVE_CACHE is "off"."""
+    configured = os.environ.get(CACHE_ENV, "")
+    if configured == "off":
+        return None
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "datamove-course" / "replay"
+
+
+@functools.cache
+def _code_digest(package: str) -> str:
+    """A digest of the sources that parse a profile: labcore's and the lesson package's (its tests left out)."""
+    digest = hashlib.blake2b(sys.version.encode(), digest_size=16)
+    folders = [Path(__file__).resolve().parents[1], Path(sys.modules[package].__file__).resolve().parent]
+    for folder in dict.fromkeys(folders):
+        for source in sorted(folder.rglob("*.py")):
+            if "tests" not in source.relative_to(folder).parts:
+                digest.update(source.relative_to(folder).as_posix().encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()
+
+
+def _cache_key(from_exports: FromExports, path: Path, companion: Path | None, stamp: tuple) -> str | None:
+    """The parse's name in the cache; None for a parser the cache cannot vouch for (one defined inside a function,
+    a test's stand-in) or where there is no cache."""
+    module, name = getattr(from_exports, "__module__", None), getattr(from_exports, "__qualname__", "<")
+    if not module or "<" in name or module.split(".")[0] not in sys.modules or cache_folder() is None:
+        return None
+    try:
+        code = _code_digest(module.split(".")[0])
+    except (OSError, AttributeError, TypeError):  # a package without source files here: no cache
+        return None
+    what = repr((module, name, str(path.resolve()), str(companion.resolve()) if companion else None, stamp, code))
+    return hashlib.blake2b(what.encode(), digest_size=20).hexdigest()
+
+
+def _own(folder: Path) -> bool:
+    """Whether a folder is the user's alone: theirs, not a link, writable by no one else."""
+    try:
+        st = folder.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _read_cache(key: str) -> bytes | None:
+    """The kept parse, or None: nothing kept, a folder that is not the user's own, a file cut short or changed."""
+    folder = cache_folder()
+    if folder is None or not _own(folder):
+        return None
+    try:
+        with open(folder / key, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW)) as kept:
+            st = os.fstat(kept.fileno())
+            if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return None
+            data = kept.read()
+    except OSError:
+        return None
+    start = len(CACHE_MAGIC) + DIGEST_BYTES
+    head, digest, body = data[: len(CACHE_MAGIC)], data[len(CACHE_MAGIC) : start], data[start:]
+    if head != CACHE_MAGIC or hashlib.blake2b(body, digest_size=DIGEST_BYTES).digest() != digest:
+        return None
+    return body
+
+
+def _write_cache(key: str, parsed: bytes) -> None:
+    """Keep a parse for later processes (whole or not at all: written aside, then renamed); quietly nothing where
+    the folder cannot be made or written, or is not the user's own."""
+    folder = cache_folder()
+    if folder is None:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not _own(folder):
+            return
+        fd, aside = tempfile.mkstemp(dir=folder, prefix=".parse-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(CACHE_MAGIC + hashlib.blake2b(parsed, digest_size=DIGEST_BYTES).digest())
+                out.write(parsed)
+            os.replace(aside, folder / key)
+        except BaseException:
+            Path(aside).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return
 
 
 def has_exports(directory: Path, exports: Sequence[str] = REPLAYED_EXPORTS) -> bool:
