@@ -190,16 +190,22 @@ def test_the_corpus_covers_every_assignment_and_every_cell_both_ways():
 
 def test_no_submission_planted_a_hook_in_the_environment(graded):
     """d54-remounts-env-pth wrote zz_grade.pth into site-packages if its remount worked, d54-plants-bytecode a .pyc
-    into a __pycache__ folder (which the environment's digest leaves out): neither is there."""
+    into a __pycache__ folder (which the environment's digest leaves out), d54-poisons-the-replay-cache a parse that
+    runs code when read into the grader's replay cache: none is there, and the poison never ran."""
     import site
 
     from grader.sandbox import bound_environment
+    from labcore.kit import replay
 
     folders = {*site.getsitepackages(), *map(str, bound_environment())}
     assert not [f for f in folders if Path(f, "zz_grade.pth").exists()]
     folders.add(str(CHECKOUT))  # the course's packages, which the sandboxes bind too
     planted = [p for f in folders for p in Path(f).glob("*/zz_planted.cpython-311.pyc")]
     assert not planted and not [f for f in folders if Path(f, "zz_planted_pkg").exists()], planted
+    # d54-poisons-the-replay-cache: no trusted process read its forged parse, and none is in the grader's cache
+    assert not Path("/tmp/zz-replay-cache-poisoned").exists()
+    cache = replay.cache_folder()
+    assert cache is None or not cache.is_dir() or not [p for p in cache.iterdir() if b"zz-replay" in p.read_bytes()]
 
 
 def _cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:

