@@ -224,3 +224,10 @@ def test_the_lesson_command_says_the_same_from_the_cache(tmp_path):
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
     assert runs[0].stdout == runs[1].stdout
     assert len(_kept(tmp_path / "cache")) >= 1
+
+
+def test_the_offline_page_says_how_the_cache_behaves():
+    """The offline readers' page names the cache's folder, its switch and how many parses stay, as the code has them."""
+    page = (Path(__file__).resolve().parents[1] / "site" / "offline.md").read_text()
+    assert "~/.cache/datamove-course/replay" in page and f"`{replay.CACHE_ENV}=off`" in page
+    assert f"the newest {replay.MAX_KEPT} parses" in " ".join(page.split())
