@@ -160,23 +160,55 @@ def _row(inputs: list[float]) -> bool:
     return len(inputs) >= 3 or (len(inputs) == 2 and sum(map(digits_of, inputs)) >= MIN_ROW_DIGITS)
 
 
-def _in_row(numbers: list[str], inputs: list[float]) -> bool:
-    return any(
-        all(_same(numbers[at + i], value) for i, value in enumerate(inputs))
-        for at in range(len(numbers) - len(inputs) + 1)
-    )
+class _Numbers:
+    """The numbers written in some texts, in order, indexed by value: where a drawn input may begin is looked up
+    rather than tried at every number of every text (a lesson's feedback page and what its base64-looking runs
+    decode to hold hundreds of thousands, and a class's pages were most of `grader feedback`'s time). A row is
+    looked for within one text, never across two."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.shown: list[str] = []
+        self.end: list[int] = []  # for each number, where its text's numbers end
+        for text in texts:
+            numbers = NUMBER.findall(text)
+            self.shown += numbers
+            self.end += [len(self.shown)] * len(numbers)
+        self.at: dict[float, list[int]] = {}
+        decimals = set()
+        for i, number in enumerate(self.shown):
+            self.at.setdefault(float(number), []).append(i)
+            decimals.add(len(number.partition(".")[2]))
+        self.decimals = sorted(d for d in decimals if d > 0)
+
+    def _starts(self, drawn: float) -> set[int]:
+        """Every place a number `_same` takes for `drawn` is written: its value, or it rounded to a number's
+        decimals (where that number has those decimals and enough digits)."""
+        places = set(self.at.get(abs(drawn), ()))
+        for decimals in self.decimals:
+            rounded = round(abs(drawn), decimals)
+            if digits_of(rounded) >= MIN_ALONE_DIGITS:
+                places.update(i for i in self.at.get(rounded, ()) if len(self.shown[i].partition(".")[2]) == decimals)
+        return places
+
+    def in_row(self, inputs: list[float]) -> bool:
+        """Whether the inputs are written one after another in one of the texts, each as `_same` reads it."""
+        return any(
+            at + len(inputs) <= self.end[at]
+            and all(_same(self.shown[at + i], value) for i, value in enumerate(inputs[1:], 1))
+            for at in self._starts(inputs[0])
+        )
 
 
 def quoted_values(text: str, drawn: list[list[float]], visible: str = "") -> list[str]:
     """The hidden questions' inputs (grader.checker.hidden_inputs) a page shows, in any form `_value_texts` reads:
     a distinctive one by itself, or all of one question's in a row; none that the notebook's visible text holds."""
-    streams = [NUMBER.findall(t) for t in _value_texts(text)]
-    public = NUMBER.findall(visible)
+    shown = _Numbers(_value_texts(text))
+    public = _Numbers([visible])
     found = []
     for inputs in drawn:
         looked = [[n] for n in inputs if _alone(n)] + ([inputs] if _row(inputs) else [])
         for wanted in looked:
-            if not _in_row(public, wanted) and any(_in_row(numbers, wanted) for numbers in streams):
+            if not public.in_row(wanted) and shown.in_row(wanted):
                 found.append(", ".join(f"{n:g}" for n in wanted))
     return sorted(set(found))
 

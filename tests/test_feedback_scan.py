@@ -6,12 +6,13 @@ from __future__ import annotations
 import base64
 import codecs
 import gzip
+import random
 import zlib
 from collections import Counter
 
 import pytest
 
-from grader import checker
+from grader import checker, feedback
 from grader.feedback import decodings, quoted_lines, quoted_values
 
 HIDDEN = {
@@ -153,3 +154,38 @@ def test_leaks_deletes_a_page_showing_a_hidden_input_and_keeps_a_clean_one(tmp_p
     found = leaks(GradingDir(tmp_path, must_exist=False), "a1")
     assert found == ["feedback/ann/a1/a1.html showed a hidden test's inputs (0.6663); deleted it"]
     assert not (tmp_path / "feedback/ann/a1/a1.html").exists() and (tmp_path / "feedback/bob/a1/a1.html").exists()
+
+
+def _in_row_everywhere(numbers: list[str], inputs: list[float]) -> bool:
+    """The scan as first written: the inputs tried from every number of the page."""
+    return any(
+        all(feedback._same(numbers[at + i], value) for i, value in enumerate(inputs))
+        for at in range(len(numbers) - len(inputs) + 1)
+    )
+
+
+def test_the_indexed_scan_finds_what_trying_every_number_finds():
+    """The feedback scan looks drawn inputs up by value (a lesson's page holds tens of thousands of numbers): over
+    pages of random numbers written plain, rounded, truncated and padded, it finds a row exactly where trying it from
+    every number of each of its texts does (a row split between two texts is in neither), found and not found both
+    many times."""
+    rng = random.Random(7)
+    found = {True: 0, False: 0}
+    for _ in range(400):
+        drawn = [rng.choice([rng.uniform(0, 5000), float(rng.randrange(1, 10**7)), round(rng.uniform(0, 99), 2)])]
+        drawn += [rng.uniform(0, 10 ** rng.randrange(1, 6)) for _ in range(rng.randrange(0, 3))]
+        written = []
+        for _ in range(rng.randrange(0, 40)):
+            value = rng.choice([*drawn, rng.uniform(0, 10**4), 3.0, 1024.0])
+            form = rng.choice(["{:g}", "{:.1f}", "{:.2f}", "{:.4f}", "{:.0f}", "{}", "{:.6f}"])
+            written.append(form.format(value))
+        if rng.random() < 0.5:  # the row itself, rounded, somewhere in the page
+            at = rng.randrange(0, len(written) + 1)
+            written[at:at] = [f"{v:.4f}" if rng.random() < 0.5 else repr(v) for v in drawn]
+        cut = rng.randrange(0, len(written) + 1)  # two texts: a row across the cut is in neither
+        texts = [" x ".join(written[:cut]), " x ".join(written[cut:])]
+        for inputs in (drawn, drawn[:1]):
+            expected = any(_in_row_everywhere(feedback.NUMBER.findall(t), inputs) for t in texts)
+            assert feedback._Numbers(texts).in_row(inputs) == expected, (texts, inputs)
+            found[expected] += 1
+    assert min(found.values()) > 50, found
