@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from labcore import nsys
@@ -129,8 +130,9 @@ def cache_folder() -> Path | None:
 
 @functools.cache
 def _code_digest(package: str) -> str:
-    """A digest of the sources that parse a profile: labcore's and the lesson package's (its tests left out)."""
-    digest = hashlib.blake2b(sys.version.encode(), digest_size=16)
+    """A digest of what parses a profile: labcore's and the lesson package's sources (their tests left out), this
+    Python and the pandas and NumPy it reads the exports with."""
+    digest = hashlib.blake2b(f"{sys.version} {pd.__version__} {np.__version__}".encode(), digest_size=16)
     folders = [Path(__file__).resolve().parents[1], Path(sys.modules[package].__file__).resolve().parent]
     for folder in dict.fromkeys(folders):
         for source in sorted(folder.rglob("*.py")):
