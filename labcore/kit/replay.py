@@ -93,7 +93,7 @@ def _stamp(directory: Path) -> tuple[tuple[str, str], ...]:
 def _parsed(from_exports: FromExports, path: Path, companion: Path | None, stamp: tuple) -> bytes:
     """A profile folder's exports parsed into a record, once per process for each content of the folder (a second or
     more each: a notebook replays the same profile in several cells), kept as pickled bytes so that each caller gets
-    a record of its own to change; between processes, the user's cache keeps it (cached_parse)."""
+    a record of its own to change; between processes, the user's cache keeps it (below)."""
     key = _cache_key(from_exports, path, companion, stamp)
     kept = _read_cache(key) if key else None
     if kept is not None:
@@ -107,9 +107,10 @@ def _parsed(from_exports: FromExports, path: Path, companion: Path | None, stamp
 # The parse kept between processes: every lesson command, notebook kernel and grading worker that replays a profile
 # parsed the same exports again (a second or more of CPU each; a grading worker's checker and sandbox parse every
 # lesson's on their start). A file per parse under the user's cache folder, named by a digest of what the parse reads
-# (the folder's path and files' bytes) and of the code that parses (labcore's and the lesson's sources, this Python):
-# a changed export or a changed parser is parsed anew. Only the user's own folder is read (owned by them, writable by
-# no one else, like their ~/.ssh): a pickle is code. A folder that cannot be made or written is no cache.
+# (the folder's path and files' bytes) and of what parses (labcore's and the lesson's sources, this Python, pandas and
+# NumPy): a changed export or a changed parser is parsed anew; only a lesson's shipped profile is kept. Only the
+# user's own folder is read (owned by them, writable by no one else, like their ~/.ssh): a pickle is code. A folder
+# that cannot be made or written is no cache.
 CACHE_ENV = "DATAMOVE_CACHE"  # a folder for the parsed profiles; "off": none
 CACHE_MAGIC = b"datamove-replay-1\n"  # then a digest of the pickle (a file cut short or changed is no parse)
 DIGEST_BYTES = 32
