@@ -21,6 +21,7 @@ import base64
 import codecs
 import html
 import json
+import math
 import re
 import zlib
 from pathlib import Path
@@ -182,7 +183,9 @@ class _Numbers:
 
     def _starts(self, drawn: float) -> set[int]:
         """Every place a number `_same` takes for `drawn` is written: its value, or it rounded to a number's
-        decimals (where that number has those decimals and enough digits)."""
+        decimals (where that number has those decimals and enough digits); nowhere for an infinite or NaN one."""
+        if not math.isfinite(drawn):
+            return set()
         places = set(self.at.get(abs(drawn), ()))
         for decimals in self.decimals:
             rounded = round(abs(drawn), decimals)

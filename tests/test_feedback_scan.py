@@ -189,3 +189,11 @@ def test_the_indexed_scan_finds_what_trying_every_number_finds():
             assert feedback._Numbers(texts).in_row(inputs) == expected, (texts, inputs)
             found[expected] += 1
     assert min(found.values()) > 50, found
+
+
+def test_an_infinite_or_nan_input_is_found_nowhere_and_breaks_nothing():
+    """A drawn input that is infinite or NaN matches no number on a page (rounding one would raise), and the others of
+    its question are still looked for."""
+    inf, nan = float("inf"), float("nan")
+    assert quoted_values("shown: 1.2345 inf nan 3.5", [[inf, 1.2345, nan], [nan]]) == ["1.2345"]
+    assert not feedback._Numbers(["1.2345 inf 3.5"]).in_row([inf])
