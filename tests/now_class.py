@@ -37,7 +37,10 @@ ADVERSARIAL = (
     "zc-flag-first-idle-block",  # wrong publish order and one block too many
     "zc-patches-checks",  # replaces every check with a do-nothing lambda
     "zc-exits-first",  # os._exit before any check
+    "d54-prints-prediction-inputs",  # prints the inputs the hidden questions drew: feedback deletes its page
+    "d56-prints-break-even-inputs",  # the same in another lesson
 )
+SHOWS_INPUTS = ("d54-prints-prediction-inputs", "d56-prints-break-even-inputs")  # the pages feedback must delete
 
 
 def hidden_only() -> dict[str, tuple[str, dict[str, str]]]:
@@ -97,15 +100,25 @@ def _grade(base: Path) -> dict:
         ("export", str(root), "--to", str(base / "grades.csv")),
     ):
         done = grader(*step)
-        assert done.rc == 0, (step, done.out[-3000:], done.err[-3000:])
+        expected = 1 if step[0] == "feedback" else 0  # feedback deletes SHOWS_INPUTS' pages: exit 1, naming them
+        assert done.rc == expected, (step, done.out[-3000:], done.err[-3000:])
         said[step[0]] = done.out
-    return {"root": str(root), "csv": str(base / "grades.csv"), "autograde": said["autograde"]}
+        said[f"{step[0]}-err"] = done.err
+    return {
+        "root": str(root),
+        "csv": str(base / "grades.csv"),
+        "autograde": said["autograde"],
+        "feedback-err": said["feedback-err"],
+    }
 
 
 def now_class(tmp_path_factory) -> SimpleNamespace:
-    """The class, graded by the first test of the run that asks: its grading root, what autograde printed, and the
-    export's raw score by (student, assignment) (an empty score: nothing graded, 0)."""
+    """The class, graded by the first test of the run that asks: its grading root, what autograde printed, what
+    feedback printed on stderr, and the export's raw score by (student, assignment) (an empty score: nothing graded,
+    0)."""
     made = made_once(tmp_path_factory, "now-class", _grade)
     with open(made["csv"]) as fh:
         scores = {(r["student_id"], r["assignment"]): float(r["raw_score"] or 0) for r in csv.DictReader(fh)}
-    return SimpleNamespace(root=Path(made["root"]), said=made["autograde"], scores=scores)
+    return SimpleNamespace(
+        root=Path(made["root"]), said=made["autograde"], feedback_err=made["feedback-err"], scores=scores
+    )

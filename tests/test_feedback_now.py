@@ -18,9 +18,9 @@ from corpus import CORPUS, POINTS
 
 from grader.layout import COURSE_ID, KERNEL_STUCK, db_url
 
-from now_class import ADVERSARIAL, LIVE, now_class
+from now_class import ADVERSARIAL, LIVE, SHOWS_INPUTS, now_class
 
-pytestmark = pytest.mark.slow(seconds=110)  # grades seven notebooks whole, one of them stopped until the limit
+pytestmark = pytest.mark.slow(seconds=110)  # grades nine notebooks whole, one of them stopped until the limit
 CASES = ADVERSARIAL
 SUBS = [s for s in CORPUS if s.name in CASES]
 
@@ -49,6 +49,11 @@ def graded(tmp_path_factory):
     assert len(SUBS) == len(CASES)
     made = now_class(tmp_path_factory)
     return made.said, _points(made.root), {s.name: _autograded(made.root, s.name, s.assignment) for s in SUBS}
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    return now_class(tmp_path_factory)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -81,3 +86,20 @@ def test_a_sandbox_stopped_by_its_own_cell_is_killed_and_reported_as_autograde_d
     assert any(o.ename == KERNEL_STUCK and "was stopped (SIGSTOP)" in o.evalue for o in errors), errors
     row = next(x for x in done.splitlines() if x.startswith("d54-stops-parent-in-sweep "))
     assert "was stopped (SIGSTOP) and killed at the" in row, row
+
+
+def test_a_page_showing_the_hidden_inputs_is_deleted_and_named(made):
+    """d54-prints-prediction-inputs and d56-prints-break-even-inputs keep every input the graded questions hand them
+    and print them in a later cell: the hidden questions' drawn numbers reach their autograded notebooks, so `grader
+    feedback` deletes each one's page and names it, exit 1 (tests/now_class.py); their points stay the answers' (above),
+    and every other student's page of those lessons is kept."""
+    errors = [line for line in made.feedback_err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == len(SHOWS_INPUTS), errors
+    for name in SHOWS_INPUTS:
+        assignment = next(s.assignment for s in SUBS if s.name == name)
+        page = f"feedback/{name}/{assignment}/{assignment}.html"
+        assert [e for e in errors if e.startswith(f"error: {page} showed a hidden test's inputs (")], (page, errors)
+        assert not (made.root / page).exists()
+        kept = {p.parent.parent.name for p in (made.root / "feedback").glob(f"*/{assignment}/{assignment}.html")}
+        graded = {p.parent.parent.name for p in (made.root / "autograded").glob(f"*/{assignment}/{assignment}.ipynb")}
+        assert kept == graded - set(SHOWS_INPUTS) and kept, (assignment, kept, graded)
