@@ -1035,10 +1035,10 @@ def submissions(corpus: ModuleType) -> tuple:
             "zc-prints-hidden-inputs",
             Z,
             "the reference, keeping every input the break-even and gather questions hand it and printing them in its "
-            "publish cell: full points. What it prints of the hidden cases is the break-even's round pairs (100 and 100, "
-            "900 and 4800) and the gather's counts, numbers the release shows or too short to tell from any on "
-            "a page; the seeds drawn for the gather never reach its functions, so its feedback page is kept (the "
-            "day-54 and day-56 pages that print drawn inputs are deleted: tests/test_feedback_now.py)",
+            "publish cell: full points. What it prints of the hidden cases is the break-even's round pairs (100 and "
+            "100, 900 and 4800) and the gather's counts, numbers the release shows or too short to tell from any on a "
+            "page; the seeds drawn for the gather never reach its functions, so its feedback page is kept (the day-54 "
+            "and day-56 pages that print drawn inputs are deleted: tests/test_feedback_now.py)",
             full(Z),
             edits=prints_hidden_inputs(corpus),
         ),
